@@ -1,0 +1,13 @@
+// Each subcommand lives in its own cmd_*.cpp and registers itself on the app.
+// The callback parses flags into a typed options struct and calls into the
+// layers below; it is the only place that reads the environment.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace sluice::cli {
+
+void register_inspect(CLI::App& app);
+void register_synth(CLI::App& app);
+
+}  // namespace sluice::cli

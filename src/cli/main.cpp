@@ -1,0 +1,28 @@
+// sluice — run Mixture-of-Experts models larger than RAM by streaming experts
+// from flash. This file only wires subcommands and turns errors into one clear
+// message and a non-zero exit.
+#include <cstdio>
+#include <exception>
+
+#include "cli/commands.h"
+#include "util/error.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"sluice: run MoE models larger than RAM by streaming experts from flash"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "sluice 0.1.0");
+  sluice::cli::register_inspect(app);
+  sluice::cli::register_synth(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const sluice::Error& e) {
+    std::fprintf(stderr, "sluice: error: %s\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "sluice: internal error: %s\n", e.what());
+    return 2;
+  }
+  return 0;
+}

@@ -1,0 +1,51 @@
+// GGUF writing, streamed: declare metadata and tensors, write the header, then
+// stream each tensor's bytes in declaration order (in as many chunks as you
+// like). Padding to `alignment` is inserted automatically. Writes GGUF v3.
+//
+// Failure: any I/O error or protocol misuse (wrong order, too many/few bytes)
+// throws sluice::Error naming the output file. A Writer is single-threaded.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "gguf/gguf.h"
+
+namespace sluice::gguf {
+
+class Writer {
+ public:
+  explicit Writer(std::string path, uint64_t alignment = 32);
+  ~Writer();
+  Writer(const Writer&) = delete;
+  Writer& operator=(const Writer&) = delete;
+
+  void add_metadata(std::string key, Value v);  // before write_header
+  void add_tensor(std::string name, GgmlType type, std::vector<uint64_t> ne);  // before write_header
+  void write_header();
+  // Appends bytes of the current tensor; moves to the next once it is complete.
+  void write_tensor_data(const void* data, size_t n);
+  // Checks every tensor was written completely, flushes and closes.
+  void finish();
+
+  uint64_t bytes_written() const { return written_; }
+
+ private:
+  struct Pending { std::string name; GgmlType type; std::vector<uint64_t> ne; uint64_t bytes; uint64_t offset; };
+  void put(const void* p, size_t n);
+  void pad_to(uint64_t align);
+  std::string path_;
+  uint64_t alignment_;
+  std::FILE* f_ = nullptr;
+  std::vector<std::pair<std::string, Value>> metadata_;
+  std::vector<Pending> tensors_;
+  size_t current_ = 0;
+  uint64_t current_written_ = 0;
+  uint64_t written_ = 0;
+  bool header_written_ = false;
+  std::vector<char> buffer_;
+};
+
+}  // namespace sluice::gguf

@@ -1,0 +1,58 @@
+// Quantized-format kernels: dequantize, quantize, and the fused dot product of
+// a weight row with an activation row quantized to the weight's vec_dot_type.
+//
+// Contracts (every implementation, every ISA):
+//  - n is the element count of the row and must be a multiple of the type's
+//    block size (callers guarantee it; kernels do not check).
+//  - dequantize/quantize/vec_dot are pure functions of their inputs; they are
+//    thread-safe and allocate nothing.
+//  - vec_dot(n, w, a) returns sum_i dequant(w)[i] * dequant(a)[i], where `a` is
+//    a row of `vec_dot_type` blocks (e.g. Q8_0 for Q4_0 weights, Q8_K for
+//    K-quants, F32 for F32). The scalar version is the reference; SIMD versions
+//    match it within a documented tolerance (tests/unit/kernels_*.cpp).
+//  - For a given (type, isa) the result is deterministic (fixed summation order).
+#pragma once
+
+#include <cstdint>
+
+#include "util/ggml_type.h"
+
+namespace sluice::kernels {
+
+enum class Isa { Scalar = 0, Avx2 = 1, Neon = 2 };
+inline constexpr int kIsaCount = 3;
+const char* isa_name(Isa isa);
+
+using DequantizeFn = void (*)(const void* src, float* dst, int64_t n);
+using QuantizeFn = void (*)(const float* src, void* dst, int64_t n);
+using VecDotFn = float (*)(int64_t n, const void* w, const void* act);
+
+struct TypeKernels {
+  DequantizeFn dequantize = nullptr;  // every supported weight type
+  QuantizeFn quantize = nullptr;      // types we write, and every vec_dot_type
+  VecDotFn vec_dot = nullptr;         // every supported weight type
+  GgmlType vec_dot_type = GgmlType::F32;
+};
+
+// The fastest kernels this CPU runs for type t (chosen once, thread-safe).
+// Throws sluice::Error("unsupported tensor type X") if t has no kernels at all.
+// Activation-only types (Q8_1, Q8_K) have quantize but no vec_dot: check
+// is_supported() before treating a type as a weight format.
+const TypeKernels& kernels_for(GgmlType t);
+
+// One specific implementation: nullptr when that ISA has no version of t or the
+// CPU lacks the ISA. Entries may be partial (e.g. AVX2 with only vec_dot);
+// missing functions are nullptr. Used by tests and benchmarks.
+const TypeKernels* kernels_for(GgmlType t, Isa isa);
+
+// True if sluice can compute with weights of type t (dequantize + vec_dot).
+bool is_supported(GgmlType t);
+
+// The ISA used by kernels_for(t) for vec_dot, for telemetry.
+Isa best_isa();
+
+// Convenience wrappers over kernels_for(t).
+void dequantize_row(GgmlType t, const void* src, float* dst, int64_t n);
+void quantize_row(GgmlType t, const float* src, void* dst, int64_t n);  // throws if t is not writable
+
+}  // namespace sluice::kernels

@@ -1,0 +1,16 @@
+// Which SIMD instruction sets this CPU offers, detected once at run time.
+#pragma once
+
+namespace sluice {
+
+struct CpuFeatures {
+  bool avx2 = false;
+  bool fma = false;
+  bool f16c = false;
+  bool neon = false;
+};
+
+// Thread-safe; computed on first call.
+const CpuFeatures& cpu_features();
+
+}  // namespace sluice
