@@ -9,5 +9,8 @@ namespace sluice::cli {
 
 void register_inspect(CLI::App& app);
 void register_synth(CLI::App& app);
+void register_run(CLI::App& app);
+void register_logits(CLI::App& app);
+void register_tokenize(CLI::App& app);
 
 }  // namespace sluice::cli

@@ -13,6 +13,9 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "sluice 0.1.0");
   sluice::cli::register_inspect(app);
   sluice::cli::register_synth(app);
+  sluice::cli::register_run(app);
+  sluice::cli::register_logits(app);
+  sluice::cli::register_tokenize(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
