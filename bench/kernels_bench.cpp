@@ -1,0 +1,137 @@
+// Kernel throughput: dequantize and vec_dot per format and ISA, in GB/s of
+// weight bytes consumed, next to the machine's measured memory read bandwidth.
+//
+// Two working-set sizes per kernel: "l2" (256 KiB of weights, cache-resident:
+// the kernel's arithmetic limit) and "dram" (256 MiB: what decode sees when
+// weights stream from memory). Run: build/bench/kernels_bench
+//   --benchmark_filter=dot/.*dram   to see only the memory-bound rows.
+#include <benchmark/benchmark.h>
+
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/quant.h"
+#include "util/ggml_type.h"
+
+namespace sluice::kernels {
+namespace {
+
+constexpr int64_t kRow = 4096;  // elements per row (multiple of every block size)
+
+struct Fixture {
+  std::vector<uint8_t> weights;  // rows of type t
+  std::vector<uint8_t> act;      // one row of vec_dot_type
+  int64_t rows = 0;
+  uint64_t row_bytes = 0;
+};
+
+// Quantizes Gaussian rows with the scalar quantizer where one exists; otherwise
+// fills random bytes with sane block scales (only throughput matters here).
+Fixture make_fixture(GgmlType t, uint64_t target_bytes) {
+  Fixture f;
+  f.row_bytes = *ggml_row_bytes(t, kRow);
+  f.rows = static_cast<int64_t>(std::max<uint64_t>(1, target_bytes / f.row_bytes));
+  f.weights.resize(f.rows * f.row_bytes);
+  std::mt19937 rng(42);
+  std::normal_distribution<float> nd(0.f, 1.f);
+  std::vector<float> x(kRow);
+  const TypeKernels& k = kernels_for(t);
+  const TypeKernels* scalar = kernels_for(t, Isa::Scalar);
+  QuantizeFn q = (scalar && scalar->quantize) ? scalar->quantize : k.quantize;
+  // Quantize a few distinct rows and tile them: the reference K-quant search is
+  // slow and the bytes' values don't change the kernels' speed.
+  const int64_t distinct = std::min<int64_t>(f.rows, 16);
+  for (int64_t r = 0; r < distinct; ++r) {
+    for (auto& v : x) v = nd(rng);
+    if (q) {
+      q(x.data(), f.weights.data() + r * f.row_bytes, kRow);
+    } else {
+      for (uint64_t i = 0; i < f.row_bytes; ++i) f.weights[r * f.row_bytes + i] = rng() & 0x3f;
+    }
+  }
+  for (int64_t r = distinct; r < f.rows; ++r)
+    std::memcpy(f.weights.data() + r * f.row_bytes, f.weights.data() + (r % distinct) * f.row_bytes,
+                f.row_bytes);
+  const GgmlType at = k.vec_dot_type;
+  f.act.resize(*ggml_row_bytes(at, kRow));
+  for (auto& v : x) v = nd(rng);
+  kernels_for(at).quantize(x.data(), f.act.data(), kRow);
+  return f;
+}
+
+void BM_dot(benchmark::State& state, GgmlType t, Isa isa, uint64_t bytes) {
+  const TypeKernels* k = kernels_for(t, isa);
+  if (!k || !k->vec_dot) {
+    state.SkipWithError("no kernel for this ISA on this CPU");
+    return;
+  }
+  Fixture f = make_fixture(t, bytes);
+  float sink = 0;
+  for (auto _ : state) {
+    for (int64_t r = 0; r < f.rows; ++r) sink += k->vec_dot(kRow, f.weights.data() + r * f.row_bytes, f.act.data());
+    benchmark::DoNotOptimize(sink);
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * f.rows * f.row_bytes);
+  state.counters["Gelem/s"] = benchmark::Counter(double(state.iterations()) * f.rows * kRow / 1e9,
+                                                 benchmark::Counter::kIsRate);
+}
+
+void BM_dequant(benchmark::State& state, GgmlType t, Isa isa, uint64_t bytes) {
+  const TypeKernels* k = kernels_for(t, isa);
+  if (!k || !k->dequantize) {
+    state.SkipWithError("no kernel for this ISA on this CPU");
+    return;
+  }
+  Fixture f = make_fixture(t, bytes);
+  std::vector<float> out(kRow);
+  for (auto _ : state) {
+    for (int64_t r = 0; r < f.rows; ++r) k->dequantize(f.weights.data() + r * f.row_bytes, out.data(), kRow);
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * f.rows * f.row_bytes);
+}
+
+// The machine's memory read bandwidth: a sum over a 512 MiB buffer (8 lanes so
+// it is load-bound, not latency-bound).
+void BM_memory_read(benchmark::State& state) {
+  const size_t n = (512u << 20) / sizeof(uint64_t);
+  std::vector<uint64_t> buf(n, 1);
+  for (auto _ : state) {
+    uint64_t s[8] = {};
+    for (size_t i = 0; i < n; i += 8)
+      for (int j = 0; j < 8; ++j) s[j] += buf[i + j];
+    benchmark::DoNotOptimize(s);
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * n * sizeof(uint64_t));
+}
+BENCHMARK(BM_memory_read)->Unit(benchmark::kMillisecond)->MinTime(1.0);
+
+const GgmlType kBenchTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16,  GgmlType::Q4_0,
+                                GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,  GgmlType::Q8_0,
+                                GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K,  GgmlType::Q5_K,
+                                GgmlType::Q6_K, GgmlType::IQ4_NL, GgmlType::IQ4_XS, GgmlType::MXFP4};
+
+[[maybe_unused]] const bool kRegistered = [] {
+  for (GgmlType t : kBenchTypes) {
+    if (!is_supported(t)) continue;
+    for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Neon}) {
+      if (!kernels_for(t, isa)) continue;
+      const std::string base = std::string(ggml_type_name(t)) + "/" + isa_name(isa);
+      for (auto [label, bytes] : {std::pair{"l2", uint64_t{256} << 10}, std::pair{"dram", uint64_t{256} << 20}}) {
+        benchmark::RegisterBenchmark(("dot/" + base + "/" + label).c_str(), BM_dot, t, isa, bytes)
+            ->Unit(benchmark::kMicrosecond);
+        benchmark::RegisterBenchmark(("dequant/" + base + "/" + label).c_str(), BM_dequant, t, isa, bytes)
+            ->Unit(benchmark::kMicrosecond);
+      }
+    }
+  }
+  return true;
+}();
+
+}  // namespace
+}  // namespace sluice::kernels
+
+BENCHMARK_MAIN();

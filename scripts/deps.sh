@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs the Debian packages sluice needs to build and test, if missing.
+# As root it runs apt-get; otherwise it prints the apt-get line to run.
+# Usage: scripts/deps.sh [--with-fuzz]
+set -euo pipefail
+
+pkgs=(g++ cmake ninja-build pkg-config libcli11-dev nlohmann-json3-dev libpcre2-dev
+      liburing-dev libgtest-dev libgmock-dev libbenchmark-dev)
+if [[ "${1:-}" == "--with-fuzz" ]]; then
+  pkgs+=(clang libclang-rt-14-dev)
+fi
+
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[[ ${#missing[@]} -eq 0 ]] && exit 0
+
+if [[ $(id -u) -eq 0 ]]; then
+  echo "sluice: installing ${missing[*]}" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq >/dev/null
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+else
+  echo "sluice: missing packages; run:" >&2
+  echo "  sudo apt-get install -y ${missing[*]}" >&2
+  exit 1
+fi
