@@ -352,36 +352,37 @@ TEST(KquantVecDot, EveryIsaMatchesScalarReference) {
   if (simd_checked == 0) GTEST_SKIP() << "this CPU runs no SIMD K-quant kernels; only scalar is tested";
 }
 
-// All-ones weight bits (largest quants and scales) against +-127 activations:
-// the SIMD int16 intermediate sums must not saturate.
+// Weight bytes all 0xFF (largest quants of every type) or all 0x00 (IQ4_XS's
+// largest-magnitude level -127) against +-127 activations: the SIMD int16
+// intermediate sums must not saturate.
 TEST(KquantVecDot, ExtremeValuesDoNotSaturate) {
   const int64_t n = 512;
   for (GgmlType t : kWeightTypes) {
-    std::mt19937 rng(7);
-    std::vector<uint8_t> w = random_weight_row(t, n, rng);
-    std::vector<uint8_t> ones(w.size(), 0xFF);
-    // Keep the random finite d/dmin, set every other byte to 0xFF.
-    for (size_t i = 0; i < w.size(); ++i) {
-      const size_t off = i % block_bytes(t);
-      const bool is_scale_field =
-          (t == GgmlType::Q2_K && off >= 80) || (t == GgmlType::Q3_K && off >= 108) ||
-          ((t == GgmlType::Q4_K || t == GgmlType::Q5_K) && off < 4) || (t == GgmlType::Q6_K && off >= 208) ||
-          (t == GgmlType::IQ4_XS && off < 2);
-      if (!is_scale_field) w[i] = 0xFF;
-    }
-    for (int sign : {1, -1}) {
-      std::vector<BlockQ8K> a(n / kQK_K);
-      for (auto& b : a) {
-        b.d = 0.01f;
-        for (int j = 0; j < kQK_K; ++j) b.qs[j] = static_cast<int8_t>(127 * sign);
-        for (int g = 0; g < 16; ++g) b.bsums[g] = static_cast<int16_t>(16 * 127 * sign);
+    for (uint8_t fill : {uint8_t{0xFF}, uint8_t{0x00}}) {
+      std::mt19937 rng(7);
+      std::vector<uint8_t> w = random_weight_row(t, n, rng);
+      for (size_t i = 0; i < w.size(); ++i) {  // keep the random finite d/dmin
+        const size_t off = i % block_bytes(t);
+        const bool is_super_scale =
+            (t == GgmlType::Q2_K && off >= 80) || (t == GgmlType::Q3_K && off >= 108) ||
+            ((t == GgmlType::Q4_K || t == GgmlType::Q5_K) && off < 4) || (t == GgmlType::Q6_K && off >= 208) ||
+            (t == GgmlType::IQ4_XS && off < 2);
+        if (!is_super_scale) w[i] = fill;
       }
-      const DoubleDot ref = dequantized_dot(t, w.data(), a, n);
-      for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Neon}) {
-        const TypeKernels* k = kernels_for(t, isa);
-        if (!k || !k->vec_dot) continue;
-        EXPECT_NEAR(k->vec_dot(n, w.data(), a.data()), ref.value, kDotRelTol * ref.abs_sum)
-            << ggml_type_name(t) << " " << isa_name(isa) << " sign " << sign;
+      for (int sign : {1, -1}) {
+        std::vector<BlockQ8K> a(n / kQK_K);
+        for (auto& b : a) {
+          b.d = 0.01f;
+          for (int j = 0; j < kQK_K; ++j) b.qs[j] = static_cast<int8_t>(127 * sign);
+          for (int g = 0; g < 16; ++g) b.bsums[g] = static_cast<int16_t>(16 * 127 * sign);
+        }
+        const DoubleDot ref = dequantized_dot(t, w.data(), a, n);
+        for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Neon}) {
+          const TypeKernels* k = kernels_for(t, isa);
+          if (!k || !k->vec_dot) continue;
+          EXPECT_NEAR(k->vec_dot(n, w.data(), a.data()), ref.value, kDotRelTol * ref.abs_sum)
+              << ggml_type_name(t) << " " << isa_name(isa) << " fill " << int(fill) << " sign " << sign;
+        }
       }
     }
   }
