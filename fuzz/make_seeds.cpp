@@ -1,5 +1,6 @@
 // Writes a handful of tiny valid GGUF files (< 10 KB each) into DIR as the
-// fuzzing seed corpus: usage `gguf_fuzz_seeds DIR`.
+// fuzzing seed corpus: usage `gguf_fuzz_seeds DIR`. (Named .bin because the
+// repository ignores *.gguf.)
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -31,7 +32,7 @@ int main(int argc, char** argv) {
   const std::string dir = argv[1];
   try {
     {  // metadata only, every scalar type and nested arrays
-      Writer w(dir + "/values.gguf");
+      Writer w(dir + "/seed-values.bin");
       Value u8; u8.type = ValueType::UINT8; u8.u = 7;
       Value i64; i64.type = ValueType::INT64; i64.i = -5;
       Value f64; f64.type = ValueType::FLOAT64; f64.f = 0.25;
@@ -50,7 +51,7 @@ int main(int argc, char** argv) {
       write_tensors(w, {});
     }
     {  // quantized tensors and a 3-D expert tensor
-      Writer w(dir + "/tensors.gguf");
+      Writer w(dir + "/seed-tensors.bin");
       w.add_metadata("general.architecture", Value::from_string("qwen3moe"));
       w.add_tensor("token_embd.weight", GgmlType::Q8_0, {32, 4});
       w.add_tensor("blk.0.ffn_gate_exps.weight", GgmlType::F16, {8, 4, 4});
@@ -59,7 +60,7 @@ int main(int argc, char** argv) {
       write_tensors(w, {136, 256, 288, 32});
     }
     {  // non-default alignment
-      Writer w(dir + "/aligned.gguf", 128);
+      Writer w(dir + "/seed-aligned.bin", 128);
       w.add_metadata("split.count", Value::from_u32(1));
       w.add_tensor("a", GgmlType::BF16, {16});
       w.add_tensor("b", GgmlType::MXFP4, {64, 2});
