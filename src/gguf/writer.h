@@ -3,7 +3,8 @@
 // like). Padding to `alignment` is inserted automatically. Writes GGUF v3.
 //
 // Failure: any I/O error or protocol misuse (wrong order, too many/few bytes)
-// throws sluice::Error naming the output file. A Writer is single-threaded.
+// throws sluice::Error naming the output file. A Writer destroyed before a
+// successful finish() removes its partial output. A Writer is single-threaded.
 #pragma once
 
 #include <cstdint>
@@ -44,6 +45,7 @@ class Writer {
   size_t current_ = 0;
   uint64_t current_written_ = 0;
   uint64_t written_ = 0;
+  uint64_t data_start_ = 0;  // file offset of the tensor data section
   bool header_written_ = false;
   std::vector<char> buffer_;
 };
