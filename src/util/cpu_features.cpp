@@ -1,19 +1,54 @@
 #include "util/cpu_features.h"
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
 namespace sluice {
+namespace {
+
+#if defined(__x86_64__) || defined(__i386__)
+// Reads the feature bits with CPUID (not __builtin_cpu_supports: clang 14 does
+// not know "f16c" there). AVX/AVX2 also need the OS to save YMM state (XCR0).
+CpuFeatures detect_x86() {
+  CpuFeatures f;
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (!__get_cpuid(1, &a, &b, &c, &d)) return f;
+  const bool osxsave = c & (1u << 27);
+  const bool avx = c & (1u << 28);
+  const bool fma = c & (1u << 12);
+  const bool f16c = c & (1u << 29);
+  bool ymm_enabled = false;
+  if (osxsave) {
+    unsigned lo = 0, hi = 0;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    ymm_enabled = (lo & 0x6u) == 0x6u;
+  }
+  bool avx2 = false;
+  if (__get_cpuid_max(0, nullptr) >= 7) {
+    __cpuid_count(7, 0, a, b, c, d);
+    avx2 = b & (1u << 5);
+  }
+  f.avx2 = avx && avx2 && ymm_enabled;
+  f.fma = fma && ymm_enabled;
+  f.f16c = f16c && ymm_enabled;
+  return f;
+}
+#endif
+
+}  // namespace
 
 const CpuFeatures& cpu_features() {
   static const CpuFeatures features = [] {
-    CpuFeatures f;
 #if defined(__x86_64__) || defined(__i386__)
-    __builtin_cpu_init();
-    f.avx2 = __builtin_cpu_supports("avx2");
-    f.fma = __builtin_cpu_supports("fma");
-    f.f16c = __builtin_cpu_supports("f16c");
-#elif defined(__aarch64__)
+    return detect_x86();
+#else
+    CpuFeatures f;
+#if defined(__aarch64__)
     f.neon = true;
 #endif
     return f;
+#endif
   }();
   return features;
 }
