@@ -13,6 +13,8 @@
 #include <stdexcept>
 #include <vector>
 
+#include "gguf/gguf.h"
+#include "io/file.h"
 #include "kernels/blocks_kquant.h"
 #include "kernels/quant.h"
 #include "util/fp16.h"
@@ -493,69 +495,12 @@ TEST(KquantQuantize, QuantizedDotTracksFloatDot) {
 // ggml's reference quantizers) from the F32 master qwen3moe-f32.gguf. Our
 // quantizers must reproduce those bytes exactly.
 
-// Minimal GGUF v2/v3 tensor locator for this test only (the engine's parser is
-// the gguf layer); it trusts the golden files, which are checked by checksum
-// elsewhere, and only bounds-checks what it reads.
-class TinyGguf {
- public:
-  explicit TinyGguf(const std::string& path) {
-    std::ifstream f(path, std::ios::binary);
-    if (!f) throw std::runtime_error("cannot open " + path);
-    bytes_.assign(std::istreambuf_iterator<char>(f), {});
-    if (u32() != 0x46554747u) throw std::runtime_error("not a GGUF file: " + path);
-    u32();  // version
-    const uint64_t n_tensors = u64(), n_kv = u64();
-    uint64_t alignment = 32;
-    for (uint64_t i = 0; i < n_kv; ++i) {
-      const std::string key = str();
-      const uint32_t type = u32();
-      if (key == "general.alignment" && type == 4) alignment = u32();
-      else skip_value(type);
-    }
-    struct Info { uint32_t type; uint64_t elems; uint64_t offset; };
-    std::map<std::string, Info> infos;
-    for (uint64_t i = 0; i < n_tensors; ++i) {
-      const std::string name = str();
-      const uint32_t n_dims = u32();
-      uint64_t elems = 1;
-      for (uint32_t d = 0; d < n_dims; ++d) elems *= u64();
-      const uint32_t type = u32();
-      infos[name] = Info{type, elems, u64()};
-    }
-    const uint64_t data = (pos_ + alignment - 1) / alignment * alignment;
-    for (const auto& [name, info] : infos) tensors_[name] = Tensor{info.type, info.elems, data + info.offset};
-  }
-
-  struct Tensor { uint32_t type; uint64_t elems; uint64_t offset; };
-  const std::map<std::string, Tensor>& tensors() const { return tensors_; }
-  const uint8_t* data(const Tensor& t, uint64_t size) const {
-    if (t.offset + size > bytes_.size()) throw std::runtime_error("tensor out of file bounds");
-    return reinterpret_cast<const uint8_t*>(bytes_.data()) + t.offset;
-  }
-
- private:
-  void need(uint64_t n) const { if (pos_ + n > bytes_.size()) throw std::runtime_error("truncated GGUF"); }
-  template <typename T> T get() { need(sizeof(T)); T v; std::memcpy(&v, bytes_.data() + pos_, sizeof(T)); pos_ += sizeof(T); return v; }
-  uint32_t u32() { return get<uint32_t>(); }
-  uint64_t u64() { return get<uint64_t>(); }
-  std::string str() { const uint64_t n = u64(); need(n); std::string s(bytes_.data() + pos_, n); pos_ += n; return s; }
-  void skip_value(uint32_t type) {
-    static const uint64_t kSize[] = {1, 1, 2, 2, 4, 4, 4, 1, 0, 0, 8, 8, 8};
-    if (type == 8) { str(); return; }
-    if (type == 9) {
-      const uint32_t et = u32();
-      const uint64_t n = u64();
-      for (uint64_t i = 0; i < n; ++i) skip_value(et);
-      return;
-    }
-    if (type >= 13) throw std::runtime_error("bad GGUF value type");
-    need(kSize[type]);
-    pos_ += kSize[type];
-  }
-  std::vector<char> bytes_;
-  uint64_t pos_ = 0;
-  std::map<std::string, Tensor> tensors_;
-};
+// Bytes of one tensor of a GGUF file, through the engine's own reader.
+std::vector<uint8_t> read_tensor(const gguf::GgufModel& m, const gguf::TensorInfo& t) {
+  std::vector<uint8_t> bytes(t.bytes);
+  io::open_file(m.paths().at(t.split))->read_exact(bytes.data(), bytes.size(), t.offset);
+  return bytes;
+}
 
 #ifdef SLUICE_SHARED_DIR
 TEST(KquantQuantize, MatchesLlamaQuantizeByteForByte) {
@@ -564,26 +509,30 @@ TEST(KquantQuantize, MatchesLlamaQuantizeByteForByte) {
   if (!std::ifstream(master_path) || !std::ifstream(dir + "qwen3moe-kquants.gguf") ||
       !std::ifstream(dir + "qwen3moe-mixed.gguf"))
     GTEST_SKIP() << "golden qwen3moe GGUFs not found under " << dir;
-  const TinyGguf master(master_path);
+  const auto master = gguf::GgufModel::open(master_path);
   std::map<GgmlType, int> tensors_checked;
   for (const char* quantized : {"qwen3moe-kquants.gguf", "qwen3moe-mixed.gguf"}) {
-    const TinyGguf q(dir + quantized);
-    for (const auto& [name, t] : q.tensors()) {
-      const GgmlType type = static_cast<GgmlType>(t.type);
+    const auto q = gguf::GgufModel::open(dir + quantized);
+    for (const gguf::TensorInfo& t : q.tensors()) {
+      const std::string& name = t.name;
+      const GgmlType type = t.type;
       bool is_kquant = false;
       for (GgmlType k : kWeightTypes) is_kquant |= k == type;
       if (!is_kquant) continue;
-      const auto m = master.tensors().find(name);
-      ASSERT_NE(m, master.tensors().end()) << name;
-      ASSERT_EQ(m->second.type, 0u) << name << " is not F32 in the master";
-      ASSERT_EQ(m->second.elems, t.elems) << name;
-      const uint64_t n = t.elems;
+      const gguf::TensorInfo* m = master.find(name);
+      ASSERT_NE(m, nullptr) << name;
+      ASSERT_EQ(m->type, GgmlType::F32) << name << " is not F32 in the master";
+      ASSERT_EQ(m->n_elements(), t.n_elements()) << name;
+      const uint64_t n = t.n_elements();
       const uint64_t qbytes = *ggml_row_bytes(type, n);
+      ASSERT_EQ(qbytes, t.bytes) << name;
       std::vector<float> src(n);
-      std::memcpy(src.data(), master.data(m->second, 4 * n), 4 * n);
+      const std::vector<uint8_t> master_bytes = read_tensor(master, *m);
+      std::memcpy(src.data(), master_bytes.data(), 4 * n);
       std::vector<uint8_t> ours(qbytes);
       scalar_kernels(type).quantize(src.data(), ours.data(), static_cast<int64_t>(n));
-      const uint8_t* theirs = q.data(t, qbytes);
+      const std::vector<uint8_t> q_bytes = read_tensor(q, t);
+      const uint8_t* theirs = q_bytes.data();
       const size_t bb = block_bytes(type);
       size_t bad_blocks = 0, first_bad = 0;
       for (size_t b = 0; b < qbytes / bb; ++b)
