@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "gguf/gguf.h"
-#include "io/file.h"
+#include "test_support.h"
 #include "kernels/blocks_kquant.h"
 #include "kernels/quant.h"
 #include "util/fp16.h"
@@ -495,13 +495,6 @@ TEST(KquantQuantize, QuantizedDotTracksFloatDot) {
 // ggml's reference quantizers) from the F32 master qwen3moe-f32.gguf. Our
 // quantizers must reproduce those bytes exactly.
 
-// Bytes of one tensor of a GGUF file, through the engine's own reader.
-std::vector<uint8_t> read_tensor(const gguf::GgufModel& m, const gguf::TensorInfo& t) {
-  std::vector<uint8_t> bytes(t.bytes);
-  io::open_file(m.paths().at(t.split))->read_exact(bytes.data(), bytes.size(), t.offset);
-  return bytes;
-}
-
 #ifdef SLUICE_SHARED_DIR
 TEST(KquantQuantize, MatchesLlamaQuantizeByteForByte) {
   const std::string dir = std::string(SLUICE_SHARED_DIR) + "/golden/";
@@ -527,11 +520,11 @@ TEST(KquantQuantize, MatchesLlamaQuantizeByteForByte) {
       const uint64_t qbytes = *ggml_row_bytes(type, n);
       ASSERT_EQ(qbytes, t.bytes) << name;
       std::vector<float> src(n);
-      const std::vector<uint8_t> master_bytes = read_tensor(master, *m);
+      const std::vector<uint8_t> master_bytes = testing::read_tensor_bytes(master, *m);
       std::memcpy(src.data(), master_bytes.data(), 4 * n);
       std::vector<uint8_t> ours(qbytes);
       scalar_kernels(type).quantize(src.data(), ours.data(), static_cast<int64_t>(n));
-      const std::vector<uint8_t> q_bytes = read_tensor(q, t);
+      const std::vector<uint8_t> q_bytes = testing::read_tensor_bytes(q, t);
       const uint8_t* theirs = q_bytes.data();
       const size_t bb = block_bytes(type);
       size_t bad_blocks = 0, first_bad = 0;

@@ -16,90 +16,13 @@
 #include <string>
 #include <vector>
 
+#include "gguf/gguf.h"
 #include "kernels/quant.h"
+#include "test_support.h"
 #include "util/ggml_type.h"
 
 namespace sluice::kernels {
 namespace {
-
-struct TensorRef {
-  uint32_t type = 0;
-  std::vector<uint64_t> ne;
-  const uint8_t* data = nullptr;
-};
-
-// Just enough GGUF (v3) to find each tensor's type, shape and bytes.
-class MiniGguf {
- public:
-  explicit MiniGguf(const std::string& path) {
-    std::ifstream f(path, std::ios::binary);
-    if (!f) throw std::runtime_error("cannot open " + path);
-    bytes_.assign(std::istreambuf_iterator<char>(f), {});
-    if (take<uint32_t>() != 0x46554747u) throw std::runtime_error(path + ": not GGUF");
-    take<uint32_t>();  // version
-    const uint64_t n_tensors = take<uint64_t>(), n_kv = take<uint64_t>();
-    uint64_t alignment = 32;
-    for (uint64_t i = 0; i < n_kv; ++i) {
-      const std::string key = take_string();
-      const uint32_t type = take<uint32_t>();
-      if (key == "general.alignment" && type == 4) {
-        alignment = take<uint32_t>();
-      } else {
-        skip_value(type);
-      }
-    }
-    std::map<std::string, std::pair<TensorRef, uint64_t>> infos;
-    for (uint64_t i = 0; i < n_tensors; ++i) {
-      const std::string name = take_string();
-      TensorRef t;
-      t.ne.resize(take<uint32_t>());
-      for (uint64_t& d : t.ne) d = take<uint64_t>();
-      t.type = take<uint32_t>();
-      infos[name] = {t, take<uint64_t>()};
-    }
-    const uint64_t data_start = (pos_ + alignment - 1) / alignment * alignment;
-    for (auto& [name, info] : infos) {
-      info.first.data = bytes_.data() + data_start + info.second;
-      tensors_[name] = info.first;
-    }
-  }
-  const std::map<std::string, TensorRef>& tensors() const { return tensors_; }
-
- private:
-  template <class T>
-  T take() {
-    if (pos_ + sizeof(T) > bytes_.size()) throw std::runtime_error("truncated GGUF");
-    T v;
-    std::memcpy(&v, bytes_.data() + pos_, sizeof(T));
-    pos_ += sizeof(T);
-    return v;
-  }
-  std::string take_string() {
-    const uint64_t n = take<uint64_t>();
-    if (pos_ + n > bytes_.size()) throw std::runtime_error("truncated GGUF");
-    std::string s(reinterpret_cast<const char*>(bytes_.data() + pos_), n);
-    pos_ += n;
-    return s;
-  }
-  void skip_value(uint32_t type) {
-    static constexpr size_t kSizes[] = {1, 1, 2, 2, 4, 4, 4, 1, 0, 0, 8, 8, 8};
-    if (type == 8) {
-      take_string();
-    } else if (type == 9) {
-      const uint32_t elem = take<uint32_t>();
-      const uint64_t count = take<uint64_t>();
-      for (uint64_t i = 0; i < count; ++i) skip_value(elem);
-    } else if (type < 13) {
-      pos_ += kSizes[type];
-    } else {
-      throw std::runtime_error("bad GGUF value type");
-    }
-  }
-
-  std::vector<uint8_t> bytes_;
-  size_t pos_ = 0;
-  std::map<std::string, TensorRef> tensors_;
-};
 
 bool is_legacy_quantized(GgmlType t) {
   switch (t) {
@@ -117,8 +40,11 @@ struct Mismatch {
 };
 
 // Quantizes every row of the master tensor and compares block by block.
-Mismatch compare_tensor(const TensorRef& master, const TensorRef& quantized) {
-  const auto t = static_cast<GgmlType>(quantized.type);
+Mismatch compare_tensor(const gguf::GgufModel& mm, const gguf::TensorInfo& master,
+                        const gguf::GgufModel& qm, const gguf::TensorInfo& quantized) {
+  const GgmlType t = quantized.type;
+  const std::vector<uint8_t> master_bytes = testing::read_tensor_bytes(mm, master);
+  const std::vector<uint8_t> quantized_bytes = testing::read_tensor_bytes(qm, quantized);
   const GgmlTypeInfo& info = ggml_type_info(t);
   const uint64_t ne0 = quantized.ne[0];
   uint64_t rows = 1;
@@ -126,10 +52,10 @@ Mismatch compare_tensor(const TensorRef& master, const TensorRef& quantized) {
   const size_t row_bytes = *ggml_row_bytes(t, ne0);
   std::vector<uint8_t> ours(row_bytes);
   Mismatch m;
-  const auto* src = reinterpret_cast<const float*>(master.data);
+  const auto* src = reinterpret_cast<const float*>(master_bytes.data());
   for (uint64_t r = 0; r < rows; ++r) {
     kernels_for(t, Isa::Scalar)->quantize(src + r * ne0, ours.data(), static_cast<int64_t>(ne0));
-    const uint8_t* theirs = quantized.data + r * row_bytes;
+    const uint8_t* theirs = quantized_bytes.data() + r * row_bytes;
     for (size_t off = 0; off < row_bytes; off += info.block_bytes) {
       ++m.blocks;
       if (std::memcmp(ours.data() + off, theirs + off, info.block_bytes) != 0) ++m.differing_blocks;
@@ -143,16 +69,17 @@ void check_case(const std::string& master_name, const std::string& quantized_nam
   if (!std::ifstream(dir + master_name) || !std::ifstream(dir + quantized_name)) {
     GTEST_SKIP() << "golden GGUFs not found in " << dir;
   }
-  const MiniGguf master(dir + master_name), quantized(dir + quantized_name);
+  const auto master = gguf::GgufModel::open(dir + master_name);
+  const auto quantized = gguf::GgufModel::open(dir + quantized_name);
   std::map<GgmlType, Mismatch> per_type;
-  for (const auto& [name, q] : quantized.tensors()) {
-    const auto t = static_cast<GgmlType>(q.type);
+  for (const gguf::TensorInfo& q : quantized.tensors()) {
+    const GgmlType t = q.type;
     if (!is_legacy_quantized(t)) continue;  // F32 copies; K-quants are checked elsewhere
-    const auto it = master.tensors().find(name);
-    ASSERT_NE(it, master.tensors().end()) << name;
-    ASSERT_EQ(it->second.type, 0u) << name << " is not F32 in the master";
-    ASSERT_EQ(it->second.ne, q.ne) << name;
-    const Mismatch m = compare_tensor(it->second, q);
+    const gguf::TensorInfo* mt = master.find(q.name);
+    ASSERT_NE(mt, nullptr) << q.name;
+    ASSERT_EQ(mt->type, GgmlType::F32) << q.name << " is not F32 in the master";
+    ASSERT_EQ(mt->ne, q.ne) << q.name;
+    const Mismatch m = compare_tensor(master, *mt, quantized, q);
     per_type[t].blocks += m.blocks;
     per_type[t].differing_blocks += m.differing_blocks;
   }

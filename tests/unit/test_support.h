@@ -1,0 +1,25 @@
+// Helpers shared by the unit tests: locating ../shared data and reading a
+// tensor's bytes through the engine's own GGUF layer.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "gguf/gguf.h"
+#include "io/file.h"
+
+namespace sluice::testing {
+
+// Absolute path of a file under the shared reference data folder.
+inline std::string shared_path(const std::string& rel) { return std::string(SLUICE_SHARED_DIR) + "/" + rel; }
+inline bool shared_has(const std::string& rel) { return std::filesystem::exists(shared_path(rel)); }
+
+inline std::vector<uint8_t> read_tensor_bytes(const gguf::GgufModel& m, const gguf::TensorInfo& t) {
+  std::vector<uint8_t> bytes(t.bytes);
+  io::open_file(m.paths().at(t.split))->read_exact(bytes.data(), bytes.size(), t.offset);
+  return bytes;
+}
+
+}  // namespace sluice::testing
