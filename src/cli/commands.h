@@ -12,5 +12,7 @@ void register_synth(CLI::App& app);
 void register_run(CLI::App& app);
 void register_logits(CLI::App& app);
 void register_tokenize(CLI::App& app);
+void register_cache_sim(CLI::App& app);
+void register_bench(CLI::App& app);
 
 }  // namespace sluice::cli

@@ -16,6 +16,8 @@ int main(int argc, char** argv) {
   sluice::cli::register_run(app);
   sluice::cli::register_logits(app);
   sluice::cli::register_tokenize(app);
+  sluice::cli::register_cache_sim(app);
+  sluice::cli::register_bench(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
