@@ -68,6 +68,8 @@ struct ExpertStoreConfig {
   bool odirect = true;   // aligned O_DIRECT reads (buffered fallback where refused)
   int io_threads = 4;    // read lanes
   bool load_all = false; // keep every expert resident (debug / small models)
+  // Tests: wraps every file the store opens (e.g. in an io::FaultFile). Empty: none.
+  std::function<std::shared_ptr<const io::File>(std::shared_ptr<const io::File>)> wrap_file;
 };
 
 struct ExpertIoStats {
@@ -78,6 +80,12 @@ struct ExpertIoStats {
   double stall_seconds = 0;  // time the compute thread waited in next_ready()
 };
 
+// Thread-safety: fetch(), expert_bytes(), stats() and direct_io() may be called
+// from any thread. Reads run on the store's own `io_threads` lanes. A Batch is
+// meant for one consumer thread (its calls are internally locked, so misuse is
+// still memory-safe). Errors: I/O failures surface from Batch::next_ready() as
+// sluice::Error naming the file, offset, expert and layer; bad arguments to
+// fetch() throw at once.
 class ExpertStore {
  public:
   // layers[l] has null pointers for layers without experts.
@@ -89,7 +97,9 @@ class ExpertStore {
 
   // The experts requested from one layer, arriving as their reads complete.
   // Move-only; its destructor waits for outstanding reads and releases the slots.
-  // Only one Batch may be alive at a time per store (its slots are reused).
+  // Each alive Batch holds its own slots (taken from the store's reusable pool),
+  // so a Batch for the next layer may be fetched while this one is consumed.
+  // Every Batch must be destroyed before its store.
   class Batch {
    public:
     Batch(Batch&&) noexcept;
@@ -112,6 +122,7 @@ class ExpertStore {
 
   uint64_t expert_bytes(int layer) const;  // gate+up+down bytes of one expert
   ExpertIoStats stats() const;
+  bool direct_io() const;  // true when O_DIRECT is in use for every file (false after a fallback)
 
  private:
   struct Impl;
