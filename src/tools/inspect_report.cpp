@@ -48,8 +48,10 @@ std::string mib(uint64_t bytes) {
   char buf[64];
   if (bytes >= (1ull << 30))
     std::snprintf(buf, sizeof buf, "%.2f GiB", bytes / (kMiB * 1024));
-  else
+  else if (bytes >= (1ull << 20))
     std::snprintf(buf, sizeof buf, "%.2f MiB", bytes / kMiB);
+  else
+    std::snprintf(buf, sizeof buf, "%.1f KiB", bytes / 1024.0);
   return buf;
 }
 

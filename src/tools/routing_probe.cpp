@@ -1,6 +1,7 @@
 #include "tools/routing_probe.h"
 
 #include <algorithm>
+#include <memory>
 #include <cmath>
 #include <numeric>
 
@@ -12,10 +13,11 @@ namespace sluice::tools {
 namespace {
 
 // Reads rows [r0, r0 + n) of a tensor as floats.
-std::vector<float> read_rows(const gguf::GgufModel& model, const gguf::TensorInfo& t, uint64_t r0, uint64_t n) {
+std::vector<float> read_rows(const std::vector<std::unique_ptr<io::File>>& files, const gguf::TensorInfo& t,
+                             uint64_t r0, uint64_t n) {
   const uint64_t row_bytes = t.row_bytes();
   std::vector<uint8_t> raw(row_bytes * n);
-  auto file = io::open_file(model.paths().at(t.split));
+  const auto& file = files.at(t.split);
   file->read_exact(raw.data(), raw.size(), t.offset + r0 * row_bytes);
   std::vector<float> out(t.ne[0] * n);
   for (uint64_t r = 0; r < n; ++r)
@@ -51,15 +53,17 @@ RoutingStats probe_routing(const gguf::GgufModel& model, uint32_t layer, uint64_
   st.top_k = std::min(st.top_k, st.n_expert);
   st.hits.assign(st.n_expert, 0);
 
-  const std::vector<float> w = read_rows(model, router, 0, st.n_expert);
-  const std::vector<float> g = read_rows(model, norm, 0, 1);
+  std::vector<std::unique_ptr<io::File>> files;
+  for (const auto& p : model.paths()) files.push_back(io::open_file(p));
+  const std::vector<float> w = read_rows(files, router, 0, st.n_expert);
+  const std::vector<float> g = read_rows(files, norm, 0, 1);
   const uint64_t n_vocab = embd.ne[1];
   const uint64_t n = std::min(max_tokens, n_vocab);
   std::vector<float> logits(st.n_expert);
   std::vector<uint32_t> idx(st.n_expert);
   for (uint64_t i = 0; i < n; ++i) {
     const uint64_t tok = i * n_vocab / n;
-    std::vector<float> x = read_rows(model, embd, tok, 1);
+    std::vector<float> x = read_rows(files, embd, tok, 1);
     double ss = 0;
     for (float v : x) ss += double{v} * v;
     const float scale = static_cast<float>(1.0 / std::sqrt(ss / n_embd + eps));

@@ -53,7 +53,7 @@ struct SynthConfig {
   QuantMode quant_mode = QuantMode::Auto;
   // Routing skew: spread of the per-expert affinity to the shared residual
   // direction (0 gives near-uniform routing).
-  float routing_skew = 1.0f;
+  float routing_skew = 1.5f;
 };
 
 // Presets: "tiny" (~2 MB, Q4_0 experts / Q8_0 rest, built-in vocab) and
