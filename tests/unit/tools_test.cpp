@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gguf/gguf.h"
+#include "gguf/writer.h"
 #include "io/file.h"
 #include "kernels/quant.h"
 #include "tools/inspect_report.h"
@@ -365,6 +366,36 @@ TEST(ToolsModelInfo, DenseModelHasNoExpertFigures) {
   EXPECT_TRUE(info.sizing.layers.empty());
   EXPECT_EQ(info.sizing.dense_bytes, info.sizing.total_bytes);
   EXPECT_GT(info.sizing.min_ram_bytes, info.sizing.dense_bytes);
+}
+
+// No general.architecture, one odd expert-like tensor: report what is there.
+TEST(ToolsModelInfo, UnknownArchitectureReportsWhatIsThere) {
+  TempFile out("noarch.gguf");
+  {
+    gguf::Writer w(out.path.string());
+    w.add_metadata("general.name", gguf::Value::from_string("mystery"));
+    w.add_tensor("blk.0.ffn_up_exps.weight", GgmlType::F32, {8, 4, 2});
+    w.add_tensor("other.weight", GgmlType::F32, {8});
+    w.write_header();
+    std::vector<float> zeros(64, 0.0f);
+    w.write_tensor_data(zeros.data(), 64 * 4);
+    w.write_tensor_data(zeros.data(), 8 * 4);
+    w.finish();
+  }
+  const ModelInfo info = model_info(gguf::GgufModel::open(out.path.string()));
+  EXPECT_EQ(info.architecture, "");
+  EXPECT_EQ(info.file.name, "mystery");
+  EXPECT_FALSE(info.hp.embedding_length.has_value());
+  EXPECT_EQ(info.hp.block_count, 1u);  // from the tensor names
+  EXPECT_EQ(info.sizing.expert_bytes, 256u);
+  EXPECT_EQ(info.sizing.dense_bytes, 32u);
+  ASSERT_EQ(info.sizing.layers.size(), 1u);
+  EXPECT_EQ(info.sizing.layers[0].per_expert_bytes, 128u);
+  EXPECT_EQ(info.sizing.token_demand_bytes, 0u);  // no expert_used_count
+  const auto j = inspect_json(info, gguf::GgufModel::open(out.path.string()).metadata());
+  EXPECT_TRUE(j["expert_count"].is_null());
+  EXPECT_EQ(j["tensors"].size(), 2u);
+  EXPECT_FALSE(inspect_text(info, true).empty());
 }
 
 // ---- inspect CLI -----------------------------------------------------------------
