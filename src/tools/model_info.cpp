@@ -1,0 +1,151 @@
+#include "tools/model_info.h"
+
+#include <algorithm>
+#include <map>
+
+namespace sluice::tools {
+namespace {
+
+// An unsigned key that may also be a per-layer array (e.g. head_count_kv in
+// some architectures): arrays report their maximum.
+std::optional<uint64_t> uint_key(const gguf::Metadata& md, const std::string& key) {
+  const gguf::Value* v = md.find(key);
+  if (!v) return std::nullopt;
+  if (v->type == gguf::ValueType::ARRAY) {
+    const auto a = md.get_int_array(key);
+    if (!a || a->empty()) return std::nullopt;
+    return static_cast<uint64_t>(std::max<int64_t>(0, *std::max_element(a->begin(), a->end())));
+  }
+  return md.get_uint(key);
+}
+
+uint64_t array_size(const gguf::Metadata& md, const char* key) {
+  const gguf::Value* v = md.find(key);
+  return v && v->type == gguf::ValueType::ARRAY ? v->array.size() : 0;
+}
+
+// Layer index of "blk.N.*", or -1.
+int64_t layer_of(const std::string& name) {
+  if (name.rfind("blk.", 0) != 0) return -1;
+  int64_t n = 0;
+  size_t i = 4;
+  if (i >= name.size() || name[i] < '0' || name[i] > '9') return -1;
+  for (; i < name.size() && name[i] >= '0' && name[i] <= '9'; ++i) n = n * 10 + (name[i] - '0');
+  return n;
+}
+
+bool is_expert_tensor(const std::string& name) { return name.find("_exps") != std::string::npos; }
+
+Hyperparameters read_hparams(const gguf::GgufModel& model, const std::string& arch) {
+  const gguf::Metadata& md = model.metadata();
+  const std::string p = arch + ".";
+  Hyperparameters hp;
+  hp.block_count = uint_key(md, p + "block_count");
+  hp.context_length = uint_key(md, p + "context_length");
+  hp.embedding_length = uint_key(md, p + "embedding_length");
+  hp.feed_forward_length = uint_key(md, p + "feed_forward_length");
+  hp.expert_feed_forward_length = uint_key(md, p + "expert_feed_forward_length");
+  hp.expert_count = uint_key(md, p + "expert_count");
+  hp.expert_used_count = uint_key(md, p + "expert_used_count");
+  hp.head_count = uint_key(md, p + "attention.head_count");
+  hp.head_count_kv = uint_key(md, p + "attention.head_count_kv");
+  hp.key_length = uint_key(md, p + "attention.key_length");
+  hp.value_length = uint_key(md, p + "attention.value_length");
+  hp.rope_freq_base = md.get_float(p + "rope.freq_base");
+  hp.rope_scaling_factor = md.get_float(p + "rope.scaling.factor");
+  hp.rope_scaling_type = md.get_string(p + "rope.scaling.type");
+  hp.rms_eps = md.get_float(p + "attention.layer_norm_rms_epsilon");
+  if (!hp.rms_eps) hp.rms_eps = md.get_float(p + "attention.layer_norm_epsilon");
+
+  if (!hp.head_count_kv) hp.head_count_kv = hp.head_count;  // llama.cpp's default
+  uint64_t derived = 0;
+  if (hp.embedding_length && hp.head_count && *hp.head_count > 0) derived = *hp.embedding_length / *hp.head_count;
+  hp.head_dim_k = hp.key_length.value_or(derived);
+  hp.head_dim_v = hp.value_length.value_or(hp.head_dim_k);
+
+  hp.vocab_size = uint_key(md, p + "vocab_size");
+  if (!hp.vocab_size) {
+    if (const gguf::TensorInfo* t = model.find("token_embd.weight"); t && t->ne.size() >= 2)
+      hp.vocab_size = t->ne[1];
+    else if (uint64_t n = array_size(md, "tokenizer.ggml.tokens"))
+      hp.vocab_size = n;
+  }
+  if (!hp.block_count) {  // fall back to the tensors' layer indices
+    int64_t max_layer = -1;
+    for (const auto& t : model.tensors()) max_layer = std::max(max_layer, layer_of(t.name));
+    if (max_layer >= 0) hp.block_count = static_cast<uint64_t>(max_layer + 1);
+  }
+  return hp;
+}
+
+TokenizerSummary read_tokenizer(const gguf::Metadata& md) {
+  TokenizerSummary t;
+  t.model = md.get_string("tokenizer.ggml.model").value_or("");
+  t.pre = md.get_string("tokenizer.ggml.pre").value_or("");
+  t.n_tokens = array_size(md, "tokenizer.ggml.tokens");
+  t.n_merges = array_size(md, "tokenizer.ggml.merges");
+  t.bos_id = uint_key(md, "tokenizer.ggml.bos_token_id");
+  t.eos_id = uint_key(md, "tokenizer.ggml.eos_token_id");
+  return t;
+}
+
+Sizing compute_sizing(const ModelInfo& info, uint64_t kv_context) {
+  Sizing s;
+  s.kv_context = kv_context;
+  std::map<uint32_t, LayerSizing> layers;
+  for (const auto& t : info.tensors) {
+    s.total_bytes += t.bytes;
+    if (!is_expert_tensor(t.name) || t.ne.empty()) {
+      s.dense_bytes += t.bytes;
+      continue;
+    }
+    s.expert_bytes += t.bytes;
+    const int64_t l = layer_of(t.name);
+    LayerSizing& ls = layers[static_cast<uint32_t>(std::max<int64_t>(l, 0))];
+    ls.layer = static_cast<uint32_t>(std::max<int64_t>(l, 0));
+    const uint64_t n_expert = t.ne.back();  // experts are the outermost dimension
+    ls.n_expert = std::max(ls.n_expert, n_expert);
+    ls.expert_tensor_bytes += t.bytes;
+    if (n_expert > 0) ls.per_expert_bytes += t.bytes / n_expert;
+  }
+  const Hyperparameters& hp = info.hp;
+  s.top_k = hp.expert_used_count.value_or(0);
+  for (const auto& [l, ls] : layers) {
+    s.layers.push_back(ls);
+    s.token_demand_bytes += s.top_k * ls.per_expert_bytes;
+    s.layer_demand_bytes = std::max(s.layer_demand_bytes, s.top_k * ls.per_expert_bytes);
+  }
+  s.kv_bytes = hp.block_count.value_or(0) * kv_context * hp.head_count_kv.value_or(0) *
+               (hp.head_dim_k + hp.head_dim_v) * 2;
+  const uint64_t n_ff = hp.expert_feed_forward_length.value_or(hp.feed_forward_length.value_or(0));
+  const uint64_t ff_width = s.top_k > 0 ? s.top_k * n_ff : n_ff;
+  s.scratch_bytes = 4 * (hp.vocab_size.value_or(0) + hp.head_count.value_or(0) * kv_context +
+                         8 * hp.embedding_length.value_or(0) + 3 * ff_width);
+  s.min_ram_bytes = s.dense_bytes + s.layer_demand_bytes + s.kv_bytes + s.scratch_bytes;
+  return s;
+}
+
+}  // namespace
+
+ModelInfo model_info(const gguf::GgufModel& model, uint64_t kv_context) {
+  ModelInfo info;
+  const gguf::Metadata& md = model.metadata();
+  info.architecture = model.architecture();
+  info.file.paths = model.paths();
+  const gguf::ParsedFile& first = model.split(0);
+  info.file.version = first.version;
+  info.file.alignment = first.alignment;
+  info.file.data_offset = first.data_offset;
+  for (uint32_t i = 0; i < model.n_splits(); ++i) info.file.file_bytes += model.split(i).file_size;
+  info.file.n_metadata = md.entries().size();
+  info.file.file_type = uint_key(md, "general.file_type");
+  info.file.name = md.get_string("general.name").value_or("");
+
+  info.hp = read_hparams(model, info.architecture);
+  info.tokenizer = read_tokenizer(md);
+  for (const auto& t : model.tensors()) info.tensors.push_back({t.name, t.type, t.ne, t.split, t.offset, t.bytes});
+  info.sizing = compute_sizing(info, kv_context);
+  return info;
+}
+
+}  // namespace sluice::tools

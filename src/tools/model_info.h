@@ -1,0 +1,92 @@
+// A typed summary of a GGUF model for `sluice inspect`: hyperparameters,
+// tokenizer, tensors, and the figures that size expert streaming.
+//
+// Sizing definitions (bytes; "expert tensors" are those whose name contains
+// "_exps", whose last dimension is the expert index):
+//   dense_bytes      all other tensors (always resident)
+//   expert_bytes     all expert tensors
+//   per_expert[L]    bytes of one expert of layer L: sum over L's expert tensors of bytes / n_expert
+//   token_demand     sum_L top_k * per_expert[L]: the routed bytes one token touches
+//   layer_demand     max_L top_k * per_expert[L]: the widest layer's routed bytes at decode
+//   kv_bytes         f16 K and V for kv_context positions:
+//                    n_layer * kv_context * n_head_kv * (key_length + value_length) * 2
+//   scratch_bytes    decode-time activations, 4 bytes each:
+//                    4 * (n_vocab + n_head * kv_context + 8 * n_embd + 3 * top_k * n_ff_expert)
+//                    (n_ff_expert falls back to feed_forward_length for dense models)
+//   min_ram          dense + layer_demand + kv_bytes + scratch_bytes
+// Models without experts get zero expert figures; unknown architectures keep
+// whatever keys exist (absent values are nullopt / 0).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gguf/gguf.h"
+
+namespace sluice::tools {
+
+inline constexpr uint64_t kDefaultKvContext = 4096;
+
+struct Hyperparameters {
+  std::optional<uint64_t> block_count, context_length, embedding_length, feed_forward_length,
+      expert_feed_forward_length, expert_count, expert_used_count, head_count, head_count_kv, key_length,
+      value_length, vocab_size;
+  std::optional<double> rope_freq_base, rope_scaling_factor, rms_eps;
+  std::optional<std::string> rope_scaling_type;
+  // Derived: key_length, else embedding_length / head_count (0 when unknown).
+  uint64_t head_dim_k = 0, head_dim_v = 0;
+};
+
+struct TokenizerSummary {
+  std::string model, pre;  // "" when absent
+  uint64_t n_tokens = 0, n_merges = 0;
+  std::optional<uint64_t> bos_id, eos_id;
+};
+
+struct TensorRow {
+  std::string name;
+  GgmlType type = GgmlType::F32;
+  std::vector<uint64_t> ne;
+  uint32_t split = 0;
+  uint64_t offset = 0, bytes = 0;
+};
+
+struct LayerSizing {
+  uint32_t layer = 0;
+  uint64_t n_expert = 0;
+  uint64_t expert_tensor_bytes = 0;  // all experts of this layer
+  uint64_t per_expert_bytes = 0;     // one expert (gate + up + down slices)
+};
+
+struct Sizing {
+  uint64_t dense_bytes = 0, expert_bytes = 0, total_bytes = 0;
+  uint64_t top_k = 0;
+  uint64_t token_demand_bytes = 0, layer_demand_bytes = 0;
+  uint64_t kv_context = kDefaultKvContext, kv_bytes = 0, scratch_bytes = 0, min_ram_bytes = 0;
+  std::vector<LayerSizing> layers;  // layers that have expert tensors, ascending
+};
+
+struct FileInfo {
+  std::vector<std::string> paths;
+  uint32_t version = 0;
+  uint64_t alignment = 0, data_offset = 0, file_bytes = 0;  // file_bytes summed over splits
+  uint64_t n_metadata = 0;
+  std::optional<uint64_t> file_type;
+  std::string name;  // general.name
+};
+
+struct ModelInfo {
+  std::string architecture;  // "" when absent
+  FileInfo file;
+  Hyperparameters hp;
+  TokenizerSummary tokenizer;
+  std::vector<TensorRow> tensors;  // file order
+  Sizing sizing;
+};
+
+// Never throws for missing keys; throws sluice::Error for keys of the wrong type.
+ModelInfo model_info(const gguf::GgufModel& model, uint64_t kv_context = kDefaultKvContext);
+
+}  // namespace sluice::tools

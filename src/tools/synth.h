@@ -1,0 +1,100 @@
+// `sluice synth`: writes architecture-faithful random-weight GGUF models, from
+// a few MB (unit tests) to full size (a Qwen3-30B-A3B-shaped ~17 GB file), so
+// streaming can be exercised without downloading real checkpoints.
+//
+// Output contract: tensor names, shapes (ggml order), types and metadata keys
+// are exactly those llama.cpp writes for the architecture; bytes are a pure
+// function of the config (seed included) and never of the thread count.
+// Memory stays bounded (a few chunks per thread) whatever the model size.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gguf/gguf.h"
+#include "util/ggml_type.h"
+
+namespace sluice::tools {
+
+// How quantized matrices get their bytes.
+//  Exact: float weights are generated and quantized with the kernels' quantizer.
+//  Direct: random codes/scales generated per block (synth_blocks.cpp), for every
+//          matrix except token_embd (whose values carry the routing direction).
+//  Auto: Direct for models over kDirectThresholdElements weights, else Exact.
+enum class QuantMode { Auto, Exact, Direct };
+inline constexpr uint64_t kDirectThresholdElements = 1ull << 30;
+
+struct SynthConfig {
+  std::string arch = "qwen3moe";
+  std::string name = "sluice-synth";
+  uint32_t n_layer = 4;
+  uint32_t n_expert = 16;
+  uint32_t n_expert_used = 4;
+  uint32_t n_embd = 128;
+  uint32_t n_ff_exp = 128;
+  uint32_t n_ff = 384;  // feed_forward_length metadata (the model family's dense width)
+  uint32_t n_head = 4;
+  uint32_t n_head_kv = 2;
+  uint32_t head_dim = 32;
+  uint32_t n_vocab = 0;  // 0: follow the vocabulary
+  uint32_t context_length = 4096;
+  float rope_theta = 1e6f;
+  float rms_eps = 1e-6f;
+  GgmlType expert_type = GgmlType::Q4_0;  // ffn_{gate,up,down}_exps
+  GgmlType down_type = GgmlType::Q4_0;    // ffn_down_exps
+  GgmlType attn_type = GgmlType::Q8_0;    // attn_q, attn_k, attn_output
+  GgmlType attn_v_type = GgmlType::Q8_0;  // attn_v
+  GgmlType embd_type = GgmlType::Q8_0;    // token_embd
+  GgmlType output_type = GgmlType::Q8_0;  // output
+  uint64_t seed = 42;
+  std::string vocab_path;  // "" = built-in byte-level BPE vocab
+  QuantMode quant_mode = QuantMode::Auto;
+  // Routing skew: spread of the per-expert affinity to the shared residual
+  // direction (0 gives near-uniform routing).
+  float routing_skew = 1.5f;
+};
+
+// Presets: "tiny" (~2 MB, Q4_0 experts / Q8_0 rest, built-in vocab) and
+// "qwen3-30b-a3b" (Qwen3-30B-A3B shapes, Q4_K_M-like types, ~17 GB).
+// Throws sluice::Error naming the preset if unknown.
+SynthConfig synth_preset(const std::string& preset);
+std::vector<std::string> synth_preset_names();
+
+struct SynthProgress {
+  bool print = false;  // progress lines (MB/s) to stderr
+};
+
+struct SynthResult {
+  uint64_t bytes = 0;  // file size
+  uint64_t n_tensors = 0;
+  double seconds = 0;
+  bool direct = false;  // whether direct block generation was used
+};
+
+// Writes the model to `out_path` using `threads` worker threads (0 = all cores).
+// Throws sluice::Error naming the flag/file on invalid config or I/O failure;
+// a partially written file is removed.
+SynthResult synth_model(const SynthConfig& cfg, const std::string& out_path, unsigned threads,
+                        const SynthProgress& progress = {});
+
+// ---- pieces shared by synth_*.cpp (exposed for tests) -------------------------
+
+// The tokenizer.* metadata: from cfg.vocab_path or built in; padded with
+// "<|extra_N|>" (UNUSED) tokens to n_vocab when n_vocab > its size (0 = as is).
+// Returns the entries and sets *vocab_size to the final token count.
+std::vector<std::pair<std::string, gguf::Value>> synth_vocab(const std::string& vocab_path, uint32_t n_vocab,
+                                                             uint32_t* vocab_size);
+
+// The built-in vocabulary: 256 byte tokens (GPT-2 byte-to-unicode form), merges
+// learnt on a small built-in English text, then the control tokens.
+struct BuiltinVocab {
+  std::vector<std::string> tokens;
+  std::vector<int32_t> token_types;  // 1 normal, 3 control
+  std::vector<std::string> merges;
+  uint32_t bos = 0, eos = 0, pad = 0;
+};
+const BuiltinVocab& builtin_vocab();
+
+}  // namespace sluice::tools
