@@ -18,12 +18,19 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "io/file.h"
 #include "util/ggml_type.h"
 
 namespace sluice::gguf {
+
+// Hash that lets unordered_map<std::string, ...> be searched with a string_view.
+struct StringHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
 
 enum class ValueType : uint32_t {
   UINT8 = 0, INT8 = 1, UINT16 = 2, INT16 = 3, UINT32 = 4, INT32 = 5,
@@ -83,6 +90,7 @@ class Metadata {
 
  private:
   std::vector<std::pair<std::string, Value>> entries_;
+  std::unordered_map<std::string, size_t, StringHash, std::equal_to<>> index_;  // key -> entries_ index
   std::string source_;  // file name used in error messages
 };
 
@@ -145,6 +153,7 @@ class GgufModel {
  private:
   std::vector<ParsedFile> splits_;
   std::vector<TensorInfo> tensors_;
+  std::unordered_map<std::string, size_t, StringHash, std::equal_to<>> index_;  // name -> tensors_ index
 };
 
 }  // namespace sluice::gguf

@@ -44,6 +44,7 @@ class Writer {
   size_t current_ = 0;
   uint64_t current_written_ = 0;
   uint64_t written_ = 0;
+  uint64_t data_start_ = 0;  // file offset of the tensor data section
   bool header_written_ = false;
   std::vector<char> buffer_;
 };
