@@ -1,0 +1,134 @@
+// AVX2 + FMA + F16C dot products of the legacy formats.
+//
+// Quantized formats: each weight block is expanded to 32 int8 levels, multiplied
+// with the activation's int8 levels by maddubs/madd (exact int32 partial sums),
+// converted to float and accumulated with one FMA per block by the block's
+// combined scale. Two blocks per iteration into two accumulators hide the FMA
+// latency. Results differ from the scalar reference only by float summation
+// order (tests/unit/kernels_legacy_test.cpp states the tolerance).
+//
+// Plain formats (F32/F16/BF16): 32 elements per iteration into 4 independent
+// FMA accumulators (float), scalar tail for n % 32.
+#if defined(__x86_64__)
+
+#include "kernels/legacy_avx2_common.h"
+#include "kernels/legacy_impl.h"
+
+namespace sluice::kernels {
+namespace avx2 {
+namespace {
+
+// Symmetric weights with Q8_0 activations.
+template <class W>
+SLUICE_AVX2 float dot_symmetric(int64_t n, const void* w, const void* act) {
+  const auto* x = static_cast<const typename W::Block*>(w);
+  const auto* y = static_cast<const BlockQ8_0*>(act);
+  const int64_t nb = n / kLegacyBlock;
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 1 < nb; i += 2) {
+    const __m256i a0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].qs));
+    const __m256i a1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i + 1].qs));
+    const __m256 p0 = _mm256_cvtepi32_ps(dot_i8(W::levels(x[i]), a0));
+    const __m256 p1 = _mm256_cvtepi32_ps(dot_i8(W::levels(x[i + 1]), a1));
+    acc0 = _mm256_fmadd_ps(_mm256_set1_ps(W::scale(x[i]) * fp16_scalar(y[i].d)), p0, acc0);
+    acc1 = _mm256_fmadd_ps(_mm256_set1_ps(W::scale(x[i + 1]) * fp16_scalar(y[i + 1].d)), p1, acc1);
+  }
+  if (i < nb) {
+    const __m256i a0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].qs));
+    const __m256 p0 = _mm256_cvtepi32_ps(dot_i8(W::levels(x[i]), a0));
+    acc0 = _mm256_fmadd_ps(_mm256_set1_ps(W::scale(x[i]) * fp16_scalar(y[i].d)), p0, acc0);
+  }
+  return hsum(_mm256_add_ps(acc0, acc1));
+}
+
+// Offset weights (x = d q + m) with Q8_1 activations (a = d_a q_a, s = d_a
+// sum q_a): sum x a = d d_a sum(q q_a) + m s per block.
+template <class W>
+SLUICE_AVX2 float dot_offset(int64_t n, const void* w, const void* act) {
+  const auto* x = static_cast<const typename W::Block*>(w);
+  const auto* y = static_cast<const BlockQ8_1*>(act);
+  const int64_t nb = n / kLegacyBlock;
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+  float offsets = 0.0f;
+  int64_t i = 0;
+  for (; i + 1 < nb; i += 2) {
+    const __m256i a0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].qs));
+    const __m256i a1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i + 1].qs));
+    const __m256 p0 = _mm256_cvtepi32_ps(dot_u8_i8(W::levels(x[i]), a0));
+    const __m256 p1 = _mm256_cvtepi32_ps(dot_u8_i8(W::levels(x[i + 1]), a1));
+    acc0 = _mm256_fmadd_ps(_mm256_set1_ps(W::scale(x[i]) * fp16_scalar(y[i].d)), p0, acc0);
+    acc1 = _mm256_fmadd_ps(_mm256_set1_ps(W::scale(x[i + 1]) * fp16_scalar(y[i + 1].d)), p1, acc1);
+    offsets += W::offset(x[i]) * fp16_scalar(y[i].s) + W::offset(x[i + 1]) * fp16_scalar(y[i + 1].s);
+  }
+  if (i < nb) {
+    const __m256i a0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].qs));
+    const __m256 p0 = _mm256_cvtepi32_ps(dot_u8_i8(W::levels(x[i]), a0));
+    acc0 = _mm256_fmadd_ps(_mm256_set1_ps(W::scale(x[i]) * fp16_scalar(y[i].d)), p0, acc0);
+    offsets += W::offset(x[i]) * fp16_scalar(y[i].s);
+  }
+  return hsum(_mm256_add_ps(acc0, acc1)) + offsets;
+}
+
+// Plain types: Load converts 8 elements at p to floats.
+struct F32Load {
+  using Elem = float;
+  SLUICE_AVX2 static __m256 load(const float* p) { return _mm256_loadu_ps(p); }
+  static float scalar(float v) { return v; }
+};
+struct F16Load {
+  using Elem = uint16_t;
+  SLUICE_AVX2 static __m256 load(const uint16_t* p) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  }
+  SLUICE_AVX2 static float scalar(uint16_t v) { return _cvtsh_ss(v); }
+};
+struct Bf16Load {
+  using Elem = uint16_t;
+  SLUICE_AVX2 static __m256 load(const uint16_t* p) {
+    const __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
+  }
+  static float scalar(uint16_t v) { return bf16_to_fp32(v); }
+};
+
+template <class L>
+SLUICE_AVX2 float dot_plain(int64_t n, const void* w, const void* act) {
+  const auto* x = static_cast<const typename L::Elem*>(w);
+  const auto* y = static_cast<const typename L::Elem*>(act);
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+  __m256 acc2 = _mm256_setzero_ps(), acc3 = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    acc0 = _mm256_fmadd_ps(L::load(x + i), L::load(y + i), acc0);
+    acc1 = _mm256_fmadd_ps(L::load(x + i + 8), L::load(y + i + 8), acc1);
+    acc2 = _mm256_fmadd_ps(L::load(x + i + 16), L::load(y + i + 16), acc2);
+    acc3 = _mm256_fmadd_ps(L::load(x + i + 24), L::load(y + i + 24), acc3);
+  }
+  for (; i + 8 <= n; i += 8) acc0 = _mm256_fmadd_ps(L::load(x + i), L::load(y + i), acc0);
+  float sum = hsum(_mm256_add_ps(_mm256_add_ps(acc0, acc1), _mm256_add_ps(acc2, acc3)));
+  for (; i < n; ++i) sum += L::scalar(x[i]) * L::scalar(y[i]);
+  return sum;
+}
+
+}  // namespace
+}  // namespace avx2
+
+void fill_legacy_avx2_dot(KernelTable& table) {
+  using namespace avx2;
+  auto set = [&](GgmlType t, VecDotFn fn) { table[static_cast<uint32_t>(t)].vec_dot = fn; };
+  set(GgmlType::F32, &dot_plain<F32Load>);
+  set(GgmlType::F16, &dot_plain<F16Load>);
+  set(GgmlType::BF16, &dot_plain<Bf16Load>);
+  set(GgmlType::Q4_0, &dot_symmetric<Q4_0Levels>);
+  set(GgmlType::Q5_0, &dot_symmetric<Q5_0Levels>);
+  set(GgmlType::Q8_0, &dot_symmetric<Q8_0Levels>);
+  set(GgmlType::IQ4_NL, &dot_symmetric<Iq4NlLevels>);
+  set(GgmlType::MXFP4, &dot_symmetric<Mxfp4Levels>);
+  set(GgmlType::Q4_1, &dot_offset<Q4_1Levels>);
+  set(GgmlType::Q5_1, &dot_offset<Q5_1Levels>);
+}
+
+}  // namespace sluice::kernels
+
+#endif  // __x86_64__

@@ -1,0 +1,26 @@
+// Internal to the legacy-format kernels (F32, F16, BF16, Q4_0, Q4_1, Q5_0,
+// Q5_1, Q8_0, Q8_1, IQ4_NL, MXFP4): the per-ISA fill functions that
+// legacy_kernels.cpp dispatches to.
+//
+// Activation quantizers (Q8_0, Q8_1) follow what llama.cpp's CPU backend does
+// on an AVX2 machine (the one that produced /work/shared/golden): per block
+// amax = max|x|, d = amax / 127 (stored as fp16), q = round-half-to-even(x *
+// (127 / amax)). This differs from ggml's quantize_row_q8_0_ref (which rounds
+// half away from zero and multiplies by 1/d) only on rare exact ties and
+// 1-ulp differences of the multiplier; we match the path the reference logits
+// went through. Every ISA's quantizer is bit-identical to the scalar one, and
+// never produces -128, which the SIMD dot products rely on (they use the
+// sign-transfer trick, exact for activation values in [-127, 127]).
+#pragma once
+
+#include "kernels/kernel_table.h"
+
+namespace sluice::kernels {
+
+void fill_legacy_scalar(KernelTable& table);
+// Only on x86-64 builds; sets entries that have an AVX2+FMA+F16C version.
+void fill_legacy_avx2(KernelTable& table);
+// Scalar quantizers live in legacy_scalar_quantize.cpp; fill_legacy_scalar uses these.
+void legacy_scalar_quantizers(KernelTable& table);
+
+}  // namespace sluice::kernels
