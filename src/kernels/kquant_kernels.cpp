@@ -1,5 +1,58 @@
-// STUB — replaced by the K-quant implementation.
+// Registers the K-quant family (Q2_K..Q6_K, Q8_K, IQ4_XS) in the dispatch table.
+// All weight types here dot with Q8_K activations. Q8_K itself is an
+// activation-only type: quantize + dequantize, no vec_dot.
 #include "kernels/kernel_table.h"
+#include "kernels/kquant_kernels.h"
+
 namespace sluice::kernels {
-void fill_kquant_kernels(KernelTable&, Isa) {}
+namespace {
+
+using namespace kquant;
+
+void set(KernelTable& table, GgmlType t, DequantizeFn dq, QuantizeFn q, VecDotFn dot) {
+  TypeKernels& k = table[static_cast<uint32_t>(t)];
+  k.dequantize = dq;
+  k.quantize = q;
+  k.vec_dot = dot;
+  k.vec_dot_type = GgmlType::Q8_K;
+}
+
+void fill_scalar(KernelTable& table) {
+  set(table, GgmlType::Q2_K, dequantize_q2_k, quantize_q2_k, vec_dot_q2_k_scalar);
+  set(table, GgmlType::Q3_K, dequantize_q3_k, quantize_q3_k, vec_dot_q3_k_scalar);
+  set(table, GgmlType::Q4_K, dequantize_q4_k, quantize_q4_k, vec_dot_q4_k_scalar);
+  set(table, GgmlType::Q5_K, dequantize_q5_k, quantize_q5_k, vec_dot_q5_k_scalar);
+  set(table, GgmlType::Q6_K, dequantize_q6_k, quantize_q6_k, vec_dot_q6_k_scalar);
+  set(table, GgmlType::IQ4_XS, dequantize_iq4_xs, quantize_iq4_xs, vec_dot_iq4_xs_scalar);
+  set(table, GgmlType::Q8_K, dequantize_q8_k, quantize_q8_k, nullptr);
+}
+
+// SIMD entries carry only what has a SIMD version; the registry falls back to
+// scalar for the rest (dequantize, quantize).
+void fill_avx2(KernelTable& table) {
+#if defined(__x86_64__) || defined(__i386__)
+  set(table, GgmlType::Q2_K, nullptr, nullptr, vec_dot_q2_k_avx2);
+  set(table, GgmlType::Q3_K, nullptr, nullptr, vec_dot_q3_k_avx2);
+  set(table, GgmlType::Q4_K, nullptr, nullptr, vec_dot_q4_k_avx2);
+  set(table, GgmlType::Q5_K, nullptr, nullptr, vec_dot_q5_k_avx2);
+  set(table, GgmlType::Q6_K, nullptr, nullptr, vec_dot_q6_k_avx2);
+  set(table, GgmlType::IQ4_XS, nullptr, nullptr, vec_dot_iq4_xs_avx2);
+#else
+  (void)table;
+#endif
+}
+
+}  // namespace
+
+void fill_kquant_kernels(KernelTable& table, Isa isa) {
+  switch (isa) {
+    case Isa::Scalar: fill_scalar(table); break;
+    case Isa::Avx2: fill_avx2(table); break;
+    case Isa::Neon:
+      // Slot for NEON K-quant dot products (vdotq_s32 on the same
+      // offset-via-bsums scheme); none yet, so scalar serves ARM.
+      break;
+  }
+}
+
 }  // namespace sluice::kernels
