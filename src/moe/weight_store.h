@@ -68,6 +68,8 @@ struct ExpertStoreConfig {
   bool odirect = true;   // aligned O_DIRECT reads (buffered fallback where refused)
   int io_threads = 4;    // read lanes
   bool load_all = false; // keep every expert resident (debug / small models)
+  // Tests: wraps every file the store opens (e.g. in an io::FaultFile). Empty: none.
+  std::function<std::shared_ptr<const io::File>(std::shared_ptr<const io::File>)> wrap_file;
 };
 
 struct ExpertIoStats {
@@ -89,7 +91,9 @@ class ExpertStore {
 
   // The experts requested from one layer, arriving as their reads complete.
   // Move-only; its destructor waits for outstanding reads and releases the slots.
-  // Only one Batch may be alive at a time per store (its slots are reused).
+  // Each alive Batch holds its own slots (taken from the store's reusable pool),
+  // so a Batch for the next layer may be fetched while this one is consumed.
+  // Every Batch must be destroyed before its store.
   class Batch {
    public:
     Batch(Batch&&) noexcept;
@@ -112,6 +116,7 @@ class ExpertStore {
 
   uint64_t expert_bytes(int layer) const;  // gate+up+down bytes of one expert
   ExpertIoStats stats() const;
+  bool direct_io() const;  // true when O_DIRECT is in use for every file (false after a fallback)
 
  private:
   struct Impl;

@@ -1,0 +1,241 @@
+// DenseWeights: the non-expert tensors, resident for the whole run.
+//
+// Modes (see DenseMode):
+//  - Anon: copy each tensor into anonymous 4 KiB-aligned memory with O_DIRECT
+//    (buffered where refused), then drop the file's cached pages, so exactly
+//    one copy of the dense set lives in RAM and the kernel cannot evict it to
+//    make room for the page cache.
+//  - Warm: map the files and fault the dense ranges in once.
+//  - Mmap: map the files and leave everything to demand paging.
+//
+// Immutable after construction: data()/bytes()/resident_fraction() are safe
+// from any thread.
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <string>
+#include <unordered_map>
+
+#include "io/aligned_buffer.h"
+#include "io/residency.h"
+#include "moe/aligned_reads.h"
+#include "moe/weight_store.h"
+#include "util/error.h"
+
+namespace sluice::moe {
+
+DenseMode parse_dense_mode(const std::string& s) {
+  if (s == "anon") return DenseMode::Anon;
+  if (s == "warm") return DenseMode::Warm;
+  if (s == "mmap") return DenseMode::Mmap;
+  throw Error("--dense-weights: unknown mode '" + s + "' (expected anon, warm or mmap)");
+}
+
+const char* dense_mode_name(DenseMode m) {
+  switch (m) {
+    case DenseMode::Anon: return "anon";
+    case DenseMode::Warm: return "warm";
+    case DenseMode::Mmap: return "mmap";
+  }
+  return "?";
+}
+
+namespace {
+
+// Pieces of one dense read; large enough that syscall cost is noise.
+constexpr uint64_t kDenseChunk = uint64_t{8} << 20;
+
+// A read-only mapping of a whole file.
+class FileMapping {
+ public:
+  explicit FileMapping(const std::string& path) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) fail(path, std::string("cannot open: ") + std::strerror(errno));
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) {
+      const int err = errno;
+      ::close(fd);
+      fail(path, std::string("cannot stat: ") + std::strerror(err));
+    }
+    size_ = static_cast<size_t>(st.st_size);
+    if (size_ > 0) {
+      void* p = ::mmap(nullptr, size_, PROT_READ, MAP_SHARED, fd, 0);
+      if (p == MAP_FAILED) {
+        const int err = errno;
+        ::close(fd);
+        fail(path, std::string("cannot mmap: ") + std::strerror(err));
+      }
+      data_ = static_cast<const uint8_t*>(p);
+    }
+    ::close(fd);  // the mapping keeps the file referenced
+  }
+  ~FileMapping() {
+    if (data_) ::munmap(const_cast<uint8_t*>(data_), size_);
+  }
+  FileMapping(const FileMapping&) = delete;
+  FileMapping& operator=(const FileMapping&) = delete;
+  const uint8_t* data() const { return data_; }
+  size_t size() const { return size_; }
+
+ private:
+  const uint8_t* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+// A run of dense tensors in one split whose aligned covers touch: read as one.
+struct Extent {
+  uint32_t split = 0;
+  uint64_t from = 0;  // first byte (unaligned)
+  uint64_t to = 0;    // one past the last byte
+  std::vector<const gguf::TensorInfo*> tensors;
+};
+
+std::vector<Extent> group_extents(std::vector<const gguf::TensorInfo*> ts) {
+  std::sort(ts.begin(), ts.end(), [](const auto* a, const auto* b) {
+    return a->split != b->split ? a->split < b->split : a->offset < b->offset;
+  });
+  std::vector<Extent> out;
+  for (const gguf::TensorInfo* t : ts) {
+    if (!out.empty() && out.back().split == t->split &&
+        io::align_down(t->offset) <= io::align_up(out.back().to)) {
+      out.back().to = std::max(out.back().to, t->offset + t->bytes);
+      out.back().tensors.push_back(t);
+    } else {
+      out.push_back({t->split, t->offset, t->offset + t->bytes, {t}});
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+struct DenseWeights::Impl {
+  DenseMode mode = DenseMode::Anon;
+  uint64_t total_bytes = 0;
+  bool buffered_fallback = false;
+  std::unordered_map<const gguf::TensorInfo*, const uint8_t*> by_ptr;
+  std::unordered_map<std::string, const uint8_t*> by_name;  // for TensorInfo copies
+  std::vector<io::AlignedBuffer> buffers;                   // anon: one per split
+  std::vector<std::unique_ptr<FileMapping>> maps;           // warm/mmap: by split
+  struct Span {
+    const uint8_t* p;
+    size_t n;
+  };
+  std::vector<Span> spans;  // what resident_fraction measures
+
+  void add(const gguf::TensorInfo* t, const uint8_t* p) {
+    by_ptr[t] = p;
+    by_name[t->name] = p;
+  }
+
+  void load_anon(const gguf::GgufModel& model, const std::vector<Extent>& extents, bool odirect);
+  void load_mapped(const gguf::GgufModel& model, const std::vector<Extent>& extents, bool warm);
+};
+
+void DenseWeights::Impl::load_anon(const gguf::GgufModel& model,
+                                   const std::vector<Extent>& extents, bool odirect) {
+  const std::vector<std::string> paths = model.paths();
+  buffers.resize(paths.size());
+  for (uint32_t s = 0; s < paths.size(); ++s) {
+    uint64_t need = 0;
+    for (const Extent& e : extents) {
+      if (e.split == s) need += cover_bytes(e.from, e.to - e.from);
+    }
+    if (need == 0) continue;
+    SplitFiles f = open_split_files(paths[s], odirect);
+    if (odirect && f.direct == nullptr) buffered_fallback = true;
+    buffers[s] = io::AlignedBuffer(need);
+    uint64_t pos = 0;
+    std::vector<PlannedRead> reads;
+    for (const Extent& e : extents) {
+      if (e.split != s) continue;
+      uint8_t* first = plan_covering_read(f, e.from, e.to - e.from, buffers[s].data() + pos,
+                                          kDenseChunk, reads);
+      for (const gguf::TensorInfo* t : e.tensors) add(t, first + (t->offset - e.from));
+      pos += cover_bytes(e.from, e.to - e.from);
+    }
+    for (const PlannedRead& r : reads) r.file->read_exact(r.dst, r.n, r.offset);
+    // We now own a private copy; the cached file pages (the header parse, and
+    // everything on the buffered path) would be a second one.
+    io::drop_file_pages(f.fd);
+    spans.push_back({buffers[s].data(), static_cast<size_t>(need)});
+  }
+}
+
+void DenseWeights::Impl::load_mapped(const gguf::GgufModel& model,
+                                     const std::vector<Extent>& extents, bool warm) {
+  const std::vector<std::string> paths = model.paths();
+  maps.resize(paths.size());
+  for (const Extent& e : extents) {
+    auto& m = maps[e.split];
+    if (!m) m = std::make_unique<FileMapping>(paths[e.split]);
+    if (e.to > m->size()) {
+      fail(paths[e.split], "tensor " + e.tensors.front()->name + " ends past end of file");
+    }
+    const uint8_t* base = m->data();
+    for (const gguf::TensorInfo* t : e.tensors) add(t, base + t->offset);
+    const uint8_t* p = base + e.from;
+    const size_t n = static_cast<size_t>(e.to - e.from);
+    spans.push_back({p, n});
+    if (warm) {
+      // Read-ahead in big requests first, then touch so every page is mapped
+      // into this process (WILLNEED alone only fills the page cache).
+      io::advise_willneed(p, n);
+      io::touch_pages(p, n);
+    }
+  }
+}
+
+DenseWeights::DenseWeights(const gguf::GgufModel& model, const DenseConfig& cfg,
+                           const std::function<bool(const gguf::TensorInfo&)>& is_expert)
+    : impl_(std::make_unique<Impl>()) {
+  Impl& s = *impl_;
+  s.mode = cfg.mode;
+  std::vector<const gguf::TensorInfo*> dense;
+  for (const gguf::TensorInfo& t : model.tensors()) {
+    if (is_expert && is_expert(t)) continue;
+    s.total_bytes += t.bytes;
+    if (t.bytes == 0) {
+      s.add(&t, nullptr);
+      continue;
+    }
+    dense.push_back(&t);
+  }
+  const std::vector<Extent> extents = group_extents(std::move(dense));
+  if (cfg.mode == DenseMode::Anon) {
+    s.load_anon(model, extents, cfg.odirect);
+  } else {
+    s.load_mapped(model, extents, cfg.mode == DenseMode::Warm);
+  }
+}
+
+DenseWeights::~DenseWeights() = default;
+
+const void* DenseWeights::data(const gguf::TensorInfo& t) const {
+  if (auto it = impl_->by_ptr.find(&t); it != impl_->by_ptr.end()) return it->second;
+  if (auto it = impl_->by_name.find(t.name); it != impl_->by_name.end()) return it->second;
+  throw Error("dense weights: tensor " + t.name + " was not loaded (it is an expert tensor?)");
+}
+
+uint64_t DenseWeights::bytes() const { return impl_->total_bytes; }
+
+double DenseWeights::resident_fraction() const {
+  io::Residency total;
+  for (const auto& sp : impl_->spans) {
+    const io::Residency r = io::residency(sp.p, sp.n);
+    total.resident_pages += r.resident_pages;
+    total.total_pages += r.total_pages;
+  }
+  return total.fraction();
+}
+
+bool DenseWeights::used_buffered_fallback() const { return impl_->buffered_fallback; }
+
+DenseMode DenseWeights::mode() const { return impl_->mode; }
+
+}  // namespace sluice::moe

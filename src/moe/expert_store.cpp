@@ -1,0 +1,404 @@
+// ExpertStore: routed experts read on demand into reusable aligned slots.
+//
+// Thread-safety contract:
+//  - fetch(), expert_bytes(), stats() and direct_io() may be called from any
+//    thread; the slot pool is guarded by a mutex.
+//  - A Batch is meant for one consumer thread; its next_ready()/view() are
+//    internally locked, so misuse from two threads is still memory-safe.
+//  - Lane threads only touch a Batch through read_done(); the Batch's
+//    destructor waits until every job it submitted has reported back.
+//  - Every Batch must be destroyed before the store (it borrows slots).
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <string>
+
+#include "io/aligned_buffer.h"
+#include "moe/aligned_reads.h"
+#include "moe/read_lanes.h"
+#include "moe/weight_store.h"
+#include "util/error.h"
+
+namespace sluice::moe {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Pieces larger than this are split so that one big expert is read by several
+// lanes at once. 1 MiB keeps NVMe queues busy without tiny syscalls.
+constexpr uint64_t kMaxChunk = uint64_t{1} << 20;
+
+uint64_t ns_since(Clock::time_point t0) {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count());
+}
+
+// Waits for a fixed number of jobs (used by load_all at construction).
+class Latch final : public ReadOwner {
+ public:
+  explicit Latch(int n) : left_(n) {}
+  void read_done(int, uint64_t, std::exception_ptr err) override {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (err && !error_) error_ = err;
+    if (--left_ == 0) cv_.notify_all();
+  }
+  void wait() {
+    std::unique_lock<std::mutex> lk(mu_);
+    cv_.wait(lk, [this] { return left_ == 0; });
+    if (error_) std::rethrow_exception(error_);
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int left_;
+  std::exception_ptr error_;
+};
+
+}  // namespace
+
+struct ExpertStore::Impl {
+  const gguf::GgufModel& model;
+  std::vector<LayerExperts> layers;
+  ExpertStoreConfig cfg;
+  std::vector<SplitFiles> files;  // by split
+  bool all_direct = false;
+  uint64_t slot_bytes = 0;        // widest expert footprint (aligned covers of its parts)
+
+  LaneStats lane_stats;
+  std::atomic<uint64_t> experts_read{0};
+  std::atomic<uint64_t> stall_ns{0};
+
+  // Reusable slots: one per in-flight expert; free_slots lists the idle ones.
+  std::mutex slot_mu;
+  std::vector<io::AlignedBuffer> slots;
+  std::vector<int> free_slots;
+
+  // load_all: each layer's three stacked tensors, resident.
+  struct ResidentLayer {
+    std::array<io::AlignedBuffer, 3> buf;
+    std::array<const uint8_t*, 3> base{};  // first byte of each tensor
+  };
+  std::vector<ResidentLayer> resident;
+
+  std::unique_ptr<ReadLanes> lanes;  // last: joined first on destruction
+
+  Impl(const gguf::GgufModel& m, std::vector<LayerExperts> l, const ExpertStoreConfig& c)
+      : model(m), layers(std::move(l)), cfg(c) {}
+
+  std::array<const gguf::TensorInfo*, 3> parts(int layer) const {
+    const LayerExperts& le = layers[static_cast<size_t>(layer)];
+    return {le.gate, le.up, le.down};
+  }
+
+  void check_layer(int layer) const {
+    if (layer < 0 || static_cast<size_t>(layer) >= layers.size()) {
+      throw Error("expert store: layer " + std::to_string(layer) + " out of range (model has " +
+                  std::to_string(layers.size()) + " layers)");
+    }
+    const LayerExperts& le = layers[static_cast<size_t>(layer)];
+    if (!le.gate || !le.up || !le.down) {
+      throw Error("expert store: layer " + std::to_string(layer) + " has no experts");
+    }
+  }
+
+  std::vector<int> acquire_slots(size_t k) {
+    std::lock_guard<std::mutex> lk(slot_mu);
+    std::vector<int> ids;
+    ids.reserve(k);
+    while (ids.size() < k) {
+      if (free_slots.empty()) {
+        slots.emplace_back(slot_bytes);  // grows to the high-water mark, then never again
+        ids.push_back(static_cast<int>(slots.size() - 1));
+      } else {
+        ids.push_back(free_slots.back());
+        free_slots.pop_back();
+      }
+    }
+    return ids;
+  }
+
+  void release_slots(const std::vector<int>& ids) {
+    std::lock_guard<std::mutex> lk(slot_mu);
+    free_slots.insert(free_slots.end(), ids.begin(), ids.end());
+  }
+
+  uint8_t* slot_data(int id) {
+    std::lock_guard<std::mutex> lk(slot_mu);  // slots may be growing on another thread
+    return slots[static_cast<size_t>(id)].data();
+  }
+
+  void load_everything();
+};
+
+struct ExpertStore::Batch::State final : ReadOwner {
+  ExpertStore::Impl* store = nullptr;
+  std::vector<int> experts;
+  std::vector<ExpertView> views;
+  std::vector<int> slot_ids;
+
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<int> reads_left;  // per expert
+  std::vector<int> ready;       // expert indices in completion order
+  std::vector<char> taken;      // per expert: returned by next_ready()
+  size_t n_taken = 0;
+  int outstanding = 0;          // jobs not yet reported back
+  std::exception_ptr error;
+  std::atomic<bool> abandoned{false};
+
+  ~State() {
+    abandoned = true;  // skip reads that have not started
+    {
+      std::unique_lock<std::mutex> lk(mu);
+      cv.wait(lk, [this] { return outstanding == 0; });
+    }
+    if (store && !slot_ids.empty()) store->release_slots(slot_ids);
+  }
+
+  bool cancelled() const override { return abandoned.load(std::memory_order_relaxed); }
+
+  void read_done(int item, uint64_t, std::exception_ptr err) override {
+    bool expert_done = false;
+    std::lock_guard<std::mutex> lk(mu);
+    if (err && !error) error = err;
+    if (--reads_left[static_cast<size_t>(item)] == 0 && !err) {
+      ready.push_back(item);
+      expert_done = true;
+    }
+    if (expert_done) store->experts_read += 1;
+    --outstanding;
+    // Notify under the lock: the destructor may free this State as soon as it
+    // can observe outstanding == 0, which needs the lock we still hold.
+    cv.notify_all();
+  }
+};
+
+void ExpertStore::Impl::load_everything() {
+  resident.resize(layers.size());
+  std::vector<ReadLanes::Job> jobs;
+  std::vector<PlannedRead> reads;
+  for (size_t l = 0; l < layers.size(); ++l) {
+    const auto ps = parts(static_cast<int>(l));
+    if (!ps[0] || !ps[1] || !ps[2]) continue;
+    for (int p = 0; p < 3; ++p) {
+      const gguf::TensorInfo& t = *ps[static_cast<size_t>(p)];
+      io::AlignedBuffer& buf = resident[l].buf[static_cast<size_t>(p)];
+      buf = io::AlignedBuffer(cover_bytes(t.offset, t.bytes));
+      resident[l].base[static_cast<size_t>(p)] =
+          plan_covering_read(files.at(t.split), t.offset, t.bytes, buf.data(), kMaxChunk, reads);
+    }
+  }
+  Latch latch(static_cast<int>(reads.size()));
+  for (const PlannedRead& r : reads) jobs.push_back({r, &latch, 0});
+  lanes->submit(jobs);
+  latch.wait();
+}
+
+ExpertStore::ExpertStore(const gguf::GgufModel& model, std::vector<LayerExperts> layers,
+                         const ExpertStoreConfig& cfg)
+    : impl_(std::make_unique<Impl>(model, std::move(layers), cfg)) {
+  Impl& s = *impl_;
+  if (cfg.io_threads < 1 || cfg.io_threads > 256) {
+    throw Error("--io-threads: must be between 1 and 256 (got " + std::to_string(cfg.io_threads) +
+                ")");
+  }
+  // Validate the layer table and size the slots: the widest expert of any layer.
+  std::vector<bool> split_used(model.n_splits(), false);
+  for (size_t l = 0; l < s.layers.size(); ++l) {
+    const auto ps = s.parts(static_cast<int>(l));
+    const int present = (ps[0] != nullptr) + (ps[1] != nullptr) + (ps[2] != nullptr);
+    if (present == 0) continue;
+    if (present != 3) {
+      throw Error("expert store: layer " + std::to_string(l) +
+                  " has some but not all of gate/up/down expert tensors");
+    }
+    const uint64_t n_expert = ps[0]->ne.size() == 3 ? ps[0]->ne[2] : 0;
+    for (const gguf::TensorInfo* t : ps) {
+      if (t->ne.size() != 3 || t->ne[2] != n_expert || n_expert == 0) {
+        throw Error(model.paths().at(t->split) + ": expert tensor " + t->name +
+                    " is not a 3-D stack of " + std::to_string(n_expert) +
+                    " experts like the other expert tensors of layer " + std::to_string(l));
+      }
+      split_used.at(t->split) = true;
+    }
+    for (uint64_t e = 0; e < n_expert; ++e) {
+      uint64_t need = 0;
+      for (const gguf::TensorInfo* t : ps) {
+        const gguf::ByteRange r = model.expert_range(*t, e);
+        need += cover_bytes(r.offset, r.bytes);
+      }
+      s.slot_bytes = std::max(s.slot_bytes, need);
+    }
+  }
+  // Open only the splits that hold experts.
+  const std::vector<std::string> paths = model.paths();
+  s.files.resize(paths.size());
+  s.all_direct = cfg.odirect;
+  for (size_t i = 0; i < paths.size(); ++i) {
+    if (!split_used[i]) continue;
+    SplitFiles f = open_split_files(paths[i], cfg.odirect);
+    if (cfg.odirect && f.direct == nullptr) s.all_direct = false;
+    if (cfg.wrap_file) {
+      f.buffered = cfg.wrap_file(f.buffered);
+      if (f.direct) f.direct = cfg.wrap_file(f.direct);
+    }
+    s.files[i] = std::move(f);
+  }
+  s.lanes = std::make_unique<ReadLanes>(cfg.io_threads, s.lane_stats);
+  if (cfg.load_all) s.load_everything();
+}
+
+ExpertStore::~ExpertStore() = default;
+
+ExpertStore::Batch ExpertStore::fetch(int layer, std::span<const int> experts) {
+  Impl& s = *impl_;
+  s.check_layer(layer);
+  const auto ps = s.parts(layer);
+  const uint64_t n_expert = ps[0]->ne[2];
+  std::vector<char> seen(n_expert, 0);
+  for (int e : experts) {
+    if (e < 0 || static_cast<uint64_t>(e) >= n_expert) {
+      throw Error("expert store: expert " + std::to_string(e) + " out of range for layer " +
+                  std::to_string(layer) + " (" + std::to_string(n_expert) + " experts)");
+    }
+    if (seen[static_cast<size_t>(e)]++) {
+      throw Error("expert store: expert " + std::to_string(e) + " requested twice for layer " +
+                  std::to_string(layer));
+    }
+  }
+
+  auto st = std::make_unique<Batch::State>();
+  st->store = &s;
+  st->experts.assign(experts.begin(), experts.end());
+  const size_t k = experts.size();
+  st->views.resize(k);
+  st->reads_left.assign(k, 0);
+  st->taken.assign(k, 0);
+
+  if (s.cfg.load_all) {
+    const auto& rl = s.resident[static_cast<size_t>(layer)];
+    for (size_t i = 0; i < k; ++i) {
+      const void* ptr[3];
+      for (size_t p = 0; p < 3; ++p) {
+        const gguf::ByteRange r = s.model.expert_range(*ps[p], static_cast<uint64_t>(experts[i]));
+        ptr[p] = rl.base[p] + (r.offset - ps[p]->offset);
+      }
+      st->views[i] = {ptr[0], ptr[1], ptr[2]};
+      st->ready.push_back(static_cast<int>(i));
+    }
+    return Batch(std::move(st));
+  }
+
+  st->slot_ids = s.acquire_slots(k);
+  std::vector<ReadLanes::Job> jobs;
+  std::vector<PlannedRead> reads;
+  for (size_t i = 0; i < k; ++i) {
+    uint8_t* slot = s.slot_data(st->slot_ids[i]);
+    // Lay the parts out in file order and merge parts whose aligned covers
+    // touch, so adjacent gate/up/down slices become one read.
+    struct Part { gguf::ByteRange r; size_t which; };
+    std::array<Part, 3> pr;
+    for (size_t p = 0; p < 3; ++p) {
+      pr[p] = {s.model.expert_range(*ps[p], static_cast<uint64_t>(experts[i])), p};
+    }
+    std::sort(pr.begin(), pr.end(), [](const Part& a, const Part& b) {
+      return a.r.split != b.r.split ? a.r.split < b.r.split : a.r.offset < b.r.offset;
+    });
+    const void* ptr[3] = {};
+    uint64_t pos = 0;  // next free aligned byte in the slot
+    for (size_t p = 0; p < 3;) {
+      // Extent: parts p..q-1 share one contiguous read.
+      uint64_t from = pr[p].r.offset;
+      uint64_t to = from + pr[p].r.bytes;
+      size_t q = p + 1;
+      while (q < 3 && pr[q].r.split == pr[p].r.split &&
+             io::align_down(pr[q].r.offset) <= io::align_up(to)) {
+        to = std::max(to, pr[q].r.offset + pr[q].r.bytes);
+        ++q;
+      }
+      uint8_t* dst = slot + pos;
+      uint8_t* first = plan_covering_read(s.files.at(pr[p].r.split), from, to - from, dst,
+                                          kMaxChunk, reads);
+      for (size_t j = p; j < q; ++j) ptr[pr[j].which] = first + (pr[j].r.offset - from);
+      pos += cover_bytes(from, to - from);
+      p = q;
+    }
+    st->views[i] = {ptr[0], ptr[1], ptr[2]};
+    for (const PlannedRead& r : reads) jobs.push_back({r, st.get(), static_cast<int>(i)});
+    st->reads_left[i] = static_cast<int>(reads.size());
+    reads.clear();
+  }
+  st->outstanding = static_cast<int>(jobs.size());
+  // Zero-byte experts have no reads: ready at once.
+  for (size_t i = 0; i < k; ++i) {
+    if (st->reads_left[i] == 0) st->ready.push_back(static_cast<int>(i));
+  }
+  s.lanes->submit(jobs);
+  return Batch(std::move(st));
+}
+
+uint64_t ExpertStore::expert_bytes(int layer) const {
+  impl_->check_layer(layer);
+  uint64_t total = 0;
+  for (const gguf::TensorInfo* t : impl_->parts(layer)) total += impl_->model.expert_range(*t, 0).bytes;
+  return total;
+}
+
+ExpertIoStats ExpertStore::stats() const {
+  const Impl& s = *impl_;
+  ExpertIoStats r;
+  r.bytes_read = s.lane_stats.bytes_read.load();
+  r.reads = s.lane_stats.reads.load();
+  r.experts_read = s.experts_read.load();
+  r.io_seconds = static_cast<double>(s.lane_stats.io_ns.load()) * 1e-9;
+  r.stall_seconds = static_cast<double>(s.stall_ns.load()) * 1e-9;
+  return r;
+}
+
+bool ExpertStore::direct_io() const { return impl_->all_direct; }
+
+// ---- Batch ----
+
+ExpertStore::Batch::Batch(std::unique_ptr<State> s) : state_(std::move(s)) {}
+ExpertStore::Batch::Batch(Batch&&) noexcept = default;
+ExpertStore::Batch& ExpertStore::Batch::operator=(Batch&&) noexcept = default;
+ExpertStore::Batch::~Batch() = default;
+
+size_t ExpertStore::Batch::size() const { return state_ ? state_->experts.size() : 0; }
+
+int ExpertStore::Batch::next_ready() {
+  if (!state_) return -1;
+  State& st = *state_;
+  std::unique_lock<std::mutex> lk(st.mu);
+  auto can_return = [&st] {
+    return st.error || st.n_taken < st.ready.size() || st.n_taken == st.experts.size();
+  };
+  if (!can_return()) {
+    const auto t0 = Clock::now();
+    st.cv.wait(lk, can_return);
+    st.store->stall_ns += ns_since(t0);
+  }
+  if (st.error) std::rethrow_exception(st.error);
+  if (st.n_taken == st.experts.size()) return -1;
+  const int idx = st.ready[st.n_taken++];
+  st.taken[static_cast<size_t>(idx)] = 1;
+  return idx;
+}
+
+ExpertView ExpertStore::Batch::view(int index) const {
+  if (!state_ || index < 0 || static_cast<size_t>(index) >= state_->experts.size()) {
+    throw Error("expert store: view(" + std::to_string(index) + ") is not an index of this batch");
+  }
+  std::lock_guard<std::mutex> lk(state_->mu);
+  if (!state_->taken[static_cast<size_t>(index)]) {
+    throw Error("expert store: view(" + std::to_string(index) +
+                ") before next_ready() returned it");
+  }
+  return state_->views[static_cast<size_t>(index)];
+}
+
+}  // namespace sluice::moe

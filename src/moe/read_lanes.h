@@ -1,0 +1,68 @@
+// ReadLanes — the expert store's persistent pool of read threads.
+//
+// Jobs are positional reads into caller-owned memory. Each job names a
+// ReadOwner that is told when the job finishes (with the error, if any). The
+// owner must stay alive until it has been told about every job it submitted;
+// Batch and the load_all latch guarantee that by waiting in their destructors.
+//
+// Thread-safety: submit() may be called from any thread. read_done() runs on a
+// lane thread. Lanes are joined by the destructor after draining the queue.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "moe/aligned_reads.h"
+
+namespace sluice::moe {
+
+class ReadOwner {
+ public:
+  // Called once per submitted job, on a lane thread, after the read (or its failure).
+  virtual void read_done(int item, uint64_t bytes, std::exception_ptr error) = 0;
+  // When true, not-yet-started jobs are skipped (reported done without reading).
+  virtual bool cancelled() const { return false; }
+
+ protected:
+  ~ReadOwner() = default;
+};
+
+struct LaneStats {
+  std::atomic<uint64_t> bytes_read{0};
+  std::atomic<uint64_t> reads{0};
+  std::atomic<uint64_t> io_ns{0};
+};
+
+class ReadLanes {
+ public:
+  ReadLanes(int n_lanes, LaneStats& stats);
+  ~ReadLanes();
+  ReadLanes(const ReadLanes&) = delete;
+  ReadLanes& operator=(const ReadLanes&) = delete;
+
+  struct Job {
+    PlannedRead read;
+    ReadOwner* owner = nullptr;
+    int item = 0;
+  };
+  void submit(const std::vector<Job>& jobs);
+  int size() const { return static_cast<int>(threads_.size()); }
+
+ private:
+  void run();
+
+  LaneStats& stats_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Job> queue_;
+  bool stopping_ = false;
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace sluice::moe
