@@ -6,6 +6,7 @@
 // this slot order.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
