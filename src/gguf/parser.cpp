@@ -32,7 +32,9 @@ std::string num(uint64_t v) { return std::to_string(v); }
 // bounds-checked against the file size and reports the offset on failure.
 class Cursor {
  public:
-  explicit Cursor(const io::File& file) : file_(file), size_(file.size()), buffer_(kBufferBytes) {}
+  // The buffer never exceeds the file, so small files cost a small allocation.
+  explicit Cursor(const io::File& file)
+      : file_(file), size_(file.size()), buffer_(std::min<uint64_t>(kBufferBytes, size_)) {}
 
   uint64_t pos() const { return pos_; }
   uint64_t remaining() const { return size_ - pos_; }

@@ -3,7 +3,8 @@
 // like). Padding to `alignment` is inserted automatically. Writes GGUF v3.
 //
 // Failure: any I/O error or protocol misuse (wrong order, too many/few bytes)
-// throws sluice::Error naming the output file. A Writer is single-threaded.
+// throws sluice::Error naming the output file. A Writer destroyed before a
+// successful finish() removes its partial output. A Writer is single-threaded.
 #pragma once
 
 #include <cstdint>

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -144,6 +145,35 @@ TEST(GgufRoundTrip, EveryMetadataValueType) {
   EXPECT_EQ(nested->array[2].array[0].i, 3);
   EXPECT_EQ(md.find("nested_strs")->array[0].array[1].s, "y");
   EXPECT_FALSE(md.get_uint("absent").has_value());
+}
+
+// Headers larger than the parser's 1 MiB read buffer: a 150k-token vocabulary
+// and one 3 MiB string, so values straddle buffer refills.
+TEST(GgufRoundTrip, MultiMegabyteHeader) {
+  TempDir dir;
+  const std::string path = dir.file("vocab.gguf");
+  std::vector<std::string> tokens;
+  for (int k = 0; k < 150000; ++k) tokens.push_back("tok" + std::to_string(k * 7919));
+  std::string big(3u << 20, 'x');
+  for (size_t k = 0; k < big.size(); k += 4099) big[k] = static_cast<char>('a' + k % 26);
+  {
+    Writer w(path);
+    w.add_metadata("tokenizer.ggml.tokens", Value::from_strings(tokens));
+    w.add_metadata("big", Value::from_string(big));
+    w.add_tensor("t", GgmlType::F32, {2});
+    w.write_header();
+    const float v[2] = {1.0f, -1.0f};
+    w.write_tensor_data(v, sizeof v);
+    w.finish();
+  }
+  GgufModel m = GgufModel::open(path);
+  EXPECT_EQ(m.metadata().get_string_array("tokenizer.ggml.tokens"), tokens);
+  EXPECT_EQ(m.metadata().get_string("big"), big);
+  EXPECT_GT(m.split(0).data_offset, 4u << 20);
+  std::vector<uint8_t> expect(8);
+  const float v[2] = {1.0f, -1.0f};
+  std::memcpy(expect.data(), v, 8);
+  EXPECT_EQ(read_bytes(path, m.require("t").offset, 8), expect);
 }
 
 TEST(GgufRoundTrip, AccessorTypeMismatchNamesKeyAndTypes) {
