@@ -5,7 +5,9 @@
 // read by casting the mapped bytes to these), so they hold only byte-sized or
 // uint16_t members with no padding; sizes are pinned by static_asserts that
 // agree with util/ggml_type.cpp. All multi-byte fields are little-endian, as
-// in GGUF; the engine only targets little-endian hosts.
+// in GGUF; the engine only targets little-endian hosts. Block arrays must be
+// 2-byte aligned (the uint16_t fields); GGUF's 32-byte tensor alignment and
+// even block sizes guarantee it for mapped tensors.
 //
 // Element order inside a block (all 4-bit formats): byte qs[j] holds element j
 // in its low nibble and element j+16 in its high nibble. For the 5-bit formats

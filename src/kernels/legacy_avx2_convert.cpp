@@ -12,8 +12,6 @@
 
 namespace sluice::kernels {
 
-void fill_legacy_avx2_dot(KernelTable& table);  // legacy_avx2_dot.cpp
-
 namespace avx2 {
 namespace {
 

@@ -20,7 +20,14 @@ namespace sluice::kernels {
 void fill_legacy_scalar(KernelTable& table);
 // Only on x86-64 builds; sets entries that have an AVX2+FMA+F16C version.
 void fill_legacy_avx2(KernelTable& table);
-// Scalar quantizers live in legacy_scalar_quantize.cpp; fill_legacy_scalar uses these.
+// Parts of the above, one per file: scalar quantizers (legacy_scalar_quantize.cpp)
+// and AVX2 dot products (legacy_avx2_dot.cpp).
 void legacy_scalar_quantizers(KernelTable& table);
+void fill_legacy_avx2_dot(KernelTable& table);
+
+// Note on Q4_1 / Q5_1: vec_dot uses the activation's stored s = fp16(d * sum q)
+// for the offset term (as llama.cpp does), so it equals the exact dot of the
+// dequantized rows plus sum_blocks m * (s - fp16(d) * sum q), a relative
+// difference of order 2^-11 on that term.
 
 }  // namespace sluice::kernels

@@ -231,7 +231,7 @@ void quantize_iq4_nl(const float* src, void* dst, int64_t n) {
     if (max != 0.0f && std::isfinite(max)) {
       float best_score = -1.0f;
       for (int t = -kTries; t <= kTries; ++t) {
-        const float id = (static_cast<float>(kIq4nlValues[0]) + 0.5f * static_cast<float>(t)) / max;
+        const float id = static_cast<float>(kIq4nlValues[0] + t) / max;
         uint8_t levels[32];
         double sum_wxl = 0.0, sum_wll = 0.0;
         for (int j = 0; j < 32; ++j) {
