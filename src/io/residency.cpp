@@ -86,6 +86,13 @@ bool advise(const void* p, size_t n, int advice) {
 bool advise_willneed(const void* p, size_t n) { return advise(p, n, MADV_WILLNEED); }
 bool advise_dontneed(const void* p, size_t n) { return advise(p, n, MADV_DONTNEED); }
 bool advise_random(const void* p, size_t n) { return advise(p, n, MADV_RANDOM); }
+bool advise_hugepage(const void* p, size_t n) {
+#ifdef MADV_HUGEPAGE
+  return advise(p, n, MADV_HUGEPAGE);
+#else
+  return false;
+#endif
+}
 
 uint64_t touch_pages(const void* p, size_t n) {
   if (n == 0) return 0;

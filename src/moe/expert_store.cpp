@@ -136,6 +136,7 @@ struct ExpertStore::Impl {
 
 struct ExpertStore::Batch::State final : ReadOwner {
   ExpertStore::Impl* store = nullptr;
+  int layer = 0;
   std::vector<int> experts;
   std::vector<ExpertView> views;
   std::vector<int> slot_ids;
@@ -159,12 +160,25 @@ struct ExpertStore::Batch::State final : ReadOwner {
     if (store && !slot_ids.empty()) store->release_slots(slot_ids);
   }
 
+  // Adds which expert failed to the lane's "PATH: read ... failed: CAUSE".
+  std::exception_ptr with_context(std::exception_ptr err, int item) const {
+    try {
+      std::rethrow_exception(err);
+    } catch (const Error& e) {
+      return std::make_exception_ptr(Error(std::string(e.what()) + " (expert " +
+                                           std::to_string(experts[static_cast<size_t>(item)]) +
+                                           " of layer " + std::to_string(layer) + ")"));
+    } catch (...) {
+      return std::current_exception();
+    }
+  }
+
   bool cancelled() const override { return abandoned.load(std::memory_order_relaxed); }
 
   void read_done(int item, uint64_t, std::exception_ptr err) override {
     bool expert_done = false;
     std::lock_guard<std::mutex> lk(mu);
-    if (err && !error) error = err;
+    if (err && !error) error = with_context(err, item);
     if (--reads_left[static_cast<size_t>(item)] == 0 && !err) {
       ready.push_back(item);
       expert_done = true;
@@ -273,6 +287,7 @@ ExpertStore::Batch ExpertStore::fetch(int layer, std::span<const int> experts) {
 
   auto st = std::make_unique<Batch::State>();
   st->store = &s;
+  st->layer = layer;
   st->experts.assign(experts.begin(), experts.end());
   const size_t k = experts.size();
   st->views.resize(k);

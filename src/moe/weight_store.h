@@ -80,6 +80,12 @@ struct ExpertIoStats {
   double stall_seconds = 0;  // time the compute thread waited in next_ready()
 };
 
+// Thread-safety: fetch(), expert_bytes(), stats() and direct_io() may be called
+// from any thread. Reads run on the store's own `io_threads` lanes. A Batch is
+// meant for one consumer thread (its calls are internally locked, so misuse is
+// still memory-safe). Errors: I/O failures surface from Batch::next_ready() as
+// sluice::Error naming the file, offset, expert and layer; bad arguments to
+// fetch() throw at once.
 class ExpertStore {
  public:
   // layers[l] has null pointers for layers without experts.

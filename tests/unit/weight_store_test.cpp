@@ -1,0 +1,438 @@
+// ExpertStore and DenseWeights against small GGUF files written with seeded
+// random tensor bytes. The reference is always the file itself, read through
+// io::open_file at the offsets the GGUF parser reports.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/vfs.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <random>
+#include <set>
+#include <tuple>
+
+#include "gguf/gguf.h"
+#include "gguf/writer.h"
+#include "io/direct_reader.h"
+#include "io/fault_file.h"
+#include "io/file.h"
+#include "moe/weight_store.h"
+#include "util/error.h"
+
+namespace sluice::moe {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+
+struct TensorSpec {
+  std::string name;
+  std::vector<uint64_t> ne;  // F32
+};
+
+// Writes one GGUF (or one split of a model) whose tensors hold seeded random bytes.
+void write_model(const std::string& path, const std::vector<TensorSpec>& specs, uint32_t seed,
+                 int split_no = -1, int split_count = 0) {
+  gguf::Writer w(path);
+  w.add_metadata("general.architecture", gguf::Value::from_string("test"));
+  if (split_no >= 0) {
+    gguf::Value no;
+    no.type = gguf::ValueType::UINT16;
+    no.u = static_cast<uint64_t>(split_no);
+    gguf::Value count = no;
+    count.u = static_cast<uint64_t>(split_count);
+    w.add_metadata("split.no", no);
+    w.add_metadata("split.count", count);
+  }
+  for (const auto& t : specs) w.add_tensor(t.name, GgmlType::F32, t.ne);
+  w.write_header();
+  std::mt19937 rng(seed);
+  for (const auto& t : specs) {
+    uint64_t n = 4;
+    for (uint64_t d : t.ne) n *= d;
+    std::vector<uint8_t> bytes(n);
+    for (auto& b : bytes) b = static_cast<uint8_t>(rng());
+    // Stream in uneven chunks, as a converter would.
+    for (uint64_t done = 0; done < n;) {
+      const uint64_t k = std::min<uint64_t>(n - done, 7777);
+      w.write_tensor_data(bytes.data() + done, k);
+      done += k;
+    }
+  }
+  w.finish();
+}
+
+std::vector<TensorSpec> expert_layer(int l, uint64_t n_in, uint64_t n_ff, uint64_t n_expert) {
+  const std::string p = "blk." + std::to_string(l) + ".";
+  return {{p + "attn_norm.weight", {n_in}},
+          {p + "ffn_gate_inp.weight", {n_in, n_expert}},
+          {p + "ffn_gate_exps.weight", {n_in, n_ff, n_expert}},
+          {p + "ffn_up_exps.weight", {n_in, n_ff, n_expert}},
+          {p + "ffn_down_exps.weight", {n_ff, n_in, n_expert}}};
+}
+
+void append(std::vector<TensorSpec>& a, const std::vector<TensorSpec>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+}
+
+// Layer 0 dense; 1: small unaligned experts (4800 B); 2: experts over 1 MiB
+// (split across lanes); 3: one expert, so gate/up/down are adjacent (merged);
+// 4: last in the file, so the final O_DIRECT cover runs past end of file.
+std::vector<TensorSpec> single_file_specs() {
+  std::vector<TensorSpec> s = {{"token_embd.weight", {40, 100}},
+                               {"blk.0.attn_norm.weight", {40}},
+                               {"blk.0.ffn_gate.weight", {40, 30}},
+                               {"blk.0.ffn_up.weight", {40, 30}},
+                               {"blk.0.ffn_down.weight", {30, 40}}};
+  append(s, expert_layer(1, 40, 30, 8));
+  append(s, expert_layer(2, 512, 520, 3));
+  append(s, expert_layer(3, 40, 30, 1));
+  s.push_back({"output_norm.weight", {40}});
+  s.push_back({"output.weight", {40, 100}});
+  append(s, expert_layer(4, 24, 26, 6));
+  return s;
+}
+
+class ModelFiles {
+ public:
+  ModelFiles() {
+    // Under the working directory (the build dir, a real disk: O_DIRECT works there).
+    dir_ = fs::current_path() / ("weight_store_test_" + std::to_string(::getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    single = (dir_ / "single.gguf").string();
+    write_model(single, single_file_specs(), 1234);
+    // Split model: experts in both splits, the dense token_embd in the first.
+    std::vector<TensorSpec> s0 = {{"token_embd.weight", {40, 100}}};
+    append(s0, expert_layer(0, 40, 30, 5));
+    std::vector<TensorSpec> s1 = expert_layer(1, 48, 20, 4);
+    s1.push_back({"output.weight", {40, 33}});
+    split0 = (dir_ / "sp-00001-of-00002.gguf").string();
+    write_model(split0, s0, 77, 0, 2);
+    write_model((dir_ / "sp-00002-of-00002.gguf").string(), s1, 78, 1, 2);
+  }
+  ~ModelFiles() { fs::remove_all(dir_); }
+  std::string single, split0;
+
+ private:
+  fs::path dir_;
+};
+
+ModelFiles& files() {
+  static ModelFiles f;  // written once per test binary run
+  return f;
+}
+
+bool is_expert_tensor(const gguf::TensorInfo& t) { return t.name.find("_exps") != std::string::npos; }
+
+std::vector<LayerExperts> expert_layers(const gguf::GgufModel& m) {
+  std::vector<LayerExperts> layers;
+  for (int l = 0;; ++l) {
+    const std::string p = "blk." + std::to_string(l) + ".";
+    if (!m.find(p + "attn_norm.weight") && !m.find(p + "ffn_gate_exps.weight")) break;
+    layers.push_back({m.find(p + "ffn_gate_exps.weight"), m.find(p + "ffn_up_exps.weight"),
+                      m.find(p + "ffn_down_exps.weight")});
+  }
+  return layers;
+}
+
+std::vector<uint8_t> file_bytes(const gguf::GgufModel& m, const gguf::ByteRange& r) {
+  std::vector<uint8_t> out(r.bytes);
+  io::open_file(m.paths().at(r.split))->read_exact(out.data(), r.bytes, r.offset);
+  return out;
+}
+
+void expect_view_matches(const gguf::GgufModel& m, const LayerExperts& le, int e,
+                         const ExpertView& v) {
+  const std::pair<const gguf::TensorInfo*, const void*> parts[] = {
+      {le.gate, v.gate}, {le.up, v.up}, {le.down, v.down}};
+  for (const auto& [t, p] : parts) {
+    ASSERT_NE(p, nullptr);
+    const gguf::ByteRange r = m.expert_range(*t, static_cast<uint64_t>(e));
+    const std::vector<uint8_t> want = file_bytes(m, r);
+    ASSERT_EQ(std::memcmp(want.data(), p, want.size()), 0) << t->name << " expert " << e;
+  }
+}
+
+// Drains a batch, checking each index comes back exactly once and its bytes.
+void drain_and_check(const gguf::GgufModel& m, const LayerExperts& le, ExpertStore::Batch& b,
+                     const std::vector<int>& experts) {
+  std::set<int> seen;
+  for (int idx; (idx = b.next_ready()) != -1;) {
+    ASSERT_GE(idx, 0);
+    ASSERT_LT(idx, static_cast<int>(experts.size()));
+    ASSERT_TRUE(seen.insert(idx).second) << "index " << idx << " returned twice";
+    expect_view_matches(m, le, experts[static_cast<size_t>(idx)], b.view(idx));
+  }
+  EXPECT_EQ(seen.size(), experts.size());
+  EXPECT_EQ(b.next_ready(), -1);  // stays exhausted
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+// ---- ExpertStore: every expert of every layer, over the config matrix ----
+
+using StoreParams = std::tuple<bool /*odirect*/, int /*io_threads*/, bool /*load_all*/>;
+
+class WeightStoreExperts : public ::testing::TestWithParam<StoreParams> {};
+
+TEST_P(WeightStoreExperts, EveryExpertByteIdenticalToFile) {
+  const auto [odirect, threads, load_all] = GetParam();
+  for (const std::string& path : {files().single, files().split0}) {
+    SCOPED_TRACE(path);
+    const gguf::GgufModel m = gguf::GgufModel::open(path);
+    const auto layers = expert_layers(m);
+    ExpertStoreConfig cfg;
+    cfg.odirect = odirect;
+    cfg.io_threads = threads;
+    cfg.load_all = load_all;
+    ExpertStore store(m, layers, cfg);
+    std::mt19937 rng(99);
+    uint64_t experts_total = 0;
+    for (size_t l = 0; l < layers.size(); ++l) {
+      if (!layers[l].gate) continue;
+      const int n = static_cast<int>(layers[l].gate->ne[2]);
+      std::vector<int> all(static_cast<size_t>(n));
+      for (int e = 0; e < n; ++e) all[static_cast<size_t>(e)] = e;
+      std::shuffle(all.begin(), all.end(), rng);
+      // All experts at once, then a subset (slots are reused with new offsets).
+      {
+        auto b = store.fetch(static_cast<int>(l), all);
+        EXPECT_EQ(b.size(), all.size());
+        drain_and_check(m, layers[l], b, all);
+      }
+      std::vector<int> some(all.begin(), all.begin() + (n + 1) / 2);
+      auto b = store.fetch(static_cast<int>(l), some);
+      drain_and_check(m, layers[l], b, some);
+      experts_total += all.size() + some.size();
+      EXPECT_EQ(store.expert_bytes(static_cast<int>(l)),
+                m.expert_range(*layers[l].gate, 0).bytes * 2 + m.expert_range(*layers[l].down, 0).bytes);
+    }
+    const ExpertIoStats st = store.stats();
+    if (!load_all) {
+      EXPECT_EQ(st.experts_read, experts_total);
+      EXPECT_GE(st.reads, 3 * experts_total - 2 * 2);  // layer 3 merges its parts
+    }
+    EXPECT_GT(st.bytes_read, 0u);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Matrix, WeightStoreExperts,
+                         ::testing::Combine(::testing::Bool(), ::testing::Values(1, 2, 4, 8),
+                                            ::testing::Bool()));
+
+TEST(WeightStore, BatchesForTwoLayersCanOverlap) {
+  const gguf::GgufModel m = gguf::GgufModel::open(files().single);
+  const auto layers = expert_layers(m);
+  ExpertStore store(m, layers, {});
+  const std::vector<int> a = {7, 0, 3}, b = {2, 1};
+  auto b1 = store.fetch(1, a);
+  auto b2 = store.fetch(2, b);  // prefetch the next layer while b1 is consumed
+  drain_and_check(m, layers[1], b1, a);
+  drain_and_check(m, layers[2], b2, b);
+}
+
+TEST(WeightStore, BatchDestroyedEarlyWaitsForReads) {
+  const gguf::GgufModel m = gguf::GgufModel::open(files().single);
+  const auto layers = expert_layers(m);
+  ExpertStoreConfig cfg;
+  cfg.io_threads = 2;
+  ExpertStore store(m, layers, cfg);
+  const std::vector<int> all = {0, 1, 2};
+  for (int round = 0; round < 20; ++round) {
+    auto b = store.fetch(2, all);  // big experts: reads still in flight below
+    if (round % 2 == 0) {
+      ASSERT_GE(b.next_ready(), 0);
+    }
+  }
+  {
+    auto b = store.fetch(2, all);
+    ExpertStore::Batch moved = std::move(b);  // a moved-from batch is inert
+    EXPECT_EQ(b.next_ready(), -1);             // NOLINT(bugprone-use-after-move)
+  }
+  auto b = store.fetch(2, all);  // the store still works, with correct bytes
+  drain_and_check(m, layers[2], b, all);
+}
+
+TEST(WeightStore, InjectedEioSurfacesAsErrorNamingFileAndOffset) {
+  const gguf::GgufModel m = gguf::GgufModel::open(files().single);
+  const auto layers = expert_layers(m);
+  for (bool odirect : {false, true}) {
+    ExpertStoreConfig cfg;
+    cfg.odirect = odirect;
+    cfg.wrap_file = [](std::shared_ptr<const io::File> f) -> std::shared_ptr<const io::File> {
+      io::FaultPlan plan;
+      plan.fail_read = 2;
+      return std::make_shared<io::FaultFile>(std::move(f), plan);
+    };
+    ExpertStore store(m, layers, cfg);
+    const std::vector<int> experts = {4, 5, 6, 7};
+    auto b = store.fetch(1, experts);
+    const std::string msg = error_of([&] {
+      while (b.next_ready() != -1) {
+      }
+    });
+    EXPECT_THAT(msg, AllOf(HasSubstr(files().single), HasSubstr("at offset"),
+                           HasSubstr("Input/output error"), HasSubstr("layer 1")));
+  }
+}
+
+TEST(WeightStore, ShortReadsAndEintrAreRetried) {
+  const gguf::GgufModel m = gguf::GgufModel::open(files().single);
+  const auto layers = expert_layers(m);
+  auto faults = std::make_shared<std::vector<std::shared_ptr<io::FaultFile>>>();
+  ExpertStoreConfig cfg;
+  cfg.odirect = false;  // short reads would break O_DIRECT alignment
+  cfg.io_threads = 3;
+  cfg.wrap_file = [faults](std::shared_ptr<const io::File> f) -> std::shared_ptr<const io::File> {
+    io::FaultPlan plan;
+    plan.max_bytes_per_raw = 1000;
+    plan.eintr_every = 3;
+    auto ff = std::make_shared<io::FaultFile>(std::move(f), plan);
+    faults->push_back(ff);
+    return ff;
+  };
+  ExpertStore store(m, layers, cfg);
+  const std::vector<int> experts = {5, 0, 2, 7};
+  auto b = store.fetch(1, experts);
+  drain_and_check(m, layers[1], b, experts);
+  ASSERT_FALSE(faults->empty());
+  EXPECT_GT(faults->front()->injected_eintr(), 0u);
+  EXPECT_GT(faults->front()->raw_attempts(), faults->front()->calls());
+}
+
+TEST(WeightStore, ReadPastInjectedEndOfFileIsAnError) {
+  const gguf::GgufModel m = gguf::GgufModel::open(files().single);
+  const auto layers = expert_layers(m);
+  ExpertStoreConfig cfg;
+  cfg.odirect = false;
+  cfg.wrap_file = [](std::shared_ptr<const io::File> f) -> std::shared_ptr<const io::File> {
+    io::FaultPlan plan;
+    plan.eof_at = 1000;  // the file "shrank" after it was parsed
+    return std::make_shared<io::FaultFile>(std::move(f), plan);
+  };
+  ExpertStore store(m, layers, cfg);
+  auto b = store.fetch(4, std::vector<int>{5});
+  EXPECT_THAT(error_of([&] { b.next_ready(); }),
+              AllOf(HasSubstr(files().single), HasSubstr("unexpected end of file")));
+}
+
+TEST(WeightStore, BadRequestsAreErrors) {
+  const gguf::GgufModel m = gguf::GgufModel::open(files().single);
+  const auto layers = expert_layers(m);
+  ExpertStore store(m, layers, {});
+  EXPECT_THAT(error_of([&] { store.fetch(0, std::vector<int>{0}); }), HasSubstr("layer 0 has no experts"));
+  EXPECT_THAT(error_of([&] { store.fetch(9, std::vector<int>{0}); }), HasSubstr("layer 9 out of range"));
+  EXPECT_THAT(error_of([&] { store.fetch(1, std::vector<int>{8}); }), HasSubstr("expert 8 out of range"));
+  EXPECT_THAT(error_of([&] { store.fetch(1, std::vector<int>{-1}); }), HasSubstr("expert -1 out of range"));
+  EXPECT_THAT(error_of([&] { store.fetch(1, std::vector<int>{2, 2}); }), HasSubstr("requested twice"));
+  auto b = store.fetch(1, std::vector<int>{3});
+  EXPECT_THAT(error_of([&] { b.view(0); }), HasSubstr("before next_ready"));
+  EXPECT_EQ(b.next_ready(), 0);
+  EXPECT_THAT(error_of([&] { b.view(1); }), HasSubstr("not an index"));
+  auto empty = store.fetch(1, std::vector<int>{});
+  EXPECT_EQ(empty.next_ready(), -1);
+  ExpertStoreConfig bad;
+  bad.io_threads = 0;
+  EXPECT_THAT(error_of([&] { ExpertStore s(m, layers, bad); }), HasSubstr("--io-threads"));
+}
+
+// ---- DenseWeights ----
+
+class WeightStoreDense : public ::testing::TestWithParam<DenseMode> {};
+
+TEST_P(WeightStoreDense, ByteIdenticalAndResident) {
+  for (const std::string& path : {files().single, files().split0}) {
+    SCOPED_TRACE(path);
+    const gguf::GgufModel m = gguf::GgufModel::open(path);
+    DenseConfig cfg;
+    cfg.mode = GetParam();
+    DenseWeights dw(m, cfg, is_expert_tensor);
+    EXPECT_EQ(dw.mode(), GetParam());
+    uint64_t dense_bytes = 0;
+    for (const gguf::TensorInfo& t : m.tensors()) {
+      if (is_expert_tensor(t)) {
+        EXPECT_THAT(error_of([&] { dw.data(t); }), HasSubstr(t.name));
+        continue;
+      }
+      dense_bytes += t.bytes;
+      const std::vector<uint8_t> want = file_bytes(m, {t.split, t.offset, t.bytes});
+      const void* p = dw.data(t);
+      ASSERT_EQ(std::memcmp(want.data(), p, want.size()), 0) << t.name;
+      gguf::TensorInfo copy = t;  // lookup by name works for copies too
+      EXPECT_EQ(dw.data(copy), p);
+    }
+    EXPECT_EQ(dw.bytes(), dense_bytes);
+    const double f = dw.resident_fraction();
+    EXPECT_GE(f, 0.0);
+    EXPECT_LE(f, 1.0);
+    if (GetParam() != DenseMode::Mmap) {
+      EXPECT_GE(f, 0.99);
+    }
+    EXPECT_FALSE(dw.used_buffered_fallback());  // the build dir supports O_DIRECT
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, WeightStoreDense,
+                         ::testing::Values(DenseMode::Anon, DenseMode::Warm, DenseMode::Mmap),
+                         [](const auto& info) { return std::string(dense_mode_name(info.param)); });
+
+TEST(WeightStore, DenseAnonBufferedMatchesDirect) {
+  const gguf::GgufModel m = gguf::GgufModel::open(files().single);
+  DenseConfig direct, buffered;
+  buffered.odirect = false;
+  DenseWeights a(m, direct, is_expert_tensor), b(m, buffered, is_expert_tensor);
+  for (const gguf::TensorInfo& t : m.tensors()) {
+    if (is_expert_tensor(t)) continue;
+    EXPECT_EQ(std::memcmp(a.data(t), b.data(t), t.bytes), 0) << t.name;
+  }
+  EXPECT_FALSE(b.used_buffered_fallback());  // not refused, just not asked for
+}
+
+// Where a tmpfs refuses O_DIRECT, both stores must fall back to buffered reads.
+TEST(WeightStore, FallbackWhereODirectIsRefused) {
+  const fs::path dir = "/dev/shm";
+  struct statfs sfs {};
+  if (::statfs(dir.c_str(), &sfs) != 0) GTEST_SKIP() << "/dev/shm not available";
+  const fs::path path = dir / ("sluice_ws_" + std::to_string(::getpid()) + ".gguf");
+  write_model(path.string(), single_file_specs(), 5);
+  struct Cleanup {
+    fs::path p;
+    ~Cleanup() { fs::remove(p); }
+  } cleanup{path};
+  const bool refused = io::open_fd_file(path.string(), /*direct=*/true) == nullptr;
+  const gguf::GgufModel m = gguf::GgufModel::open(path.string());
+  DenseWeights dw(m, {}, is_expert_tensor);
+  EXPECT_EQ(dw.used_buffered_fallback(), refused);
+  const auto& t = m.require("output.weight");
+  EXPECT_EQ(std::memcmp(file_bytes(m, {t.split, t.offset, t.bytes}).data(), dw.data(t), t.bytes), 0);
+  const auto layers = expert_layers(m);
+  ExpertStore store(m, layers, {});
+  EXPECT_EQ(store.direct_io(), !refused);
+  const std::vector<int> experts = {1, 4};
+  auto b = store.fetch(4, experts);
+  drain_and_check(m, layers[4], b, experts);
+  if (!refused) GTEST_SKIP() << "this kernel's tmpfs accepts O_DIRECT; fallback not exercised";
+}
+
+TEST(WeightStore, DenseModeNames) {
+  EXPECT_EQ(parse_dense_mode("anon"), DenseMode::Anon);
+  EXPECT_EQ(parse_dense_mode("warm"), DenseMode::Warm);
+  EXPECT_EQ(parse_dense_mode("mmap"), DenseMode::Mmap);
+  EXPECT_STREQ(dense_mode_name(DenseMode::Warm), "warm");
+  EXPECT_THAT(error_of([] { parse_dense_mode("ram"); }), AllOf(HasSubstr("--dense-weights"), HasSubstr("ram")));
+}
+
+}  // namespace
+}  // namespace sluice::moe
