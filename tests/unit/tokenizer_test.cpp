@@ -12,6 +12,8 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <sys/wait.h>
+
 #include <tuple>
 #include <vector>
 
@@ -326,6 +328,45 @@ TEST(TokenizerGpt2, MultiBytePiecesConcatenateToUtf8) {
   // Invalid UTF-8 still round-trips through byte-level BPE.
   const std::string invalid = "a\xFF\xC3(b";
   EXPECT_EQ(tok.decode(tok.encode(invalid, false, false)), invalid);
+}
+
+}  // namespace
+
+namespace {
+
+// ---- `sluice tokenize` CLI ---------------------------------------------------
+
+// Runs a shell command; returns stdout and sets *rc to the exit status.
+std::string run_cmd(const std::string& cmd, int* rc) {
+  std::string out;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) {
+    *rc = -1;
+    return out;
+  }
+  char buf[4096];
+  for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+  const int status = pclose(p);
+  *rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return out;
+}
+
+TEST(TokenizerCli, IdsOnlyDecodeAndErrors) {
+  const fs::path model = fs::path(SLUICE_SHARED_DIR) / "models" / "stories-moe-8x-q8_0.gguf";
+  if (!fs::exists(model)) GTEST_SKIP() << "shared model absent: " << model;
+  const std::string bin = SLUICE_BINARY;
+  int rc = 0;
+  EXPECT_EQ(run_cmd(bin + " tokenize -m " + model.string() + " -p 'Once upon a time' --ids-only", &rc),
+            "1 403 407 261 378\n");
+  EXPECT_EQ(rc, 0);
+  EXPECT_EQ(run_cmd(bin + " tokenize -m " + model.string() + " -p 'Once upon a time' --ids-only --no-bos", &rc),
+            "403 407 261 378\n");
+  EXPECT_EQ(run_cmd(bin + " tokenize -m " + model.string() + " --decode 403,407,261,378", &rc), "Once upon a time\n");
+  EXPECT_EQ(rc, 0);
+  run_cmd(bin + " tokenize -m " + model.string() + " --decode 403,9999 2>/dev/null", &rc);
+  EXPECT_EQ(rc, 1);  // sluice::Error: id out of range
+  run_cmd(bin + " tokenize -m " + model.string() + " 2>/dev/null", &rc);
+  EXPECT_EQ(rc, 1);  // neither -p nor --decode
 }
 
 }  // namespace
