@@ -1,5 +1,72 @@
-// STUB — replaced by the real 'logits' subcommand.
+// `sluice logits`: evaluate a token-id sequence as one batch and write the
+// logits of every position as raw float32, row-major [n_tokens][n_vocab], no
+// header (the layout of shared/golden/*.logits.f32).
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
 #include "cli/commands.h"
+#include "cli/engine_flags.h"
+#include "runtime/session.h"
+#include "util/error.h"
+
 namespace sluice::cli {
-void register_logits(CLI::App& app) { app.add_subcommand("logits", "(not implemented yet)"); }
+namespace {
+
+struct LogitsOptions {
+  runtime::EngineOptions engine;
+  std::string tokens;
+  std::string out_path;
+};
+
+std::vector<int32_t> parse_token_list(const std::string& s) {
+  std::vector<int32_t> ids;
+  size_t i = 0;
+  while (i < s.size()) {
+    if (s[i] == ',' || s[i] == ' ') {
+      ++i;
+      continue;
+    }
+    size_t used = 0;
+    long long v = 0;
+    try {
+      v = std::stoll(s.substr(i), &used);
+    } catch (const std::exception&) {
+      throw Error("--tokens: expected comma-separated token ids, got '" + s + "'");
+    }
+    if (v < 0 || v > 0x7fffffffLL) throw Error("--tokens: token id " + std::to_string(v) + " is out of range");
+    ids.push_back(static_cast<int32_t>(v));
+    i += used;
+  }
+  if (ids.empty()) throw Error("--tokens: no token ids given");
+  return ids;
+}
+
+void run_logits(const LogitsOptions& o) {
+  const std::vector<int32_t> ids = parse_token_list(o.tokens);
+  runtime::Session session = runtime::Session::open(o.engine.model_path, o.engine.to_model_config());
+  const size_t n_vocab = static_cast<size_t>(session.n_vocab());
+  std::vector<float> logits(ids.size() * n_vocab);
+  session.model().eval(ids, 0, logits.data());
+
+  std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(o.out_path.c_str(), "wb"), &std::fclose);
+  if (!f) fail(o.out_path, "cannot open for writing");
+  if (std::fwrite(logits.data(), sizeof(float), logits.size(), f.get()) != logits.size())
+    fail(o.out_path, "write failed");
+  if (std::fclose(f.release()) != 0) fail(o.out_path, "write failed");
+  std::fprintf(stderr, "wrote %zu x %zu logits to %s\n", ids.size(), n_vocab, o.out_path.c_str());
+}
+
+}  // namespace
+
+void register_logits(CLI::App& app) {
+  auto opts = std::make_shared<LogitsOptions>();
+  CLI::App* cmd = app.add_subcommand("logits", "evaluate token ids and write raw float32 logits [n_tokens][n_vocab]");
+  add_engine_flags(cmd, opts->engine);
+  cmd->add_option("--tokens", opts->tokens, "token ids, comma separated (e.g. 1,17,42)")->required();
+  cmd->add_option("-o,--output", opts->out_path, "output file")->required();
+  cmd->callback([opts] { run_logits(*opts); });
+}
+
 }  // namespace sluice::cli

@@ -1,0 +1,24 @@
+// Registers the engine flags shared by `run` and `logits` on a subcommand,
+// writing into an EngineOptions the caller owns (it must outlive parsing).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include "runtime/engine_options.h"
+
+namespace sluice::cli {
+
+inline void add_engine_flags(CLI::App* cmd, runtime::EngineOptions& o) {
+  cmd->add_option("-m,--model", o.model_path, "GGUF model file (first split of a split model)")->required();
+  cmd->add_option("-t,--threads", o.threads, "compute threads (results do not depend on it)")->capture_default_str();
+  cmd->add_option("--dense-weights", o.dense_weights, "how non-expert weights are held: mmap|warm|anon")
+      ->capture_default_str();
+  cmd->add_flag("--no-odirect", o.no_odirect, "read with the page cache instead of O_DIRECT");
+  cmd->add_option("--io-threads", o.io_threads, "expert read lanes")->capture_default_str();
+  cmd->add_flag("--load-all", o.load_all, "keep every expert resident (debug / small models)");
+  cmd->add_option("--kv-type", o.kv_type, "KV cache element type: f16|f32")->capture_default_str();
+  cmd->add_option("-c,--ctx-size", o.n_ctx, "context size in tokens (0: min(model context, 4096))")
+      ->capture_default_str();
+}
+
+}  // namespace sluice::cli

@@ -1,0 +1,75 @@
+#include "model/attention.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace sluice::model {
+
+void Attention::run(const float* q, int n_tokens, int pos0, int layer, const KvCache& kv, const HParams& hp,
+                    float* out, ThreadPool& pool) {
+  const int n_keys_max = pos0 + n_tokens;
+  const int hd = static_cast<int>(hp.head_dim);
+  const int hdv = static_cast<int>(hp.head_dim_v);
+  const int k_dim = static_cast<int>(hp.k_dim());
+  const int v_dim = static_cast<int>(hp.v_dim());
+  const int n_head = static_cast<int>(hp.n_head);
+  const int group = static_cast<int>(hp.n_head / hp.n_head_kv);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+
+  const float* keys = nullptr;
+  const float* values = nullptr;
+  if (kv.type() == KvType::F32) {
+    keys = kv.k_f32(layer, 0);
+    values = kv.v_f32(layer, 0);
+  } else {
+    k_scratch_.resize(static_cast<size_t>(n_keys_max) * k_dim);
+    v_scratch_.resize(static_cast<size_t>(n_keys_max) * v_dim);
+    for (int j = 0; j < n_keys_max; ++j) {
+      kv.load_k(layer, j, &k_scratch_[static_cast<size_t>(j) * k_dim]);
+      kv.load_v(layer, j, &v_scratch_[static_cast<size_t>(j) * v_dim]);
+    }
+    keys = k_scratch_.data();
+    values = v_scratch_.data();
+  }
+
+  auto body = [&](int64_t b, int64_t e) {
+    std::vector<float> p(static_cast<size_t>(n_keys_max));
+    for (int64_t item = b; item < e; ++item) {
+      const int t = static_cast<int>(item / n_head);
+      const int h = static_cast<int>(item % n_head);
+      const int kvh = h / group;
+      const int n_keys = pos0 + t + 1;
+      const float* qh = q + static_cast<int64_t>(t) * n_head * hd + static_cast<int64_t>(h) * hd;
+      float max_s = -INFINITY;
+      for (int j = 0; j < n_keys; ++j) {
+        const float* kj = keys + static_cast<int64_t>(j) * k_dim + static_cast<int64_t>(kvh) * hd;
+        float s = 0.0f;
+        for (int d = 0; d < hd; ++d) s += qh[d] * kj[d];
+        s *= scale;
+        p[j] = s;
+        max_s = std::max(max_s, s);
+      }
+      double sum = 0.0;
+      for (int j = 0; j < n_keys; ++j) {
+        p[j] = std::exp(p[j] - max_s);
+        sum += p[j];
+      }
+      const float inv = static_cast<float>(1.0 / sum);
+      float* oh = out + static_cast<int64_t>(t) * n_head * hdv + static_cast<int64_t>(h) * hdv;
+      std::fill(oh, oh + hdv, 0.0f);
+      for (int j = 0; j < n_keys; ++j) {
+        const float pj = p[j] * inv;
+        const float* vj = values + static_cast<int64_t>(j) * v_dim + static_cast<int64_t>(kvh) * hdv;
+        for (int d = 0; d < hdv; ++d) oh[d] += pj * vj[d];
+      }
+    }
+  };
+  const int64_t items = static_cast<int64_t>(n_tokens) * n_head;
+  if (pool.size() > 1 && items > 1 && items * n_keys_max * (hd + hdv) >= 32 * 1024) {
+    pool.parallel_for(items, body);
+  } else {
+    body(0, items);
+  }
+}
+
+}  // namespace sluice::model

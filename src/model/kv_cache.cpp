@@ -1,0 +1,91 @@
+#include "model/kv_cache.h"
+
+#include <cstring>
+
+#include "util/error.h"
+#include "util/fp16.h"
+
+namespace sluice::model {
+
+KvType parse_kv_type(const std::string& s) {
+  if (s == "f32" || s == "F32") return KvType::F32;
+  if (s == "f16" || s == "F16") return KvType::F16;
+  throw Error("--kv-type: expected f16 or f32, got '" + s + "'");
+}
+
+const char* kv_type_name(KvType t) { return t == KvType::F32 ? "f32" : "f16"; }
+
+KvCache::KvCache(KvType type, int n_layer, int n_ctx, int k_dim, int v_dim)
+    : type_(type), n_layer_(n_layer), n_ctx_(n_ctx), k_dim_(k_dim), v_dim_(v_dim) {
+  if (n_ctx <= 0) throw Error("context size must be > 0 (got " + std::to_string(n_ctx) + ")");
+  const size_t nk = static_cast<size_t>(n_layer) * n_ctx * k_dim;
+  const size_t nv = static_cast<size_t>(n_layer) * n_ctx * v_dim;
+  if (type == KvType::F32) {
+    k32_.resize(nk);
+    v32_.resize(nv);
+  } else {
+    k16_.resize(nk);
+    v16_.resize(nv);
+  }
+}
+
+void KvCache::set_filled(int n) {
+  if (n > n_ctx_)
+    throw Error("context full: " + std::to_string(n) + " positions needed, context size is " +
+                std::to_string(n_ctx_) + " (raise -c)");
+  n_filled_ = n;
+}
+
+size_t KvCache::k_index(int layer, int pos) const {
+  return (static_cast<size_t>(layer) * n_ctx_ + pos) * k_dim_;
+}
+size_t KvCache::v_index(int layer, int pos) const {
+  return (static_cast<size_t>(layer) * n_ctx_ + pos) * v_dim_;
+}
+
+void KvCache::store(int layer, int pos, const float* k, const float* v) {
+  if (layer < 0 || layer >= n_layer_ || pos < 0 || pos >= n_filled_)
+    throw Error("KV cache: store out of range (layer " + std::to_string(layer) + ", pos " + std::to_string(pos) + ")");
+  if (type_ == KvType::F32) {
+    std::memcpy(&k32_[k_index(layer, pos)], k, sizeof(float) * k_dim_);
+    std::memcpy(&v32_[v_index(layer, pos)], v, sizeof(float) * v_dim_);
+  } else {
+    uint16_t* kd = &k16_[k_index(layer, pos)];
+    uint16_t* vd = &v16_[v_index(layer, pos)];
+    for (int i = 0; i < k_dim_; ++i) kd[i] = fp32_to_fp16(k[i]);
+    for (int i = 0; i < v_dim_; ++i) vd[i] = fp32_to_fp16(v[i]);
+  }
+}
+
+void KvCache::load_k(int layer, int pos, float* dst) const {
+  if (pos < 0 || pos >= n_filled_) throw Error("KV cache: read of unwritten position " + std::to_string(pos));
+  if (type_ == KvType::F32) {
+    std::memcpy(dst, &k32_[k_index(layer, pos)], sizeof(float) * k_dim_);
+  } else {
+    const uint16_t* s = &k16_[k_index(layer, pos)];
+    for (int i = 0; i < k_dim_; ++i) dst[i] = fp16_to_fp32(s[i]);
+  }
+}
+
+void KvCache::load_v(int layer, int pos, float* dst) const {
+  if (pos < 0 || pos >= n_filled_) throw Error("KV cache: read of unwritten position " + std::to_string(pos));
+  if (type_ == KvType::F32) {
+    std::memcpy(dst, &v32_[v_index(layer, pos)], sizeof(float) * v_dim_);
+  } else {
+    const uint16_t* s = &v16_[v_index(layer, pos)];
+    for (int i = 0; i < v_dim_; ++i) dst[i] = fp16_to_fp32(s[i]);
+  }
+}
+
+const float* KvCache::k_f32(int layer, int pos) const {
+  return type_ == KvType::F32 ? &k32_[k_index(layer, pos)] : nullptr;
+}
+const float* KvCache::v_f32(int layer, int pos) const {
+  return type_ == KvType::F32 ? &v32_[v_index(layer, pos)] : nullptr;
+}
+
+uint64_t KvCache::bytes() const {
+  return type_ == KvType::F32 ? (k32_.size() + v32_.size()) * 4ull : (k16_.size() + v16_.size()) * 2ull;
+}
+
+}  // namespace sluice::model

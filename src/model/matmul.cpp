@@ -1,0 +1,97 @@
+#include "model/matmul.h"
+
+#include <cstring>
+
+#include "util/error.h"
+
+namespace sluice::model {
+namespace {
+
+// Below this many multiply-adds a parallel_for costs more than it saves.
+// Only affects speed: the rows computed are the same either way.
+constexpr int64_t kMinParallelWork = 32 * 1024;
+
+}  // namespace
+
+WeightMatrix make_weight(const void* data, GgmlType type, int64_t n_in, int64_t n_out, const std::string& name) {
+  if (!kernels::is_supported(type))
+    throw Error("unsupported tensor type " + std::string(ggml_type_name(type)) + " in tensor " + name);
+  const auto rb = ggml_row_bytes(type, static_cast<uint64_t>(n_in));
+  if (!rb)
+    throw Error("tensor " + name + ": row length " + std::to_string(n_in) + " is not a multiple of the " +
+                std::string(ggml_type_name(type)) + " block size");
+  WeightMatrix w;
+  w.data = static_cast<const uint8_t*>(data);
+  w.type = type;
+  w.n_in = n_in;
+  w.n_out = n_out;
+  w.row_bytes = static_cast<size_t>(*rb);
+  w.kern = &kernels::kernels_for(type);
+  w.name = name;
+  if (!w.kern->vec_dot)
+    throw Error("unsupported tensor type " + std::string(ggml_type_name(type)) + " in tensor " + name);
+  const auto ab = ggml_row_bytes(w.kern->vec_dot_type, static_cast<uint64_t>(n_in));
+  if (!ab)
+    throw Error("tensor " + name + ": row length " + std::to_string(n_in) + " cannot be converted to " +
+                std::string(ggml_type_name(w.kern->vec_dot_type)));
+  return w;
+}
+
+void QuantizedRows::quantize(GgmlType type, const float* x, int64_t n_rows, int64_t n_in, int64_t x_stride,
+                             ThreadPool* pool) {
+  const auto rb = ggml_row_bytes(type, static_cast<uint64_t>(n_in));
+  if (!rb) throw Error("activation row of " + std::to_string(n_in) + " elements is not a whole number of " +
+                       std::string(ggml_type_name(type)) + " blocks");
+  type_ = type;
+  n_rows_ = n_rows;
+  n_in_ = n_in;
+  row_bytes_ = static_cast<size_t>(*rb);
+  const size_t need = row_bytes_ * static_cast<size_t>(n_rows);
+  if (buf_.size() < need) buf_.resize(need);
+  uint8_t* dst = buf_.data();
+  const size_t row_bytes = row_bytes_;
+  if (type == GgmlType::F32) {  // F32 weights take F32 activations unchanged
+    for (int64_t i = 0; i < n_rows; ++i) std::memcpy(dst + i * row_bytes, x + i * x_stride, row_bytes);
+    return;
+  }
+  const kernels::QuantizeFn q = kernels::kernels_for(type).quantize;
+  if (!q) throw Error("no activation conversion to " + std::string(ggml_type_name(type)));
+  auto body = [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) q(x + i * x_stride, dst + i * row_bytes, n_in);
+  };
+  if (pool && n_rows > 1 && n_rows * n_in >= kMinParallelWork) {
+    pool->parallel_for(n_rows, body);
+  } else {
+    body(0, n_rows);
+  }
+}
+
+void matmul(const WeightMatrix& w, std::span<const void* const> act, float* out, int64_t out_stride,
+            ThreadPool& pool) {
+  const int64_t n_act = static_cast<int64_t>(act.size());
+  if (n_act == 0 || w.n_out == 0) return;
+  const kernels::VecDotFn dot = w.kern->vec_dot;
+  const int64_t n_in = w.n_in;
+  auto body = [&](int64_t r0, int64_t r1) {
+    // Rows outer, activations inner: a weight row is read once per call.
+    for (int64_t r = r0; r < r1; ++r) {
+      const uint8_t* wr = w.row(r);
+      for (int64_t i = 0; i < n_act; ++i) out[i * out_stride + r] = dot(n_in, wr, act[i]);
+    }
+  };
+  if (pool.size() > 1 && w.n_out > 1 && w.n_out * n_in * n_act >= kMinParallelWork) {
+    pool.parallel_for(w.n_out, body);
+  } else {
+    body(0, w.n_out);
+  }
+}
+
+void matmul_f32(const WeightMatrix& w, const float* x, int64_t n_rows, float* out, ThreadPool& pool,
+                QuantizedRows& scratch) {
+  scratch.quantize(w.kern->vec_dot_type, x, n_rows, w.n_in, w.n_in, &pool);
+  std::vector<const void*> rows(static_cast<size_t>(n_rows));
+  for (int64_t i = 0; i < n_rows; ++i) rows[i] = scratch.row(i);
+  matmul(w, rows, out, w.n_out, pool);
+}
+
+}  // namespace sluice::model

@@ -1,0 +1,72 @@
+// Matrix-vector / matrix-matrix products of a (possibly quantized) weight
+// matrix with F32 activations, computed the way llama.cpp's CPU backend does:
+// each activation row is first converted once to the weight type's
+// vec_dot_type (Q8_0, Q8_K, F16, ... or F32 for F32 weights), then every
+// output element is one kernels vec_dot of a weight row with that row.
+//
+// Determinism: output rows are split across threads, and each output element
+// is produced by exactly one vec_dot call, so results are bit-identical for
+// any thread count.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "gguf/gguf.h"
+#include "kernels/quant.h"
+#include "model/thread_pool.h"
+
+namespace sluice::model {
+
+// A row-major weight matrix: n_out rows of n_in elements of `type`.
+// Non-owning: `data` must outlive every use.
+struct WeightMatrix {
+  const uint8_t* data = nullptr;
+  GgmlType type = GgmlType::F32;
+  int64_t n_in = 0;
+  int64_t n_out = 0;
+  size_t row_bytes = 0;
+  const kernels::TypeKernels* kern = nullptr;  // kernels_for(type)
+  std::string name;                            // for error messages
+
+  const uint8_t* row(int64_t r) const { return data + static_cast<size_t>(r) * row_bytes; }
+};
+
+// Builds a WeightMatrix over the 2-D slice starting at `data` with ne[0] = n_in,
+// ne[1] = n_out. Throws Error("unsupported tensor type X in tensor NAME") when
+// sluice has no vec_dot for the type, or when n_in is not a whole number of blocks.
+WeightMatrix make_weight(const void* data, GgmlType type, int64_t n_in, int64_t n_out, const std::string& name);
+
+// Activation rows converted to one vec_dot_type. Reusable scratch: quantize()
+// only grows the buffer.
+class QuantizedRows {
+ public:
+  // Converts n_rows rows of n_in floats (row i at x + i * x_stride) to `type`.
+  void quantize(GgmlType type, const float* x, int64_t n_rows, int64_t n_in, int64_t x_stride, ThreadPool* pool);
+  const void* row(int64_t i) const { return buf_.data() + static_cast<size_t>(i) * row_bytes_; }
+  int64_t n_rows() const { return n_rows_; }
+  int64_t n_in() const { return n_in_; }
+  GgmlType type() const { return type_; }
+
+ private:
+  std::vector<uint8_t> buf_;
+  GgmlType type_ = GgmlType::F32;
+  int64_t n_rows_ = 0;
+  int64_t n_in_ = 0;
+  size_t row_bytes_ = 0;
+};
+
+// out[i * out_stride + r] = dot(w.row(r), act[i]) for r < w.n_out, i < act.size().
+// Every act[i] must be a row of w.kern->vec_dot_type with w.n_in elements.
+void matmul(const WeightMatrix& w, std::span<const void* const> act, float* out, int64_t out_stride,
+            ThreadPool& pool);
+
+// Convenience: converts x (n_rows x w.n_in, contiguous) into `scratch` and
+// multiplies; out is n_rows x w.n_out, contiguous.
+void matmul_f32(const WeightMatrix& w, const float* x, int64_t n_rows, float* out, ThreadPool& pool,
+                QuantizedRows& scratch);
+
+}  // namespace sluice::model

@@ -1,0 +1,38 @@
+// The routed-expert FFN of one MoE layer for a batch of tokens.
+//
+// Experts are requested from the ExpertStore as one batch (the union over the
+// tokens) and computed in whatever order their reads complete, each into its
+// own per-(token, slot) buffer; the weighted sum is then taken in routing slot
+// order. So the result is bit-identical whatever the I/O timing, io-thread
+// count or dense/expert storage mode.
+#pragma once
+
+#include <vector>
+
+#include "model/ffn.h"
+#include "model/router.h"
+#include "moe/weight_store.h"
+
+namespace sluice::model {
+
+// Shapes/types of one layer's experts; data pointers are filled per expert.
+struct ExpertTemplate {
+  FfnMatrices m;  // gate/up/down with data == nullptr
+};
+
+class MoeFfn {
+ public:
+  // xn: n_tokens rows of n_embd (normed input); out: n_tokens rows of n_embd,
+  // overwritten with sum_s weight(t, s) * expert_{expert(t, s)}(xn_t).
+  void run(int layer, const ExpertTemplate& tmpl, const float* xn, int n_tokens, const Routing& routing,
+           moe::ExpertStore& store, float* out, ThreadPool& pool);
+
+ private:
+  QuantizedRows act_gate_, act_up_;
+  SwiGlu swiglu_;
+  std::vector<float> slot_out_;    // [n_tokens * k][n_embd]
+  std::vector<float> expert_out_;  // [tokens of one expert][n_embd]
+  std::vector<const void*> rows_gate_, rows_up_;
+};
+
+}  // namespace sluice::model

@@ -1,0 +1,39 @@
+#include "model/rope.h"
+
+#include <cmath>
+
+namespace sluice::model {
+
+RopeAngles::RopeAngles(int n_rot, float freq_base)
+    : n_rot_(n_rot),
+      theta_scale_(std::pow(freq_base, -2.0f / static_cast<float>(n_rot))),
+      cos_(static_cast<size_t>(n_rot / 2)),
+      sin_(static_cast<size_t>(n_rot / 2)) {}
+
+void RopeAngles::set_position(int64_t pos) {
+  float theta = static_cast<float>(pos);
+  for (int j = 0; j < n_rot_ / 2; ++j) {
+    cos_[j] = std::cos(theta);
+    sin_[j] = std::sin(theta);
+    theta *= theta_scale_;
+  }
+}
+
+void apply_rope(float* x, int n_heads, int head_dim, const RopeAngles& angles, RopeType type) {
+  const int half = angles.n_rot() / 2;
+  const float* c = angles.cos();
+  const float* s = angles.sin();
+  for (int h = 0; h < n_heads; ++h) {
+    float* v = x + static_cast<int64_t>(h) * head_dim;
+    for (int j = 0; j < half; ++j) {
+      const int i0 = type == RopeType::Norm ? 2 * j : j;
+      const int i1 = type == RopeType::Norm ? 2 * j + 1 : j + half;
+      const float x0 = v[i0];
+      const float x1 = v[i1];
+      v[i0] = x0 * c[j] - x1 * s[j];
+      v[i1] = x0 * s[j] + x1 * c[j];
+    }
+  }
+}
+
+}  // namespace sluice::model

@@ -1,0 +1,259 @@
+#include "model/transformer.h"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "kernels/quant.h"
+#include "model/norm.h"
+#include "util/error.h"
+
+namespace sluice::model {
+namespace {
+
+std::string shape_str(const std::vector<uint64_t>& ne) {
+  std::string s = "{";
+  for (size_t i = 0; i < ne.size(); ++i) s += (i ? ", " : "") + std::to_string(ne[i]);
+  return s + "}";
+}
+
+// True if `ne` equals `want`, ignoring trailing 1s (GGUF writers differ there).
+bool same_shape(std::vector<uint64_t> ne, std::vector<uint64_t> want) {
+  while (ne.size() > 1 && ne.back() == 1) ne.pop_back();
+  while (want.size() > 1 && want.back() == 1) want.pop_back();
+  return ne == want;
+}
+
+bool is_expert_tensor(const gguf::TensorInfo& t) { return t.name.find("_exps") != std::string::npos; }
+
+// Looks tensors up by name, checks shape and type, and returns usable views.
+class Binder {
+ public:
+  Binder(const gguf::GgufModel& g, const moe::DenseWeights& dw) : g_(g), dw_(dw) {}
+
+  const gguf::TensorInfo* find(const std::string& name) const { return g_.find(name); }
+
+  const gguf::TensorInfo& shaped(const std::string& name, std::vector<uint64_t> want) const {
+    const gguf::TensorInfo& t = g_.require(name);
+    if (!same_shape(t.ne, want))
+      throw Error("tensor " + name + " has shape " + shape_str(t.ne) + ", expected " + shape_str(want));
+    return t;
+  }
+
+  WeightMatrix matrix(const std::string& name, uint64_t n_in, uint64_t n_out) const {
+    const gguf::TensorInfo& t = shaped(name, {n_in, n_out});
+    return make_weight(dw_.data(t), t.type, static_cast<int64_t>(n_in), static_cast<int64_t>(n_out), name);
+  }
+
+  const float* vector(const std::string& name, uint64_t n) const {
+    const gguf::TensorInfo& t = shaped(name, {n});
+    if (t.type != GgmlType::F32)
+      throw Error("unsupported tensor type " + std::string(ggml_type_name(t.type)) + " in tensor " + name +
+                  " (norm weights must be F32)");
+    return static_cast<const float*>(dw_.data(t));
+  }
+
+  // A stacked expert tensor {n_in, n_out, n_expert}: the per-expert matrix
+  // template (no data) plus the tensor for the ExpertStore.
+  WeightMatrix expert(const std::string& name, uint64_t n_in, uint64_t n_out, uint64_t n_expert,
+                      const gguf::TensorInfo** info) const {
+    const gguf::TensorInfo& t = shaped(name, {n_in, n_out, n_expert});
+    *info = &t;
+    return make_weight(nullptr, t.type, static_cast<int64_t>(n_in), static_cast<int64_t>(n_out), name);
+  }
+
+ private:
+  const gguf::GgufModel& g_;
+  const moe::DenseWeights& dw_;
+};
+
+}  // namespace
+
+Transformer::Transformer(std::shared_ptr<const gguf::GgufModel> gguf, const ModelConfig& cfg, HParams hp,
+                         ArchSpec spec)
+    : gguf_(std::move(gguf)),
+      cfg_(cfg),
+      hp_(std::move(hp)),
+      spec_(spec),
+      pool_(cfg.threads),
+      rope_(static_cast<int>(hp_.n_rot), hp_.rope_theta) {
+  if (cfg.threads < 1) throw Error("-t: thread count must be >= 1 (got " + std::to_string(cfg.threads) + ")");
+  if (cfg.io_threads < 1)
+    throw Error("--io-threads: must be >= 1 (got " + std::to_string(cfg.io_threads) + ")");
+  if (cfg.n_ctx < 0) throw Error("-c: context size must be >= 0 (got " + std::to_string(cfg.n_ctx) + ")");
+  const int n_ctx = cfg.n_ctx > 0 ? cfg.n_ctx : static_cast<int>(std::min<uint32_t>(hp_.n_ctx_train, 4096));
+
+  moe::DenseConfig dc;
+  dc.mode = cfg.dense_mode;
+  dc.odirect = cfg.odirect;
+  dense_ = std::make_unique<moe::DenseWeights>(*gguf_, dc, is_expert_tensor);
+  bind_weights();
+  if (hp_.is_moe()) {
+    std::vector<moe::LayerExperts> le(hp_.n_layer);
+    for (uint32_t il = 0; il < hp_.n_layer; ++il) {
+      const std::string p = "blk." + std::to_string(il) + ".";
+      le[il].gate = &gguf_->require(p + "ffn_gate_exps.weight");
+      le[il].up = &gguf_->require(p + "ffn_up_exps.weight");
+      le[il].down = &gguf_->require(p + "ffn_down_exps.weight");
+    }
+    moe::ExpertStoreConfig sc;
+    sc.odirect = cfg.odirect;
+    sc.io_threads = cfg.io_threads;
+    sc.load_all = cfg.load_all;
+    store_ = std::make_unique<moe::ExpertStore>(*gguf_, std::move(le), sc);
+  }
+  kv_ = std::make_unique<KvCache>(cfg.kv_type, static_cast<int>(hp_.n_layer), n_ctx, static_cast<int>(hp_.k_dim()),
+                                  static_cast<int>(hp_.v_dim()));
+}
+
+Transformer::~Transformer() = default;
+
+void Transformer::bind_weights() {
+  const Binder b(*gguf_, *dense_);
+  const uint64_t n_embd = hp_.n_embd;
+  token_embd_ = &b.shaped("token_embd.weight", {n_embd, hp_.n_vocab});
+  if (!kernels::is_supported(token_embd_->type))
+    throw Error("unsupported tensor type " + std::string(ggml_type_name(token_embd_->type)) +
+                " in tensor token_embd.weight");
+  token_embd_data_ = static_cast<const uint8_t*>(dense_->data(*token_embd_));
+  output_norm_ = b.vector("output_norm.weight", n_embd);
+  // Tied embeddings: no output.weight means the lm head reuses token_embd.
+  output_ = b.find("output.weight") ? b.matrix("output.weight", n_embd, hp_.n_vocab)
+                                    : b.matrix("token_embd.weight", n_embd, hp_.n_vocab);
+
+  layers_.resize(hp_.n_layer);
+  for (uint32_t il = 0; il < hp_.n_layer; ++il) {
+    Layer& L = layers_[il];
+    const std::string p = "blk." + std::to_string(il) + ".";
+    L.attn_norm = b.vector(p + "attn_norm.weight", n_embd);
+    L.ffn_norm = b.vector(p + "ffn_norm.weight", n_embd);
+    L.wq = b.matrix(p + "attn_q.weight", n_embd, hp_.q_dim());
+    L.wk = b.matrix(p + "attn_k.weight", n_embd, hp_.k_dim());
+    L.wv = b.matrix(p + "attn_v.weight", n_embd, hp_.v_dim());
+    L.wo = b.matrix(p + "attn_output.weight", uint64_t{hp_.n_head} * hp_.head_dim_v, n_embd);
+    if (spec_.qk_norm) {
+      L.q_norm = b.vector(p + "attn_q_norm.weight", hp_.head_dim);
+      L.k_norm = b.vector(p + "attn_k_norm.weight", hp_.head_dim);
+    }
+    L.moe = hp_.is_moe();
+    if (L.moe) {
+      L.router = b.matrix(p + "ffn_gate_inp.weight", n_embd, hp_.n_expert);
+      const gguf::TensorInfo* info = nullptr;
+      L.experts.m.gate = b.expert(p + "ffn_gate_exps.weight", n_embd, hp_.n_ff_exp, hp_.n_expert, &info);
+      L.experts.m.up = b.expert(p + "ffn_up_exps.weight", n_embd, hp_.n_ff_exp, hp_.n_expert, &info);
+      L.experts.m.down = b.expert(p + "ffn_down_exps.weight", hp_.n_ff_exp, n_embd, hp_.n_expert, &info);
+    } else {
+      L.dense.gate = b.matrix(p + "ffn_gate.weight", n_embd, hp_.n_ff);
+      L.dense.up = b.matrix(p + "ffn_up.weight", n_embd, hp_.n_ff);
+      L.dense.down = b.matrix(p + "ffn_down.weight", hp_.n_ff, n_embd);
+    }
+  }
+}
+
+ModelStats Transformer::stats() const {
+  ModelStats s;
+  s.tokens_evaluated = tokens_evaluated_;
+  s.dense_bytes = dense_->bytes();
+  if (store_) s.io = store_->stats();
+  return s;
+}
+
+void Transformer::eval(std::span<const int32_t> tokens, int pos0, float* logits_out) {
+  run(tokens, pos0, logits_out, true);
+}
+
+void Transformer::eval_last(std::span<const int32_t> tokens, int pos0, float* logits_out) {
+  run(tokens, pos0, logits_out, false);
+}
+
+void Transformer::run(std::span<const int32_t> tokens, int pos0, float* logits_out, bool all_rows) {
+  const int T = static_cast<int>(tokens.size());
+  if (T == 0) return;
+  if (pos0 < 0 || pos0 > kv_->n_filled())
+    throw Error("eval at position " + std::to_string(pos0) + " but only " + std::to_string(kv_->n_filled()) +
+                " positions are cached");
+  for (int32_t id : tokens)
+    if (id < 0 || static_cast<uint32_t>(id) >= hp_.n_vocab)
+      throw Error("token id " + std::to_string(id) + " is out of range [0, " + std::to_string(hp_.n_vocab) + ")");
+  if (static_cast<int64_t>(pos0) + T > kv_->n_ctx())
+    throw Error("context full: " + std::to_string(pos0 + T) + " positions needed, context size is " +
+                std::to_string(kv_->n_ctx()) + " (raise -c)");
+
+  const int64_t n_embd = hp_.n_embd;
+  x_.resize(static_cast<size_t>(T) * n_embd);
+  xn_.resize(x_.size());
+  tmp_.resize(x_.size());
+  for (int t = 0; t < T; ++t)
+    kernels::dequantize_row(token_embd_->type, token_embd_data_ + token_embd_->row_bytes() * tokens[t],
+                            &x_[static_cast<size_t>(t) * n_embd], n_embd);
+
+  kv_->set_filled(pos0 + T);
+  try {
+    for (int il = 0; il < static_cast<int>(hp_.n_layer); ++il) forward_layer(il, T, pos0);
+  } catch (...) {
+    kv_->set_filled(pos0);  // the new positions are incomplete
+    throw;
+  }
+
+  const int first = all_rows ? 0 : T - 1;
+  const int n_out = T - first;
+  rms_norm_rows(&x_[static_cast<size_t>(first) * n_embd], output_norm_, n_out, n_embd, hp_.rms_eps, xn_.data());
+  matmul_f32(output_, xn_.data(), n_out, logits_out, pool_, act_);
+  tokens_evaluated_ += static_cast<uint64_t>(T);
+}
+
+void Transformer::forward_layer(int il, int T, int pos0) {
+  const Layer& L = layers_[il];
+  const int64_t n_embd = hp_.n_embd;
+  const int hd = static_cast<int>(hp_.head_dim);
+  const float eps = hp_.rms_eps;
+
+  // Attention block.
+  rms_norm_rows(x_.data(), L.attn_norm, T, n_embd, eps, xn_.data());
+  q_.resize(static_cast<size_t>(T) * hp_.q_dim());
+  k_.resize(static_cast<size_t>(T) * hp_.k_dim());
+  v_.resize(static_cast<size_t>(T) * hp_.v_dim());
+  matmul_f32(L.wq, xn_.data(), T, q_.data(), pool_, act_);
+  matmul_f32(L.wk, xn_.data(), T, k_.data(), pool_, act_);
+  matmul_f32(L.wv, xn_.data(), T, v_.data(), pool_, act_);
+  if (spec_.qk_norm) {
+    rms_norm_rows(q_.data(), L.q_norm, static_cast<int64_t>(T) * hp_.n_head, hd, eps, q_.data());
+    rms_norm_rows(k_.data(), L.k_norm, static_cast<int64_t>(T) * hp_.n_head_kv, hd, eps, k_.data());
+  }
+  for (int t = 0; t < T; ++t) {
+    rope_.set_position(pos0 + t);
+    apply_rope(&q_[static_cast<size_t>(t) * hp_.q_dim()], static_cast<int>(hp_.n_head), hd, rope_, hp_.rope_type);
+    apply_rope(&k_[static_cast<size_t>(t) * hp_.k_dim()], static_cast<int>(hp_.n_head_kv), hd, rope_,
+               hp_.rope_type);
+    kv_->store(il, pos0 + t, &k_[static_cast<size_t>(t) * hp_.k_dim()], &v_[static_cast<size_t>(t) * hp_.v_dim()]);
+  }
+  attn_.resize(static_cast<size_t>(T) * hp_.n_head * hp_.head_dim_v);
+  attention_.run(q_.data(), T, pos0, il, *kv_, hp_, attn_.data(), pool_);
+  matmul_f32(L.wo, attn_.data(), T, tmp_.data(), pool_, act_);
+  for (size_t i = 0; i < x_.size(); ++i) x_[i] += tmp_[i];
+
+  // FFN block.
+  rms_norm_rows(x_.data(), L.ffn_norm, T, n_embd, eps, xn_.data());
+  if (L.moe) {
+    router_logits_.resize(static_cast<size_t>(T) * hp_.n_expert);
+    matmul_f32(L.router, xn_.data(), T, router_logits_.data(), pool_, act_);
+    route_softmax_topk(router_logits_.data(), T, static_cast<int>(hp_.n_expert), static_cast<int>(hp_.n_expert_used),
+                       spec_.renormalize_topk, routing_);
+    moe_ffn_.run(il, L.experts, xn_.data(), T, routing_, *store_, tmp_.data(), pool_);
+  } else {
+    QuantizedRows& gate_act = act_;
+    gate_act.quantize(L.dense.gate.kern->vec_dot_type, xn_.data(), T, n_embd, n_embd, &pool_);
+    std::vector<const void*> rows_gate(static_cast<size_t>(T));
+    for (int t = 0; t < T; ++t) rows_gate[t] = gate_act.row(t);
+    QuantizedRows up_act;
+    std::vector<const void*> rows_up = rows_gate;
+    if (L.dense.up.kern->vec_dot_type != L.dense.gate.kern->vec_dot_type) {
+      up_act.quantize(L.dense.up.kern->vec_dot_type, xn_.data(), T, n_embd, n_embd, &pool_);
+      for (int t = 0; t < T; ++t) rows_up[t] = up_act.row(t);
+    }
+    swiglu_.run(L.dense, rows_gate, rows_up, tmp_.data(), n_embd, pool_);
+  }
+  for (size_t i = 0; i < x_.size(); ++i) x_[i] += tmp_[i];
+}
+
+}  // namespace sluice::model

@@ -1,0 +1,83 @@
+// Internal: the decoder-only transformer shared by every supported
+// architecture. Pre-norm blocks x += Attn(RMSNorm(x)); x += FFN(RMSNorm(x)),
+// where FFN is a routed-expert MoE (ExpertStore) or a dense SwiGLU; final
+// RMSNorm and lm head (`output.weight`, or the tied token_embd.weight).
+// Architecture differences are the ArchSpec flags and HParams::rope_type.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "model/attention.h"
+#include "model/ffn.h"
+#include "model/matmul.h"
+#include "model/model.h"
+#include "model/moe_ffn.h"
+#include "model/rope.h"
+#include "model/router.h"
+#include "model/thread_pool.h"
+
+namespace sluice::model {
+
+struct ArchSpec {
+  bool qk_norm = false;          // per-head RMSNorm of q and k before RoPE (qwen3moe)
+  bool renormalize_topk = true;  // renormalise the top-k routing weights to sum 1
+};
+
+class Transformer final : public Model {
+ public:
+  Transformer(std::shared_ptr<const gguf::GgufModel> gguf, const ModelConfig& cfg, HParams hp, ArchSpec spec);
+  ~Transformer() override;
+
+  const HParams& hparams() const override { return hp_; }
+  int n_ctx() const override { return kv_->n_ctx(); }
+  void eval(std::span<const int32_t> tokens, int pos0, float* logits_out) override;
+  void eval_last(std::span<const int32_t> tokens, int pos0, float* logits_out) override;
+  void reset() override { kv_->reset(); }
+  int n_cached() const override { return kv_->n_filled(); }
+  ModelStats stats() const override;
+
+ private:
+  struct Layer {
+    const float* attn_norm = nullptr;
+    const float* ffn_norm = nullptr;
+    const float* q_norm = nullptr;  // qk_norm only
+    const float* k_norm = nullptr;
+    WeightMatrix wq, wk, wv, wo;
+    bool moe = false;
+    WeightMatrix router;    // moe
+    ExpertTemplate experts; // moe
+    FfnMatrices dense;      // !moe
+  };
+
+  void bind_weights();
+  void run(std::span<const int32_t> tokens, int pos0, float* logits_out, bool all_rows);
+  void forward_layer(int il, int n_tokens, int pos0);
+
+  std::shared_ptr<const gguf::GgufModel> gguf_;
+  ModelConfig cfg_;
+  HParams hp_;
+  ArchSpec spec_;
+  std::unique_ptr<moe::DenseWeights> dense_;
+  std::unique_ptr<moe::ExpertStore> store_;  // null for dense models
+  std::unique_ptr<KvCache> kv_;
+  ThreadPool pool_;
+
+  const gguf::TensorInfo* token_embd_ = nullptr;
+  const uint8_t* token_embd_data_ = nullptr;
+  const float* output_norm_ = nullptr;
+  WeightMatrix output_;
+  std::vector<Layer> layers_;
+
+  // Scratch, sized per eval.
+  std::vector<float> x_, xn_, q_, k_, v_, attn_, tmp_, router_logits_;
+  QuantizedRows act_;
+  RopeAngles rope_;
+  Attention attention_;
+  SwiGlu swiglu_;
+  MoeFfn moe_ffn_;
+  Routing routing_;
+  uint64_t tokens_evaluated_ = 0;
+};
+
+}  // namespace sluice::model

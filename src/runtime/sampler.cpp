@@ -1,0 +1,82 @@
+#include "runtime/sampler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+namespace sluice::runtime {
+
+int32_t argmax(std::span<const float> logits) {
+  if (logits.empty()) return -1;
+  int32_t best = 0;
+  for (size_t i = 1; i < logits.size(); ++i)
+    if (logits[i] > logits[best]) best = static_cast<int32_t>(i);
+  return best;
+}
+
+Sampler::Sampler(const SamplerConfig& cfg) : cfg_(cfg), rng_(cfg.seed) {}
+
+int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> history) {
+  const int n = static_cast<int>(logits.size());
+  if (n == 0) return -1;
+  work_.assign(logits.begin(), logits.end());
+  if (cfg_.repeat_penalty != 1.0f && cfg_.repeat_last_n != 0) {
+    const size_t window = cfg_.repeat_last_n < 0 ? history.size()
+                                                 : std::min(history.size(), static_cast<size_t>(cfg_.repeat_last_n));
+    std::vector<int32_t> recent(history.end() - static_cast<std::ptrdiff_t>(window), history.end());
+    std::sort(recent.begin(), recent.end());
+    recent.erase(std::unique(recent.begin(), recent.end()), recent.end());
+    for (int32_t id : recent) {
+      if (id < 0 || id >= n) continue;
+      work_[id] = work_[id] > 0 ? work_[id] / cfg_.repeat_penalty : work_[id] * cfg_.repeat_penalty;
+    }
+  }
+  if (cfg_.temperature <= 0.0f) return argmax(work_);
+
+  // Candidates sorted by logit (descending, ties -> lower id), cut to top-k.
+  ids_.resize(static_cast<size_t>(n));
+  std::iota(ids_.begin(), ids_.end(), 0);
+  const int k = cfg_.top_k > 0 ? std::min(cfg_.top_k, n) : n;
+  auto by_logit = [&](int32_t a, int32_t b) { return work_[a] != work_[b] ? work_[a] > work_[b] : a < b; };
+  std::partial_sort(ids_.begin(), ids_.begin() + k, ids_.end(), by_logit);
+  ids_.resize(static_cast<size_t>(k));
+
+  std::vector<double> p(ids_.size());
+  const double mx = work_[ids_[0]];
+  double sum = 0;
+  for (size_t i = 0; i < ids_.size(); ++i) {
+    p[i] = std::exp((work_[ids_[i]] - mx) / cfg_.temperature);
+    sum += p[i];
+  }
+  for (double& v : p) v /= sum;
+
+  size_t keep = ids_.size();
+  if (cfg_.top_p < 1.0f) {
+    double cum = 0;
+    for (size_t i = 0; i < keep; ++i) {
+      cum += p[i];
+      if (cum >= cfg_.top_p) {
+        keep = i + 1;
+        break;
+      }
+    }
+  }
+  if (cfg_.min_p > 0.0f) {
+    const double floor = p[0] * cfg_.min_p;
+    size_t i = 1;
+    while (i < keep && p[i] >= floor) ++i;
+    keep = i;
+  }
+  double total = 0;
+  for (size_t i = 0; i < keep; ++i) total += p[i];
+  std::uniform_real_distribution<double> uni(0.0, total);
+  const double r = uni(rng_);
+  double cum = 0;
+  for (size_t i = 0; i < keep; ++i) {
+    cum += p[i];
+    if (r < cum) return ids_[i];
+  }
+  return ids_[keep - 1];
+}
+
+}  // namespace sluice::runtime

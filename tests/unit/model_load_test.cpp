@@ -1,0 +1,157 @@
+// Loading errors on synthetic GGUF files, session continuation, and the
+// `sluice logits` CLI writing exactly what the library computes.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "gguf/writer.h"
+#include "model_test_support.h"
+#include "runtime/session.h"
+#include "util/error.h"
+
+namespace sluice::testing {
+namespace {
+
+struct TinySpec {
+  std::string arch = "llama";
+  GgmlType attn_q_type = GgmlType::F32;
+  uint64_t attn_k_rows = 128;  // n_head_kv * head_dim = 2 * 64
+  bool head_count = true;
+};
+
+// A 1-layer dense llama (n_embd 256, 4 heads of 64, 2 KV heads, FFN 256,
+// vocab 8) with all-zero weights, written to a temp file.
+std::string write_tiny(const TinySpec& s, const std::string& name) {
+  const std::string path = (std::filesystem::temp_directory_path() / ("sluice_model_" + name + ".gguf")).string();
+  gguf::Writer w(path);
+  const std::string a = s.arch;
+  w.add_metadata("general.architecture", gguf::Value::from_string(a));
+  w.add_metadata(a + ".block_count", gguf::Value::from_u32(1));
+  w.add_metadata(a + ".embedding_length", gguf::Value::from_u32(256));
+  if (s.head_count) w.add_metadata(a + ".attention.head_count", gguf::Value::from_u32(4));
+  w.add_metadata(a + ".attention.head_count_kv", gguf::Value::from_u32(2));
+  w.add_metadata(a + ".feed_forward_length", gguf::Value::from_u32(256));
+  w.add_metadata(a + ".context_length", gguf::Value::from_u32(64));
+  struct T { std::string n; GgmlType t; std::vector<uint64_t> ne; };
+  const std::vector<T> ts = {
+      {"token_embd.weight", GgmlType::F32, {256, 8}},
+      {"output_norm.weight", GgmlType::F32, {256}},
+      {"blk.0.attn_norm.weight", GgmlType::F32, {256}},
+      {"blk.0.ffn_norm.weight", GgmlType::F32, {256}},
+      {"blk.0.attn_q.weight", s.attn_q_type, {256, 256}},
+      {"blk.0.attn_k.weight", GgmlType::F32, {256, s.attn_k_rows}},
+      {"blk.0.attn_v.weight", GgmlType::F32, {256, 128}},
+      {"blk.0.attn_output.weight", GgmlType::F32, {256, 256}},
+      {"blk.0.ffn_gate.weight", GgmlType::F32, {256, 256}},
+      {"blk.0.ffn_up.weight", GgmlType::F32, {256, 256}},
+      {"blk.0.ffn_down.weight", GgmlType::F32, {256, 256}},
+  };
+  for (const auto& t : ts) w.add_tensor(t.n, t.t, t.ne);
+  w.write_header();
+  for (const auto& t : ts) {
+    uint64_t rows = 1;
+    for (size_t i = 1; i < t.ne.size(); ++i) rows *= t.ne[i];
+    std::vector<uint8_t> zeros(*ggml_row_bytes(t.t, t.ne[0]) * rows, 0);
+    w.write_tensor_data(zeros.data(), zeros.size());
+  }
+  w.finish();
+  return path;
+}
+
+std::string load_error(const std::string& path) {
+  try {
+    load(path, golden_config());
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(ModelLoad, TinyZeroModelGivesUniformLogits) {
+  auto m = load(write_tiny({}, "ok"), golden_config());
+  std::vector<float> logits(2 * 8);
+  const std::vector<int32_t> toks = {1, 2};
+  m->eval(toks, 0, logits.data());
+  for (float v : logits) EXPECT_EQ(v, 0.0f);  // zero lm head
+  const std::vector<int32_t> bad = {8};
+  EXPECT_THROW(m->eval(bad, 2, logits.data()), Error);
+  EXPECT_THROW(m->eval(toks, 5, logits.data()), Error);  // skips cached positions
+}
+
+TEST(ModelLoad, UnsupportedArchitecture) {
+  TinySpec s;
+  s.arch = "mamba";
+  EXPECT_EQ(load_error(write_tiny(s, "arch")), "unsupported architecture mamba");
+}
+
+TEST(ModelLoad, UnsupportedTensorType) {
+  TinySpec s;
+  s.attn_q_type = GgmlType::IQ2_XXS;
+  EXPECT_EQ(load_error(write_tiny(s, "type")), "unsupported tensor type IQ2_XXS in tensor blk.0.attn_q.weight");
+}
+
+TEST(ModelLoad, WrongShapeAndMissingKeyAreNamed) {
+  TinySpec s;
+  s.attn_k_rows = 64;
+  EXPECT_EQ(load_error(write_tiny(s, "shape")), "tensor blk.0.attn_k.weight has shape {256, 64}, expected {256, 128}");
+  TinySpec k;
+  k.head_count = false;
+  EXPECT_NE(load_error(write_tiny(k, "key")).find("missing metadata key llama.attention.head_count"),
+            std::string::npos);
+}
+
+TEST(ModelLoad, ContextOverflowIsAnError) {
+  auto cfg = golden_config();
+  cfg.n_ctx = 2;
+  auto m = load(write_tiny({}, "ctx"), cfg);
+  std::vector<float> logits(3 * 8);
+  const std::vector<int32_t> toks = {1, 2, 3};
+  EXPECT_THROW(m->eval(toks, 0, logits.data()), Error);
+  EXPECT_EQ(m->n_cached(), 0);
+}
+
+TEST(RuntimeSession, ContinuedGenerationEqualsOneLongRun) {
+  const std::string path = shared_path("models/stories-moe-8x-q8_0.gguf");
+  if (!exists(path)) GTEST_SKIP() << path << " not found";
+  auto cfg = golden_config();
+  const std::vector<int32_t> prompt = {1, 403, 407, 261, 378};
+  auto collect = [](std::vector<int32_t>& out) { return [&out](int32_t id) { out.push_back(id); return true; }; };
+  runtime::Sampler greedy_sampler({});
+  auto a = runtime::Session::open(path, cfg);
+  std::vector<int32_t> one;
+  a.generate(prompt, 20, greedy_sampler, collect(one));
+  auto b = runtime::Session::open(path, cfg);
+  std::vector<int32_t> two;
+  b.generate(prompt, 8, greedy_sampler, collect(two));
+  b.generate({}, 12, greedy_sampler, collect(two));
+  EXPECT_EQ(one, two);
+  EXPECT_EQ(one.front(), 432);  // README reference
+}
+
+TEST(CliLogits, WritesExactlyTheLibraryLogits) {
+  const std::string json_path = shared_path("golden/llama-moe-q8_0.json");
+  if (!exists(json_path)) GTEST_SKIP() << json_path << " not found";
+  std::ifstream jf(json_path);
+  const auto tokens = nlohmann::json::parse(jf)["tokens"].get<std::vector<int32_t>>();
+  std::string list;
+  for (int32_t t : tokens) list += (list.empty() ? "" : ",") + std::to_string(t);
+  const std::string out = (std::filesystem::temp_directory_path() / "sluice_cli_logits.f32").string();
+  const std::string model = shared_path("golden/llama-moe-q8_0.gguf");
+  const std::string cmd = std::string(SLUICE_BINARY) + " logits -m " + model + " --tokens " + list + " -o " + out +
+                          " --kv-type f32 -t 3 --no-odirect 2>/dev/null";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  const auto got = read_f32_file(out);
+  auto m = load(model, golden_config());
+  const auto want = eval_all(*m, tokens);
+  ASSERT_EQ(got.size(), want.size());
+  EXPECT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)));
+  const std::string bad = std::string(SLUICE_BINARY) + " logits -m " + model + " --tokens 1,999 -o " + out +
+                          " 2>/dev/null";
+  EXPECT_NE(std::system(bad.c_str()), 0);
+}
+
+}  // namespace
+}  // namespace sluice::testing

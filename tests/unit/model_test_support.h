@@ -1,0 +1,77 @@
+// Shared helpers for the model/golden/invariance tests: locating shared data,
+// loading a model with a given config, and reading golden files.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gguf/gguf.h"
+#include "model/model.h"
+
+namespace sluice::testing {
+
+inline std::string shared_path(const std::string& rel) { return std::string(SLUICE_SHARED_DIR) + "/" + rel; }
+
+inline bool exists(const std::string& p) { return std::filesystem::exists(p); }
+
+// A config that matches the golden reference (F32 KV cache) and reads through
+// the page cache by default so tests are cheap; callers override fields.
+inline model::ModelConfig golden_config() {
+  model::ModelConfig c;
+  c.kv_type = model::KvType::F32;
+  c.threads = 2;
+  c.io_threads = 2;
+  c.n_ctx = 512;
+  return c;
+}
+
+inline std::unique_ptr<model::Model> load(const std::string& path, const model::ModelConfig& cfg) {
+  auto g = std::make_shared<const gguf::GgufModel>(gguf::GgufModel::open(path));
+  return model::load_model(g, cfg);
+}
+
+inline std::vector<float> read_f32_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  f.seekg(0, std::ios::end);
+  const auto n = static_cast<size_t>(f.tellg());
+  std::vector<float> v(n / sizeof(float));
+  f.seekg(0);
+  f.read(reinterpret_cast<char*>(v.data()), static_cast<std::streamsize>(v.size() * sizeof(float)));
+  return v;
+}
+
+// All logits of `tokens` evaluated as one sequence from position 0.
+inline std::vector<float> eval_all(model::Model& m, const std::vector<int32_t>& tokens) {
+  m.reset();
+  std::vector<float> out(tokens.size() * m.hparams().n_vocab);
+  m.eval(tokens, 0, out.data());
+  return out;
+}
+
+// Greedy continuation: prompt in one batch, then one token per eval.
+inline std::vector<int32_t> greedy(model::Model& m, const std::vector<int32_t>& prompt, int n) {
+  m.reset();
+  const size_t nv = m.hparams().n_vocab;
+  std::vector<float> logits(nv);
+  m.eval_last(prompt, 0, logits.data());
+  std::vector<int32_t> out;
+  int pos = static_cast<int>(prompt.size());
+  for (int i = 0; i < n; ++i) {
+    int32_t best = 0;
+    for (size_t v = 1; v < nv; ++v)
+      if (logits[v] > logits[best]) best = static_cast<int32_t>(v);
+    out.push_back(best);
+    if (i + 1 == n) break;
+    const int32_t one[1] = {best};
+    m.eval_last(one, pos++, logits.data());
+  }
+  return out;
+}
+
+}  // namespace sluice::testing
