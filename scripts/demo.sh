@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
-# The main job on a built-in default: build sluice, synthesize a tiny
-# qwen3moe model and inspect it (streaming sizing included).
+# The main job on a built-in default: build sluice and stream the bundled
+# trained tiny MoE (models/stories-moe-8x-q8_0.gguf), its experts read from
+# disk on demand, greedy from "Once upon a time". Extra args go to `sluice run`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/build.sh build >/dev/null
-mkdir -p build/demo
-./build/sluice synth --preset tiny -o build/demo/tiny-qwen3moe.gguf
-./build/sluice inspect build/demo/tiny-qwen3moe.gguf
+./build/sluice run -m models/stories-moe-8x-q8_0.gguf -p "Once upon a time" -n 64 "$@"
