@@ -118,13 +118,16 @@ const GgmlType kBenchTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, 
   for (GgmlType t : kBenchTypes) {
     if (!is_supported(t)) continue;
     for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Neon}) {
-      if (!kernels_for(t, isa)) continue;
+      const TypeKernels* k = kernels_for(t, isa);
+      if (!k) continue;
       const std::string base = std::string(ggml_type_name(t)) + "/" + isa_name(isa);
       for (auto [label, bytes] : {std::pair{"l2", uint64_t{256} << 10}, std::pair{"dram", uint64_t{256} << 20}}) {
-        benchmark::RegisterBenchmark(("dot/" + base + "/" + label).c_str(), BM_dot, t, isa, bytes)
-            ->Unit(benchmark::kMicrosecond);
-        benchmark::RegisterBenchmark(("dequant/" + base + "/" + label).c_str(), BM_dequant, t, isa, bytes)
-            ->Unit(benchmark::kMicrosecond);
+        if (k->vec_dot)
+          benchmark::RegisterBenchmark(("dot/" + base + "/" + label).c_str(), BM_dot, t, isa, bytes)
+              ->Unit(benchmark::kMicrosecond);
+        if (k->dequantize)  // SIMD dequantizers exist only for the hot formats
+          benchmark::RegisterBenchmark(("dequant/" + base + "/" + label).c_str(), BM_dequant, t, isa, bytes)
+              ->Unit(benchmark::kMicrosecond);
       }
     }
   }
