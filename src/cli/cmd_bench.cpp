@@ -34,6 +34,7 @@ struct BenchOptions {
   std::string max_bytes;     // "" = no budget
   bool direct_only = false, buffered_only = false, both = false;
   uint64_t seed = 1;
+  bool no_fadv_random = false;
 };
 
 // Default sizes without a model: from a single page to a large sequential-ish chunk.
@@ -67,6 +68,7 @@ runtime::IoBenchConfig io_config_from(const BenchOptions& o) {
   else if (o.buffered_only) cfg.modes = {runtime::IoMode::Buffered};
   else cfg.modes = {runtime::IoMode::Direct, runtime::IoMode::Buffered};
   cfg.seed = o.seed;
+  cfg.buffered_fadv_random = !o.no_fadv_random;
   return cfg;
 }
 
@@ -131,6 +133,8 @@ void register_bench(CLI::App& app) {
   CLI::Option* both = cmd->add_flag("--both", opts->both, "O_DIRECT and buffered (default)");
   d->excludes(b)->excludes(both);
   b->excludes(both);
+  cmd->add_flag("--no-fadv-random", opts->no_fadv_random,
+                "buffered: keep the kernel's default readahead instead of POSIX_FADV_RANDOM");
   cmd->add_option("--seed", opts->seed, "seed of the random offsets")->capture_default_str();
   cmd->callback([opts, io] {
     opts->io = io->count() > 0;

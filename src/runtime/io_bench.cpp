@@ -276,7 +276,9 @@ std::vector<std::string> io_bench_notes(const IoBenchConfig& cfg) {
                     "numbers may be cache-inflated; direct numbers bypass the cache");
   }
   if (wants_buffered) {
-    notes.push_back("buffered reads use POSIX_FADV_RANDOM (no readahead), so each read costs only its own bytes");
+    notes.push_back(cfg.buffered_fadv_random
+                        ? "buffered reads use POSIX_FADV_RANDOM (no readahead), so each read costs only its own bytes"
+                        : "buffered reads use the kernel's default readahead (--no-fadv-random)");
   }
   if (wants_direct && !io::open_fd_file(cfg.path, true)) {
     notes.push_back(cfg.path + ": the filesystem refuses O_DIRECT; direct points were skipped");
@@ -308,7 +310,9 @@ std::vector<IoBenchRow> run_io_bench(const IoBenchConfig& cfg) {
     }
     // Random access: stop the kernel reading ahead, which would charge each
     // read for neighbouring pages it never asked for.
-    if (mode == IoMode::Buffered) (void)::posix_fadvise(file->fd(), 0, 0, POSIX_FADV_RANDOM);
+    if (mode == IoMode::Buffered && cfg.buffered_fadv_random) {
+      (void)::posix_fadvise(file->fd(), 0, 0, POSIX_FADV_RANDOM);
+    }
     for (uint64_t size : cfg.sizes) {
       for (int lanes : cfg.lanes) {
         uint64_t seed_state = cfg.seed ^ (0xD1B54A32D192ED03ull * ++point);

@@ -9,9 +9,9 @@
 //
 // Modes: "direct" opens the file O_DIRECT (aligned buffers; the read size is
 // rounded up to 4 KiB) so the page cache is bypassed. "buffered" uses ordinary
-// pread with POSIX_FADV_RANDOM (no readahead, so each read costs exactly its
-// own bytes) and drops the file's cached pages before every point so the point
-// starts cold. A buffered point can still re-hit pages it read earlier in the
+// pread, by default with POSIX_FADV_RANDOM (no readahead, so each read costs
+// exactly its own bytes; see buffered_fadv_random), and drops the file's
+// cached pages before every point so the point starts cold. A buffered point can still re-hit pages it read earlier in the
 // same point when the file is small; io_bench_notes() says when that applies.
 //
 // Thread-safety: run_io_bench blocks and owns every thread it starts; the
@@ -58,6 +58,9 @@ struct IoBenchConfig {
   double seconds_per_point = 2.0;   // each point stops after this long ...
   uint64_t max_bytes_per_point = 0; // ... or once this many bytes were read (0: no budget)
   uint64_t seed = 1;                // offsets are a deterministic function of (seed, point, lane)
+  // Buffered mode: advise POSIX_FADV_RANDOM (no readahead). Off measures the
+  // kernel's default readahead policy, which is what a plain pread user gets.
+  bool buffered_fadv_random = true;
   // Called after each point, in order (progress reporting). May be empty.
   std::function<void(const IoBenchRow&)> on_row;
 };
