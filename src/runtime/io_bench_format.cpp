@@ -147,7 +147,7 @@ std::string format_io_markdown(const std::vector<IoBenchRow>& rows, const std::v
   if (!best.empty()) out += "\n";
   for (const IoBenchRow& b : best) {
     out += "best " + std::string(io_mode_name(b.mode)) + " " + format_size(b.size_bytes) + ": " +
-           std::to_string(b.lanes) + " lanes, " + fixed(b.GBps, 3) + " GB/s\n";
+           std::to_string(b.lanes) + (b.lanes == 1 ? " lane, " : " lanes, ") + fixed(b.GBps, 3) + " GB/s\n";
   }
   if (!notes.empty()) out += "\n";
   for (const std::string& n : notes) out += "> note: " + n + "\n";

@@ -233,7 +233,11 @@ TEST(IoBenchFormat, MarkdownHasRowBestLineAndNotes) {
   IoBenchRow slow = hand_row();
   slow.lanes = 1;
   slow.GBps = 1.0;
-  const std::string md = format_io_markdown({slow, hand_row()}, {"file is small"});
+  IoBenchRow single = hand_row();
+  single.mode = IoMode::Direct;
+  single.lanes = 1;
+  const std::string md = format_io_markdown({slow, hand_row(), single}, {"file is small"});
+  EXPECT_NE(md.find("best direct 864 KiB: 1 lane, 2.500 GB/s\n"), std::string::npos) << md;
   EXPECT_NE(md.find("| buffered | 864 KiB | 884736 | 8 | 2.500 | 2826 | 2831.1 | 2700.5 | 9002.0 |\n"),
             std::string::npos)
       << md;
