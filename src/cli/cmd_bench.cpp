@@ -1,5 +1,145 @@
-// STUB — replaced by the real 'bench' subcommand.
+// `sluice bench`: benchmarks. Two modes share the subcommand:
+//   --io [FILE]   the storage device's random-read ceiling (runtime/io_bench),
+//   -m MODEL      the model benchmark, llama-bench style (not written yet).
+// This file only parses flags into typed configs and prints results; the
+// measurements live in src/runtime.
+//
+// -m/--model is one option for both modes: with --io it names the model whose
+// expert-slice sizes become the default --sizes (and whose file becomes the
+// default FILE); without --io it selects the model benchmark.
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
 #include "cli/commands.h"
+#include "gguf/gguf.h"
+#include "runtime/io_bench.h"
+#include "util/error.h"
+
 namespace sluice::cli {
-void register_bench(CLI::App& app) { app.add_subcommand("bench", "(not implemented yet)"); }
+namespace {
+
+struct BenchOptions {
+  // shared
+  std::string model_path;  // -m/--model
+  std::string output = "md";
+  // --io mode
+  bool io = false;           // --io given (with or without FILE)
+  std::string io_path;       // FILE after --io ("" = take it from --model)
+  std::string sizes;         // "" = default (model slice sizes + 4K + 1M, or 4K..4M)
+  std::string lanes = "1,2,4,8,16";
+  double seconds = 2.0;
+  std::string max_bytes;     // "" = no budget
+  bool direct_only = false, buffered_only = false, both = false;
+  uint64_t seed = 1;
+  bool no_fadv_random = false;
+};
+
+// Default sizes without a model: from a single page to a large sequential-ish chunk.
+constexpr const char* kDefaultSizes = "4K,64K,1M,4M";
+
+runtime::IoBenchConfig io_config_from(const BenchOptions& o) {
+  runtime::IoBenchConfig cfg;
+  cfg.path = o.io_path;
+  if (!o.sizes.empty()) cfg.sizes = runtime::parse_size_list(o.sizes, "--sizes");
+  if (!o.model_path.empty()) {
+    const gguf::GgufModel model = gguf::GgufModel::open(o.model_path);
+    if (cfg.path.empty()) cfg.path = model.paths().front();
+    if (cfg.sizes.empty()) {
+      cfg.sizes = runtime::expert_slice_sizes(model);
+      if (cfg.sizes.empty()) {
+        fail(o.model_path, "has no expert tensors (*_exps), so it gives no slice sizes; pass --sizes");
+      }
+      for (uint64_t extra : {uint64_t{4096}, uint64_t{1} << 20}) {
+        if (std::find(cfg.sizes.begin(), cfg.sizes.end(), extra) == cfg.sizes.end()) cfg.sizes.push_back(extra);
+      }
+      std::sort(cfg.sizes.begin(), cfg.sizes.end());
+    }
+  }
+  if (cfg.path.empty()) throw Error("--io: no FILE given (write --io FILE, or --io --model MODEL.gguf)");
+  if (cfg.sizes.empty()) cfg.sizes = runtime::parse_size_list(kDefaultSizes, "--sizes");
+  cfg.lanes = runtime::parse_lane_list(o.lanes, "--lanes");
+  if (!(o.seconds > 0)) throw Error("--seconds: must be a positive number of seconds per point");
+  cfg.seconds_per_point = o.seconds;
+  if (!o.max_bytes.empty()) cfg.max_bytes_per_point = runtime::parse_size(o.max_bytes, "--max-bytes");
+  if (o.direct_only) cfg.modes = {runtime::IoMode::Direct};
+  else if (o.buffered_only) cfg.modes = {runtime::IoMode::Buffered};
+  else cfg.modes = {runtime::IoMode::Direct, runtime::IoMode::Buffered};
+  cfg.seed = o.seed;
+  cfg.buffered_fadv_random = !o.no_fadv_random;
+  return cfg;
+}
+
+void run_io_bench_command(const BenchOptions& o) {
+  runtime::IoBenchConfig cfg = io_config_from(o);
+  const std::vector<std::string> notes = runtime::io_bench_notes(cfg);
+  const size_t points = cfg.modes.size() * cfg.sizes.size() * cfg.lanes.size();
+  std::fprintf(stderr, "io bench: %s, %zu points, %.2f s each\n", cfg.path.c_str(), points, cfg.seconds_per_point);
+  size_t done = 0;
+  cfg.on_row = [&](const runtime::IoBenchRow& r) {
+    std::fprintf(stderr, "  [%zu/%zu] %-8s %10s x%-3d %8.3f GB/s  p50 %9.1f us\n", ++done, points,
+                 std::string(runtime::io_mode_name(r.mode)).c_str(), runtime::format_size(r.size_bytes).c_str(),
+                 r.lanes, r.GBps, r.lat_us_p50);
+  };
+  const std::vector<runtime::IoBenchRow> rows = runtime::run_io_bench(cfg);
+  std::string text;
+  if (o.output == "json") {
+    text = runtime::format_io_json(rows);
+  } else if (o.output == "csv") {
+    text = runtime::format_io_csv(rows);
+  } else {
+    text = runtime::format_io_markdown(rows, notes);
+  }
+  if (o.output != "md") {
+    for (const std::string& n : notes) std::fprintf(stderr, "note: %s\n", n.c_str());
+  }
+  std::fwrite(text.data(), 1, text.size(), stdout);
+}
+
+void run_bench(const BenchOptions& o) {
+  if (o.io) {
+    run_io_bench_command(o);
+    return;
+  }
+  if (!o.model_path.empty()) {
+    throw Error("bench -m: the model benchmark is not implemented yet; for the storage ceiling use "
+                "--io FILE (or --io -m MODEL.gguf for its expert-slice sizes)");
+  }
+  throw Error("bench: choose a mode: --io FILE (storage random-read ceiling) or -m MODEL (model benchmark)");
+}
+
+}  // namespace
+
+void register_bench(CLI::App& app) {
+  auto opts = std::make_shared<BenchOptions>();
+  CLI::App* cmd = app.add_subcommand("bench", "benchmarks: --io FILE measures the storage random-read ceiling");
+  cmd->add_option("-m,--model", opts->model_path,
+                  "GGUF model; with --io: default FILE and default --sizes (its expert-slice sizes + 4K + 1M)");
+  cmd->add_option("-o,--output", opts->output, "output format")
+      ->check(CLI::IsMember({"md", "json", "csv"}))
+      ->capture_default_str();
+  CLI::Option* io = cmd->add_option("--io", opts->io_path,
+                                     "random-read benchmark of FILE (default with --model: the model file)")
+                        ->expected(0, 1);
+  cmd->add_option("--sizes", opts->sizes, "read sizes, comma separated, e.g. 4K,64K,1M,2.5M (default 4K,64K,1M,4M)");
+  cmd->add_option("--lanes", opts->lanes, "concurrent reader threads per point, comma separated")
+      ->capture_default_str();
+  cmd->add_option("--seconds", opts->seconds, "seconds per point")->capture_default_str();
+  cmd->add_option("--max-bytes", opts->max_bytes, "stop a point early after this many bytes (e.g. 2G)");
+  CLI::Option* d = cmd->add_flag("--direct", opts->direct_only, "only O_DIRECT reads");
+  CLI::Option* b = cmd->add_flag("--buffered", opts->buffered_only, "only buffered (page cache) reads");
+  CLI::Option* both = cmd->add_flag("--both", opts->both, "O_DIRECT and buffered (default)");
+  d->excludes(b)->excludes(both);
+  b->excludes(both);
+  cmd->add_flag("--no-fadv-random", opts->no_fadv_random,
+                "buffered: keep the kernel's default readahead instead of POSIX_FADV_RANDOM");
+  cmd->add_option("--seed", opts->seed, "seed of the random offsets")->capture_default_str();
+  cmd->callback([opts, io] {
+    opts->io = io->count() > 0;
+    run_bench(*opts);
+  });
+}
+
 }  // namespace sluice::cli
