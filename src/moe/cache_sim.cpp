@@ -42,11 +42,12 @@ void replay(std::span<const RouteTrace> traces, Cache& cache, const CacheSimOpti
       first = false;
       new_file = false;
       seq = r.seq;
-      for (int e : r.experts) {
-        const ExpertKey key{r.layer, e};
-        ExpertCache::Pin pin = cache.acquire(key);
-        if (!pin) pin = cache.insert(key, opt.expert_bytes);  // the "read"
-        pins.push_back(std::move(pin));
+      // As ExpertStore::fetch does: look every expert up first (pinning the
+      // hits), then insert the misses once "read" — so a miss never evicts an
+      // expert this same layer is about to use.
+      for (int e : r.experts) pins.push_back(cache.acquire({r.layer, e}));
+      for (size_t i = 0; i < pins.size(); ++i) {
+        if (!pins[i]) pins[i] = cache.insert({r.layer, r.experts[i]}, opt.expert_bytes);
       }
       pins.clear();  // the layer is done with its experts
     }
