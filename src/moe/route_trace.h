@@ -22,7 +22,8 @@
 //  - Qwen1.5-MoE "moe_routes.jsonl" ({type:"meta"} header, then {type:"route",
 //    token_idx, layer, topk_ids, topk_weights}): one record per row; seq =
 //    the fused-MoE call index (a new call starts where token_idx resets to 0).
-//    Rows inside a call are different requests, not consecutive tokens.
+//    Rows inside a call are different requests, not consecutive tokens; the
+//    two 8192-row vLLM profiling calls (identical rows) are kept as they are.
 //
 // Errors: Error naming the file and line for malformed input.
 #pragma once
