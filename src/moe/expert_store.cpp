@@ -8,6 +8,11 @@
 //  - Lane threads only touch a Batch through read_done(); the Batch's
 //    destructor waits until every job it submitted has reported back.
 //  - Every Batch must be destroyed before the store (it borrows slots).
+//  - Cache (cfg.cache_bytes > 0): the ExpertCache is internally locked. A hit
+//    is pinned by the Batch at fetch(); a miss is read into its own buffer and
+//    inserted (pinned) by the lane thread that completes it, under the Batch's
+//    lock — only complete, error-free reads are inserted, so another Batch
+//    never sees a half-read expert. Lock order: Batch::State::mu -> cache.
 #include <algorithm>
 #include <array>
 #include <chrono>
@@ -17,6 +22,7 @@
 
 #include "io/aligned_buffer.h"
 #include "moe/aligned_reads.h"
+#include "moe/expert_cache.h"
 #include "moe/read_lanes.h"
 #include "moe/weight_store.h"
 #include "util/error.h"
@@ -58,6 +64,33 @@ class Latch final : public ReadOwner {
   std::exception_ptr error_;
 };
 
+// One expert's bytes as the cache holds them: the aligned covers of its
+// parts, and the view into them.
+struct CachedExpert final : CachePayload {
+  explicit CachedExpert(uint64_t bytes) : buf(bytes) {}
+  io::AlignedBuffer buf;
+  ExpertView view;
+};
+
+// How one expert's three parts map onto reads: parts sorted in file order,
+// parts whose aligned covers touch merged into one extent (one read), each
+// extent laid out at the next aligned position of the destination.
+struct ExpertLayout {
+  struct Part {
+    gguf::ByteRange r;
+    size_t which;  // 0 gate, 1 up, 2 down
+  };
+  struct Extent {
+    size_t first = 0, last = 0;  // parts [first, last)
+    uint64_t from = 0, to = 0;   // file bytes
+  };
+  std::array<Part, 3> parts;
+  std::array<Extent, 3> extents;
+  size_t n_extents = 0;
+  uint64_t footprint = 0;  // destination bytes needed
+  uint64_t bytes = 0;      // the expert's own bytes (gate+up+down)
+};
+
 }  // namespace
 
 struct ExpertStore::Impl {
@@ -70,6 +103,9 @@ struct ExpertStore::Impl {
 
   LaneStats lane_stats;
   std::atomic<uint64_t> experts_read{0};
+  std::atomic<uint64_t> experts_hit{0};
+  std::atomic<uint64_t> bytes_hit{0};
+  std::unique_ptr<ExpertCache> cache;  // null: cache off
   std::atomic<uint64_t> stall_ns{0};
 
   // Reusable slots: one per in-flight expert; free_slots lists the idle ones.
@@ -131,6 +167,50 @@ struct ExpertStore::Impl {
     return slots[static_cast<size_t>(id)].data();
   }
 
+  ExpertLayout layout(int layer, int expert) const {
+    const auto ps = parts(layer);
+    ExpertLayout lo;
+    for (size_t p = 0; p < 3; ++p) {
+      lo.parts[p] = {model.expert_range(*ps[p], static_cast<uint64_t>(expert)), p};
+      lo.bytes += lo.parts[p].r.bytes;
+    }
+    auto& pr = lo.parts;
+    std::sort(pr.begin(), pr.end(), [](const ExpertLayout::Part& a, const ExpertLayout::Part& b) {
+      return a.r.split != b.r.split ? a.r.split < b.r.split : a.r.offset < b.r.offset;
+    });
+    for (size_t p = 0; p < 3;) {
+      uint64_t from = pr[p].r.offset;
+      uint64_t to = from + pr[p].r.bytes;
+      size_t q = p + 1;
+      while (q < 3 && pr[q].r.split == pr[p].r.split && io::align_down(pr[q].r.offset) <= io::align_up(to)) {
+        to = std::max(to, pr[q].r.offset + pr[q].r.bytes);
+        ++q;
+      }
+      lo.extents[lo.n_extents++] = {p, q, from, to};
+      lo.footprint += cover_bytes(from, to - from);
+      p = q;
+    }
+    return lo;
+  }
+
+  // Appends the reads that bring the expert into `dst` (>= lo.footprint
+  // bytes, 4 KiB aligned) and returns where its parts will be.
+  ExpertView plan(const ExpertLayout& lo, uint8_t* dst, std::vector<PlannedRead>& reads) const {
+    const void* ptr[3] = {};
+    uint64_t pos = 0;  // next free aligned byte in dst
+    for (size_t x = 0; x < lo.n_extents; ++x) {
+      const ExpertLayout::Extent& ex = lo.extents[x];
+      const gguf::ByteRange& head = lo.parts[ex.first].r;
+      uint8_t* first = plan_covering_read(files.at(head.split), ex.from, ex.to - ex.from, dst + pos,
+                                          kMaxChunk, reads);
+      for (size_t j = ex.first; j < ex.last; ++j) {
+        ptr[lo.parts[j].which] = first + (lo.parts[j].r.offset - ex.from);
+      }
+      pos += cover_bytes(ex.from, ex.to - ex.from);
+    }
+    return {ptr[0], ptr[1], ptr[2]};
+  }
+
   void load_everything();
 };
 
@@ -140,6 +220,12 @@ struct ExpertStore::Batch::State final : ReadOwner {
   std::vector<int> experts;
   std::vector<ExpertView> views;
   std::vector<int> slot_ids;
+  // Cache on: per expert, the pin on its cache entry (a hit, or a completed
+  // read once inserted) or, until then, the buffer its reads land in.
+  std::vector<ExpertCache::Pin> pins;
+  std::vector<std::unique_ptr<CachedExpert>> pending;
+  std::vector<uint64_t> bytes_left;  // per expert: planned bytes not yet read
+  std::vector<uint64_t> footprint;   // per expert: cache accounting bytes
 
   std::mutex mu;
   std::condition_variable cv;
@@ -175,15 +261,22 @@ struct ExpertStore::Batch::State final : ReadOwner {
 
   bool cancelled() const override { return abandoned.load(std::memory_order_relaxed); }
 
-  void read_done(int item, uint64_t, std::exception_ptr err) override {
+  void read_done(int item, uint64_t bytes, std::exception_ptr err) override {
     bool expert_done = false;
+    const size_t i = static_cast<size_t>(item);
     std::lock_guard<std::mutex> lk(mu);
     if (err && !error) error = with_context(err, item);
-    if (--reads_left[static_cast<size_t>(item)] == 0 && !err) {
+    if (!bytes_left.empty()) bytes_left[i] -= std::min(bytes_left[i], bytes);
+    if (--reads_left[i] == 0 && !err) {
       ready.push_back(item);
       expert_done = true;
     }
     if (expert_done) store->experts_read += 1;
+    // Cache only what was read in full: a skipped (cancelled) or failed read
+    // leaves bytes_left > 0 or sets error.
+    if (expert_done && !error && !pending.empty() && pending[i] && bytes_left[i] == 0) {
+      pins[i] = store->cache->insert({layer, experts[i]}, footprint[i], std::move(pending[i]));
+    }
     --outstanding;
     // Notify under the lock: the destructor may free this State as soon as it
     // can observe outstanding == 0, which needs the lock we still hold.
@@ -263,7 +356,11 @@ ExpertStore::ExpertStore(const gguf::GgufModel& model, std::vector<LayerExperts>
     s.files[i] = std::move(f);
   }
   s.lanes = std::make_unique<ReadLanes>(cfg.io_threads, s.lane_stats);
-  if (cfg.load_all) s.load_everything();
+  if (cfg.load_all) {
+    s.load_everything();
+  } else if (cfg.cache_bytes > 0) {
+    s.cache = std::make_unique<ExpertCache>(cfg.cache_bytes);
+  }
 }
 
 ExpertStore::~ExpertStore() = default;
@@ -308,47 +405,45 @@ ExpertStore::Batch ExpertStore::fetch(int layer, std::span<const int> experts) {
     return Batch(std::move(st));
   }
 
-  st->slot_ids = s.acquire_slots(k);
   std::vector<ReadLanes::Job> jobs;
   std::vector<PlannedRead> reads;
+  if (s.cache) {
+    st->pins.resize(k);
+    st->pending.resize(k);
+    st->bytes_left.assign(k, 0);
+    st->footprint.assign(k, 0);
+  } else {
+    st->slot_ids = s.acquire_slots(k);
+  }
   for (size_t i = 0; i < k; ++i) {
-    uint8_t* slot = s.slot_data(st->slot_ids[i]);
-    // Lay the parts out in file order and merge parts whose aligned covers
-    // touch, so adjacent gate/up/down slices become one read.
-    struct Part { gguf::ByteRange r; size_t which; };
-    std::array<Part, 3> pr;
-    for (size_t p = 0; p < 3; ++p) {
-      pr[p] = {s.model.expert_range(*ps[p], static_cast<uint64_t>(experts[i])), p};
-    }
-    std::sort(pr.begin(), pr.end(), [](const Part& a, const Part& b) {
-      return a.r.split != b.r.split ? a.r.split < b.r.split : a.r.offset < b.r.offset;
-    });
-    const void* ptr[3] = {};
-    uint64_t pos = 0;  // next free aligned byte in the slot
-    for (size_t p = 0; p < 3;) {
-      // Extent: parts p..q-1 share one contiguous read.
-      uint64_t from = pr[p].r.offset;
-      uint64_t to = from + pr[p].r.bytes;
-      size_t q = p + 1;
-      while (q < 3 && pr[q].r.split == pr[p].r.split &&
-             io::align_down(pr[q].r.offset) <= io::align_up(to)) {
-        to = std::max(to, pr[q].r.offset + pr[q].r.bytes);
-        ++q;
+    const ExpertLayout lo = s.layout(layer, experts[i]);
+    uint8_t* dst = nullptr;
+    if (s.cache) {
+      ExpertCache::Pin pin = s.cache->acquire({layer, experts[i]});
+      if (pin) {  // hit: resident and pinned for this Batch's lifetime
+        st->views[i] = static_cast<const CachedExpert*>(pin.payload())->view;
+        st->pins[i] = std::move(pin);
+        s.experts_hit += 1;
+        s.bytes_hit += lo.bytes;
+        continue;
       }
-      uint8_t* dst = slot + pos;
-      uint8_t* first = plan_covering_read(s.files.at(pr[p].r.split), from, to - from, dst,
-                                          kMaxChunk, reads);
-      for (size_t j = p; j < q; ++j) ptr[pr[j].which] = first + (pr[j].r.offset - from);
-      pos += cover_bytes(from, to - from);
-      p = q;
+      st->pending[i] = std::make_unique<CachedExpert>(lo.footprint);
+      st->footprint[i] = st->pending[i]->buf.size();
+      dst = st->pending[i]->buf.data();
+    } else {
+      dst = s.slot_data(st->slot_ids[i]);
     }
-    st->views[i] = {ptr[0], ptr[1], ptr[2]};
+    st->views[i] = s.plan(lo, dst, reads);
+    if (s.cache) {
+      st->pending[i]->view = st->views[i];
+      for (const PlannedRead& r : reads) st->bytes_left[i] += r.n;
+    }
     for (const PlannedRead& r : reads) jobs.push_back({r, st.get(), static_cast<int>(i)});
     st->reads_left[i] = static_cast<int>(reads.size());
     reads.clear();
   }
   st->outstanding = static_cast<int>(jobs.size());
-  // Zero-byte experts have no reads: ready at once.
+  // Hits and zero-byte experts have no reads: ready at once.
   for (size_t i = 0; i < k; ++i) {
     if (st->reads_left[i] == 0) st->ready.push_back(static_cast<int>(i));
   }
@@ -369,6 +464,14 @@ ExpertIoStats ExpertStore::stats() const {
   r.bytes_read = s.lane_stats.bytes_read.load();
   r.reads = s.lane_stats.reads.load();
   r.experts_read = s.experts_read.load();
+  r.experts_hit = s.experts_hit.load();
+  r.bytes_hit = s.bytes_hit.load();
+  if (s.cache) {
+    const ExpertCacheStats cs = s.cache->stats();
+    r.cache_evictions = cs.evictions;
+    r.cache_bytes_resident = cs.bytes_resident;
+    r.cache_peak_bytes = cs.peak_bytes;
+  }
   r.io_seconds = static_cast<double>(s.lane_stats.io_ns.load()) * 1e-9;
   r.stall_seconds = static_cast<double>(s.stall_ns.load()) * 1e-9;
   return r;

@@ -68,6 +68,15 @@ struct ExpertStoreConfig {
   bool odirect = true;   // aligned O_DIRECT reads (buffered fallback where refused)
   int io_threads = 4;    // read lanes
   bool load_all = false; // keep every expert resident (debug / small models)
+  // Expert cache budget in bytes (0 = cache off: every fetch reads). With a
+  // budget, fetched experts stay resident in an LRU of whole experts until
+  // evicted (their memory is freed then); hits are ready at once. Accounted in
+  // allocated bytes (4 KiB-aligned covers), so memory follows the budget; an
+  // expert that cannot be cached (budget too small, everything pinned by live
+  // Batches) is read into a private buffer freed with its Batch. The caller
+  // validates the budget against the floor (moe/cache_budget.h).
+  // Ignored with load_all.
+  uint64_t cache_bytes = 0;
   // Tests: wraps every file the store opens (e.g. in an io::FaultFile). Empty: none.
   std::function<std::shared_ptr<const io::File>(std::shared_ptr<const io::File>)> wrap_file;
 };
@@ -75,7 +84,12 @@ struct ExpertStoreConfig {
 struct ExpertIoStats {
   uint64_t bytes_read = 0;
   uint64_t reads = 0;
-  uint64_t experts_read = 0;
+  uint64_t experts_read = 0;  // experts read from the file
+  uint64_t experts_hit = 0;   // experts served from the cache (no read)
+  uint64_t bytes_hit = 0;     // expert bytes (gate+up+down) those hits saved
+  uint64_t cache_evictions = 0;
+  uint64_t cache_bytes_resident = 0;  // allocated bytes held by the cache now
+  uint64_t cache_peak_bytes = 0;
   double io_seconds = 0;     // summed over lanes: time inside pread
   double stall_seconds = 0;  // time the compute thread waited in next_ready()
 };
@@ -83,9 +97,10 @@ struct ExpertIoStats {
 // Thread-safety: fetch(), expert_bytes(), stats() and direct_io() may be called
 // from any thread. Reads run on the store's own `io_threads` lanes. A Batch is
 // meant for one consumer thread (its calls are internally locked, so misuse is
-// still memory-safe). Errors: I/O failures surface from Batch::next_ready() as
-// sluice::Error naming the file, offset, expert and layer; bad arguments to
-// fetch() throw at once.
+// still memory-safe). With a cache, a Batch pins the cached experts it serves
+// until it is destroyed, so they cannot be evicted under it. Errors: I/O
+// failures surface from Batch::next_ready() as sluice::Error naming the file,
+// offset, expert and layer; bad arguments to fetch() throw at once.
 class ExpertStore {
  public:
   // layers[l] has null pointers for layers without experts.

@@ -348,6 +348,176 @@ TEST(WeightStore, BadRequestsAreErrors) {
   EXPECT_THAT(error_of([&] { ExpertStore s(m, layers, bad); }), HasSubstr("--io-threads"));
 }
 
+// ---- ExpertStore with the expert cache ----
+
+// Every layer's expert count, for building request sequences.
+std::vector<int> experts_per_layer(const std::vector<LayerExperts>& layers) {
+  std::vector<int> n;
+  for (const auto& le : layers) n.push_back(le.gate ? static_cast<int>(le.gate->ne[2]) : 0);
+  return n;
+}
+
+// Allocated bytes of every expert of the model, as the cache accounts them:
+// read everything once with an unbounded cache.
+uint64_t all_experts_footprint(const gguf::GgufModel& m, const std::vector<LayerExperts>& layers) {
+  ExpertStoreConfig cfg;
+  cfg.cache_bytes = uint64_t{1} << 40;
+  ExpertStore store(m, layers, cfg);
+  const auto n = experts_per_layer(layers);
+  for (size_t l = 0; l < layers.size(); ++l) {
+    std::vector<int> all;
+    for (int e = 0; e < n[l]; ++e) all.push_back(e);
+    if (all.empty()) continue;
+    auto b = store.fetch(static_cast<int>(l), all);
+    drain_and_check(m, layers[l], b, all);
+  }
+  const ExpertIoStats st = store.stats();
+  EXPECT_EQ(st.cache_evictions, 0u);
+  return st.cache_bytes_resident;
+}
+
+TEST(WeightStoreCache, ByteIdenticalFromFloorToEverything) {
+  for (const std::string& path : {files().single, files().split0}) {
+    SCOPED_TRACE(path);
+    const gguf::GgufModel m = gguf::GgufModel::open(path);
+    const auto layers = expert_layers(m);
+    const auto n = experts_per_layer(layers);
+    const uint64_t everything = all_experts_footprint(m, layers);
+    ASSERT_GT(everything, 0u);
+    // A fixed random request stream: up to 3 experts of a random MoE layer.
+    std::mt19937 rng(7);
+    std::vector<std::pair<int, std::vector<int>>> requests;
+    uint64_t requested = 0;
+    std::set<std::pair<int, int>> distinct;
+    while (requests.size() < 60) {
+      const int l = static_cast<int>(rng() % layers.size());
+      if (n[static_cast<size_t>(l)] == 0) continue;
+      std::vector<int> all(static_cast<size_t>(n[static_cast<size_t>(l)]));
+      for (size_t e = 0; e < all.size(); ++e) all[e] = static_cast<int>(e);
+      std::shuffle(all.begin(), all.end(), rng);
+      all.resize(std::min<size_t>(all.size(), 1 + rng() % 3));
+      for (int e : all) distinct.emplace(l, e);
+      requested += all.size();
+      requests.emplace_back(l, std::move(all));
+    }
+    // From below the widest expert (which is then never cached) up to everything.
+    uint64_t middle_evictions = 0;
+    for (uint64_t budget : {uint64_t{0}, everything / 8, everything / 3, everything / 2, everything}) {
+      SCOPED_TRACE("cache_bytes " + std::to_string(budget));
+      ExpertStoreConfig cfg;
+      cfg.cache_bytes = budget;
+      cfg.io_threads = 3;
+      ExpertStore store(m, layers, cfg);
+      for (const auto& [l, ex] : requests) {
+        auto b = store.fetch(l, ex);
+        drain_and_check(m, layers[static_cast<size_t>(l)], b, ex);
+      }
+      const ExpertIoStats st = store.stats();
+      EXPECT_EQ(st.experts_hit + st.experts_read, requested);
+      EXPECT_LE(st.cache_peak_bytes, budget);
+      EXPECT_LE(st.cache_bytes_resident, budget);
+      if (budget == 0) {
+        EXPECT_EQ(st.experts_hit, 0u);
+      } else if (budget == everything) {
+        EXPECT_EQ(st.experts_read, distinct.size());  // each expert read exactly once
+        EXPECT_EQ(st.cache_evictions, 0u);
+      } else {
+        EXPECT_GT(st.experts_hit, 0u);
+        EXPECT_GT(st.experts_read, distinct.size());  // evicted or uncacheable experts are read again
+        middle_evictions += st.cache_evictions;
+      }
+    }
+    EXPECT_GT(middle_evictions, 0u);  // memory is given back as the budget demands
+  }
+}
+
+TEST(WeightStoreCache, HitsAreReadyAtOnceAndCountBytes) {
+  const gguf::GgufModel m = gguf::GgufModel::open(files().single);
+  const auto layers = expert_layers(m);
+  ExpertStoreConfig cfg;
+  cfg.cache_bytes = 64 << 20;
+  ExpertStore store(m, layers, cfg);
+  const std::vector<int> first = {2, 0}, second = {0, 1, 2};
+  {
+    auto b = store.fetch(2, first);
+    drain_and_check(m, layers[2], b, first);
+  }
+  auto b = store.fetch(2, second);
+  // The two hits are ready before the read of expert 1: indices 0 and 2 first.
+  const int a = b.next_ready(), c = b.next_ready();
+  EXPECT_EQ(std::min(a, c), 0);
+  EXPECT_EQ(std::max(a, c), 2);
+  expect_view_matches(m, layers[2], 0, b.view(0));
+  expect_view_matches(m, layers[2], 2, b.view(2));
+  EXPECT_EQ(b.next_ready(), 1);
+  expect_view_matches(m, layers[2], 1, b.view(1));
+  const ExpertIoStats st = store.stats();
+  EXPECT_EQ(st.experts_hit, 2u);
+  EXPECT_EQ(st.experts_read, 3u);
+  EXPECT_EQ(st.bytes_hit, 2 * store.expert_bytes(2));
+}
+
+TEST(WeightStoreCache, PinnedWhileABatchUsesThem) {
+  const gguf::GgufModel m = gguf::GgufModel::open(files().single);
+  const auto layers = expert_layers(m);
+  const uint64_t everything = all_experts_footprint(m, layers);
+  ExpertStoreConfig cfg;
+  cfg.cache_bytes = everything / 4;  // far less than the two batches below need together
+  ExpertStore store(m, layers, cfg);
+  const std::vector<int> big = {0, 1, 2}, small = {7, 6, 5, 4, 3, 2, 1, 0};
+  for (int round = 0; round < 4; ++round) {
+    auto b1 = store.fetch(2, big);
+    auto b2 = store.fetch(1, small);  // inserting these must not evict b1's experts
+    auto b3 = store.fetch(2, big);    // the same experts again, while b1 is alive
+    drain_and_check(m, layers[1], b2, small);
+    drain_and_check(m, layers[2], b1, big);
+    drain_and_check(m, layers[2], b3, big);
+    EXPECT_LE(store.stats().cache_bytes_resident, cfg.cache_bytes);
+  }
+}
+
+TEST(WeightStoreCache, AbandonedAndFailedReadsAreNotCached) {
+  const gguf::GgufModel m = gguf::GgufModel::open(files().single);
+  const auto layers = expert_layers(m);
+  {
+    ExpertStoreConfig cfg;
+    cfg.io_threads = 2;
+    cfg.cache_bytes = 64 << 20;
+    ExpertStore store(m, layers, cfg);
+    const std::vector<int> all = {0, 1, 2};
+    for (int round = 0; round < 20; ++round) {
+      auto b = store.fetch(2, all);  // destroyed with reads still queued (skipped)
+      if (round % 2 == 0) {
+        ASSERT_GE(b.next_ready(), 0);
+      }
+    }
+    auto b = store.fetch(2, all);  // whatever was cached is whole
+    drain_and_check(m, layers[2], b, all);
+  }
+  ExpertStoreConfig cfg;
+  cfg.io_threads = 1;  // one lane: read 2 is the second part of expert 4
+  cfg.odirect = false;
+  cfg.cache_bytes = 64 << 20;
+  cfg.wrap_file = [](std::shared_ptr<const io::File> f) -> std::shared_ptr<const io::File> {
+    io::FaultPlan plan;
+    plan.fail_read = 2;
+    return std::make_shared<io::FaultFile>(std::move(f), plan);
+  };
+  ExpertStore store(m, layers, cfg);
+  const std::vector<int> experts = {4, 5, 6, 7};
+  {
+    auto b = store.fetch(1, experts);
+    EXPECT_THAT(error_of([&] {
+                  while (b.next_ready() != -1) {
+                  }
+                }),
+                HasSubstr("Input/output error"));
+  }
+  auto b = store.fetch(1, experts);  // read again, not served from a broken copy
+  drain_and_check(m, layers[1], b, experts);
+  EXPECT_EQ(store.stats().experts_hit, 0u);
+}
+
 // ---- DenseWeights ----
 
 class WeightStoreDense : public ::testing::TestWithParam<DenseMode> {};

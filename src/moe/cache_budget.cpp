@@ -1,0 +1,147 @@
+#include "moe/cache_budget.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "util/error.h"
+
+namespace sluice::moe {
+
+namespace {
+
+uint64_t ceil_mib(uint64_t bytes) { return (bytes + kMiB - 1) / kMiB; }
+
+const MoeLayerShape* widest_floor_layer(std::span<const MoeLayerShape> layers, int ubatch,
+                                        uint64_t* floor, uint64_t* n_experts) {
+  const MoeLayerShape* widest = nullptr;
+  *floor = 0;
+  *n_experts = 0;
+  for (const MoeLayerShape& l : layers) {
+    if (l.expert_bytes == 0 || l.n_expert <= 0 || l.top_k <= 0) continue;
+    const uint64_t n = std::min<uint64_t>(static_cast<uint64_t>(ubatch) * static_cast<uint64_t>(l.top_k),
+                                          static_cast<uint64_t>(l.n_expert));
+    if (n * l.expert_bytes > *floor) {
+      *floor = n * l.expert_bytes;
+      *n_experts = n;
+      widest = &l;
+    }
+  }
+  return widest;
+}
+
+}  // namespace
+
+std::string format_mib(uint64_t bytes) {
+  char buf[48];
+  if (bytes % kMiB == 0) {
+    std::snprintf(buf, sizeof buf, "%llu MiB", static_cast<unsigned long long>(bytes / kMiB));
+  } else {
+    std::snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(bytes) / static_cast<double>(kMiB));
+  }
+  return buf;
+}
+
+CacheMbSetting parse_cache_mb(const std::string& text) {
+  if (text == "auto") return {true, 0};
+  if (text == "off") return {false, 0};
+  bool digits = !text.empty() && text.size() <= 12;
+  for (char c : text) digits = digits && std::isdigit(static_cast<unsigned char>(c));
+  if (!digits) {
+    throw Error("--cache-mb: expected a whole number of MiB, 'auto' or 'off' (got '" + text + "')");
+  }
+  return {false, std::stoull(text)};
+}
+
+uint64_t cache_floor_bytes(std::span<const MoeLayerShape> layers, int ubatch) {
+  if (ubatch < 1) throw Error("--ubatch: must be at least 1 (got " + std::to_string(ubatch) + ")");
+  uint64_t floor = 0, n = 0;
+  widest_floor_layer(layers, ubatch, &floor, &n);
+  return floor;
+}
+
+uint64_t token_demand_bytes(std::span<const MoeLayerShape> layers) {
+  uint64_t total = 0;
+  for (const MoeLayerShape& l : layers) {
+    if (l.expert_bytes == 0 || l.n_expert <= 0 || l.top_k <= 0) continue;
+    total += static_cast<uint64_t>(std::min(l.top_k, l.n_expert)) * l.expert_bytes;
+  }
+  return total;
+}
+
+void check_cache_floor(uint64_t budget_bytes, std::span<const MoeLayerShape> layers, int ubatch) {
+  if (budget_bytes == 0) return;
+  if (ubatch < 1) throw Error("--ubatch: must be at least 1 (got " + std::to_string(ubatch) + ")");
+  uint64_t floor = 0, n = 0;
+  const MoeLayerShape* widest = widest_floor_layer(layers, ubatch, &floor, &n);
+  if (budget_bytes >= floor || widest == nullptr) return;
+  throw Error("--cache-mb " + std::to_string(budget_bytes / kMiB) +
+              ": below the mechanical floor of " + std::to_string(ceil_mib(floor)) +
+              " MiB (one layer needs " + std::to_string(n) + " experts of " +
+              format_mib(widest->expert_bytes) + " resident at once: ubatch " +
+              std::to_string(ubatch) + " x top-k " + std::to_string(widest->top_k) + ", at most " +
+              std::to_string(widest->n_expert) + "); use --cache-mb " +
+              std::to_string(ceil_mib(floor)) + " or more, or --cache-mb 0 to turn the cache off");
+}
+
+std::string cache_demand_warning(uint64_t budget_bytes, std::span<const MoeLayerShape> layers) {
+  const uint64_t demand = token_demand_bytes(layers);
+  if (budget_bytes == 0 || budget_bytes >= demand) return {};
+  return "--cache-mb " + std::to_string(budget_bytes / kMiB) + " is below one token's expert demand of " +
+         std::to_string(ceil_mib(demand)) +
+         " MiB (top-k experts of every MoE layer): each token evicts experts the next token needs "
+         "again, so expect mostly misses";
+}
+
+uint64_t meminfo_available_bytes(std::string_view text) {
+  std::istringstream in{std::string(text)};
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("MemAvailable:", 0) != 0) continue;
+    std::istringstream fields(line.substr(13));
+    unsigned long long value = 0;
+    std::string unit;
+    if (!(fields >> value) || !(fields >> unit) || unit != "kB") {
+      throw Error("/proc/meminfo: cannot parse '" + line + "' (expected 'MemAvailable: N kB')");
+    }
+    return static_cast<uint64_t>(value) * 1024;
+  }
+  throw Error("/proc/meminfo: no MemAvailable line (kernel older than 3.14?); give --cache-mb N instead of auto");
+}
+
+std::string read_proc_meminfo() {
+  std::ifstream f("/proc/meminfo");
+  if (!f) throw Error("/proc/meminfo: cannot open it; give --cache-mb N instead of auto");
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+AutoCacheBudget auto_cache_budget(std::string_view meminfo_text, const AutoCacheInputs& in) {
+  const uint64_t avail = meminfo_available_bytes(meminfo_text);
+  const uint64_t need = in.dense_bytes + in.kv_bytes + in.scratch_bytes + in.headroom_bytes;
+  const uint64_t room = avail > need ? (avail - need) / kMiB * kMiB : 0;
+  const uint64_t floor = (in.floor_bytes + kMiB - 1) / kMiB * kMiB;
+  AutoCacheBudget r;
+  r.bytes = room;
+  std::string how = "--cache-mb auto: MemAvailable " + format_mib(avail) + " - dense " +
+                    format_mib(in.dense_bytes) + " - KV " + format_mib(in.kv_bytes) + " - scratch " +
+                    format_mib(in.scratch_bytes) + " - headroom " + format_mib(in.headroom_bytes) +
+                    " leaves " + format_mib(room);
+  if (in.ceil_bytes != 0 && r.bytes > in.ceil_bytes) {
+    r.bytes = (in.ceil_bytes + kMiB - 1) / kMiB * kMiB;
+    how += ", capped at " + format_mib(r.bytes) + " (every expert of the model fits)";
+  }
+  if (r.bytes < floor) {
+    r.bytes = floor;
+    r.below_floor = true;
+    how += ", below the mechanical floor: using the floor " + format_mib(floor) +
+           " (memory will be tight; consider a smaller --ubatch or --ctx)";
+  }
+  r.how = how + "; cache budget " + format_mib(r.bytes) + ".";
+  return r;
+}
+
+}  // namespace sluice::moe

@@ -1,0 +1,74 @@
+// Sizing the expert cache: the `--cache-mb` flag, its mechanical floor, the
+// per-token demand warning, and `--cache-mb auto` from /proc/meminfo.
+//
+// Definitions (all in bytes of whole experts, gate+up+down):
+//  - mechanical floor: what one layer of one micro-batch needs resident at
+//    once — the widest MoE layer's min(ubatch * top_k, n_expert) experts.
+//    Below it a layer's experts cannot all be pinned together, so the cache
+//    would evict experts the layer is still using: an Error.
+//  - token demand: sum over MoE layers of top_k experts — what one token
+//    touches. Between the floor and this, every token evicts experts the
+//    next token needs again: allowed, with a warning.
+//
+// Pure functions (no I/O except read_proc_meminfo); thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace sluice::moe {
+
+inline constexpr uint64_t kMiB = uint64_t{1} << 20;
+
+struct MoeLayerShape {
+  uint64_t expert_bytes = 0;  // one expert, gate+up+down (0: layer without experts)
+  int n_expert = 0;
+  int top_k = 0;
+};
+
+// Parsed `--cache-mb`: "auto", "off" or a whole number of MiB ("0" = off).
+struct CacheMbSetting {
+  bool automatic = false;
+  uint64_t mib = 0;
+};
+CacheMbSetting parse_cache_mb(const std::string& text);  // throws Error naming --cache-mb
+
+uint64_t cache_floor_bytes(std::span<const MoeLayerShape> layers, int ubatch);
+uint64_t token_demand_bytes(std::span<const MoeLayerShape> layers);
+
+// Throws Error naming --cache-mb and the floor in MiB when 0 < budget < floor.
+// A budget of 0 (cache off) always passes.
+void check_cache_floor(uint64_t budget_bytes, std::span<const MoeLayerShape> layers, int ubatch);
+
+// A warning sentence when 0 < budget < token demand; empty otherwise.
+std::string cache_demand_warning(uint64_t budget_bytes, std::span<const MoeLayerShape> layers);
+
+// MemAvailable from /proc/meminfo text, in bytes. Throws Error if absent or malformed.
+uint64_t meminfo_available_bytes(std::string_view meminfo_text);
+std::string read_proc_meminfo();  // throws Error naming /proc/meminfo
+
+struct AutoCacheInputs {
+  uint64_t dense_bytes = 0;    // resident non-expert weights
+  uint64_t kv_bytes = 0;       // KV cache at the configured context
+  uint64_t scratch_bytes = 0;  // activations, read slots, other working memory
+  uint64_t headroom_bytes = uint64_t{1} << 30;  // left for the OS, page cache, other programs
+  uint64_t floor_bytes = 0;    // mechanical floor (cache_floor_bytes)
+  uint64_t ceil_bytes = 0;     // every expert of the model: more is never useful (0: no ceiling)
+};
+
+struct AutoCacheBudget {
+  uint64_t bytes = 0;   // whole MiB
+  std::string how;      // one sentence: the arithmetic and any clamp
+  bool below_floor = false;  // memory did not even cover the floor; bytes == floor
+};
+
+// budget = MemAvailable - dense - KV - scratch - headroom, rounded down to a
+// MiB, then clamped to [floor, ceil] (floor wins when ceil < floor).
+AutoCacheBudget auto_cache_budget(std::string_view meminfo_text, const AutoCacheInputs& in);
+
+// "1234 MiB" / "94.5 MiB" (one decimal when not whole).
+std::string format_mib(uint64_t bytes);
+
+}  // namespace sluice::moe

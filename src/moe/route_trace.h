@@ -1,0 +1,81 @@
+// Routing traces: which experts each (token, layer) was routed to.
+//
+// sluice's own format is JSONL, one record per (token, layer), written by the
+// engine in forward order (token-major):
+//   {"pos":12,"layer":3,"experts":[5,1],"weights":[0.71,0.29],"hit":[true,false]}
+// ("seq" is added when non-zero: an independent sequence, e.g. another prompt.)
+//
+// The reader also understands the reference traces in shared/data/routing
+// (see shared/data/README.md), detected per line by their keys:
+//  - Mixtral "*_routing.jsonl" ({problem_id, layer, token_idx, experts,
+//    gating_probs}; file order problem -> layer -> token). Re-ordered
+//    token-major: for each problem, for each token index t, for each layer L.
+//    seq = problem_id. Alignment of the per-layer gaps: upstream dropped rows
+//    with weights exactly [0.5, 0.5] and renumbered token_idx per layer, so a
+//    short layer's records are placed at their renumbered index — exact up to
+//    the dropped row, shifted by -1 (or -2) after it; the short layer simply
+//    has no record at its last 1-2 token indices. For a cache this moves a
+//    few accesses of one layer by one or two tokens.
+//  - Mixtral "humaneval_p0_aligned_per_token.jsonl" ({phase, pos, experts:
+//    [[..] x layers]}): one record per non-null layer entry, all in seq 0;
+//    decode positions continue after the prompt (pos += prefill length).
+//  - Qwen1.5-MoE "moe_routes.jsonl" ({type:"meta"} header, then {type:"route",
+//    token_idx, layer, topk_ids, topk_weights}): one record per row; seq =
+//    the fused-MoE call index (a new call starts where token_idx resets to 0).
+//    Rows inside a call are different requests, not consecutive tokens; the
+//    two 8192-row vLLM profiling calls (identical rows) are kept as they are.
+//
+// Errors: Error naming the file and line for malformed input.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <istream>
+#include <string>
+#include <vector>
+
+namespace sluice::moe {
+
+struct RouteRecord {
+  int seq = 0;       // independent sequence (prompt / problem / batch call)
+  int64_t pos = 0;   // token position within the sequence
+  int layer = 0;
+  std::vector<int> experts;     // distinct ids, descending weight
+  std::vector<float> weights;   // same length as experts (may be empty)
+  std::vector<bool> hit;        // engine traces: served from the cache (may be empty)
+};
+
+struct RouteTrace {
+  std::string source;   // file name, for messages
+  std::string format;   // "sluice", "mixtral", "mixtral-aligned", "qwen-moe"
+  std::vector<RouteRecord> records;  // replay order: token-major within each seq
+
+  int n_layers() const;     // max layer + 1
+  int max_top_k() const;    // most experts in one record
+  int n_expert() const;     // max expert id + 1
+  uint64_t n_tokens() const;  // distinct (seq, pos)
+};
+
+// One JSONL line (no newline) in sluice's format.
+std::string route_record_json(const RouteRecord& r);
+
+// Appends records to a JSONL file. Not thread-safe (one writer per file).
+// Throws Error naming the path when it cannot be opened or written.
+class RouteTraceWriter {
+ public:
+  explicit RouteTraceWriter(const std::string& path);
+  ~RouteTraceWriter();
+  RouteTraceWriter(const RouteTraceWriter&) = delete;
+  RouteTraceWriter& operator=(const RouteTraceWriter&) = delete;
+  void write(const RouteRecord& r);
+  void close();  // flushes and closes; reports write errors
+
+ private:
+  std::string path_;
+  std::FILE* f_ = nullptr;
+};
+
+RouteTrace read_route_trace(const std::string& path);
+RouteTrace parse_route_trace(std::istream& in, const std::string& name);
+
+}  // namespace sluice::moe
