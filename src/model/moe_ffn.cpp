@@ -67,11 +67,15 @@ void MoeFfn::run(int layer, const ExpertTemplate& tmpl, const float* xn, int n_t
   // Every expert was taken, so every read of this batch has completed and
   // been counted. Clamp: a store counting reads differently must not wrap
   // the unsigned hit count (the telemetry tests check read against the store).
+  // Routing trims (when they land) remove experts before the fetch: they add
+  // to routed and dropped (and the per-trim counts and dropped_bytes).
   const uint64_t routed = experts.size();
-  const uint64_t read = std::min<uint64_t>(store.stats().experts_read - read_before, routed);
+  const uint64_t dropped = 0;
+  const uint64_t read = std::min<uint64_t>(store.stats().experts_read - read_before, routed - dropped);
   counters_.routed += routed;
+  counters_.dropped += dropped;
   counters_.read += read;
-  counters_.hit += routed - read;
+  counters_.hit += routed - dropped - read;
 
   // Weighted sum in slot order (fixed, independent of arrival order).
   for (int t = 0; t < n_tokens; ++t) {
