@@ -28,6 +28,17 @@ model::ExpertCounters minus(const model::ExpertCounters& a, const model::ExpertC
   return d;
 }
 
+void accumulate(model::ExpertCounters& into, const model::ExpertCounters& c) {
+  into.routed += c.routed;
+  into.hit += c.hit;
+  into.read += c.read;
+  into.dropped += c.dropped;
+  into.dropped_top_p += c.dropped_top_p;
+  into.dropped_budget += c.dropped_budget;
+  into.dropped_cold += c.dropped_cold;
+  into.dropped_bytes += c.dropped_bytes;
+}
+
 // Rounds for the summary: 4 decimals is below every quantity's noise and
 // keeps the `# summary` line readable (JSON prints the shortest round-trip form).
 double r4(double x) { return std::isfinite(x) ? std::round(x * 1e4) / 1e4 : 0.0; }
@@ -77,6 +88,7 @@ const TokenRecord& TokenRecorder::end(const model::Model& m, EvalKind kind, int 
   r.compute_ms = std::max(0.0, r.ms - r.stall_ms);
   r.experts = minus(s.experts, before_.stats.experts);
   r.bytes_read = s.io.bytes_read - before_.stats.io.bytes_read;
+  r.reads = s.io.reads - before_.stats.io.reads;
   r.majflt = majflt - before_.majflt;
   // Sampled after the eval (and outside its timing) since mincore over a
   // large dense set is not free.
@@ -133,16 +145,16 @@ RunSummary summarize(const SummaryInput& in) {
       s.decode_s += r.ms / 1e3;
     }
     s.majflt += r.majflt;
+    accumulate(s.experts, r.experts);
+    s.bytes_read += r.bytes_read;
+    s.reads += r.reads;
+    s.io_lane_s += r.io_ms / 1e3;
   }
   s.ttft_ms = in.ttft_ms > 0 ? in.ttft_ms : (in.records.empty() ? 0.0 : in.records.front().ms);
   s.token_demand_bytes = token_demand_bytes(in.expert_bytes, in.top_k);
   s.layer_demand_bytes = layer_demand_bytes(in.expert_bytes, in.top_k, in.n_expert, 1);
   s.cache_budget_bytes = in.opts.cache_budget_bytes;
   s.expert_budget = in.opts.expert_budget;
-  s.experts = in.stats.experts;
-  s.bytes_read = in.stats.io.bytes_read;
-  s.reads = in.stats.io.reads;
-  s.io_lane_s = in.stats.io.io_seconds;
   s.dense_resident_frac = in.dense_resident_frac;
   s.dense_bytes = in.stats.dense_bytes;
   s.peak_rss_mib = in.peak_rss_mib;
@@ -266,17 +278,17 @@ std::string progress_line(const TokenRecord& r) {
 }
 
 std::string csv_header() {
-  return "index,kind,n_tokens,pos,ms,io_ms,compute_ms,stall_ms,routed,hit,read,dropped,bytes_read,mib_read,majflt,"
-         "dense_res";
+  return "index,kind,n_tokens,pos,ms,io_ms,compute_ms,stall_ms,routed,hit,read,dropped,bytes_read,reads,mib_read,"
+         "majflt,dense_res";
 }
 
 std::string csv_row(const TokenRecord& r) {
   char buf[512];
   std::snprintf(buf, sizeof buf,
                 "%d,%s,%d,%d,%.3f,%.3f,%.3f,%.3f,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
-                ",%.3f,%" PRIu64 ",%.4f",
+                ",%" PRIu64 ",%.3f,%" PRIu64 ",%.4f",
                 r.index, eval_kind_name(r.kind), r.n_tokens, r.pos, r.ms, r.io_ms, r.compute_ms, r.stall_ms,
-                r.experts.routed, r.experts.hit, r.experts.read, r.experts.dropped, r.bytes_read, r.mib_read(),
+                r.experts.routed, r.experts.hit, r.experts.read, r.experts.dropped, r.bytes_read, r.reads, r.mib_read(),
                 r.majflt, r.dense_res);
   return buf;
 }

@@ -44,6 +44,7 @@ struct TokenRecord {
   double compute_ms = 0;  // ms - stall_ms
   model::ExpertCounters experts;  // routed == hit + read + dropped
   uint64_t bytes_read = 0;        // expert bytes the lanes read (O_DIRECT: aligned covers)
+  uint64_t reads = 0;             // read requests behind bytes_read
   uint64_t majflt = 0;            // major page faults of the process during the eval
   double dense_res = 1.0;         // dense resident fraction, as last sampled
   bool dense_res_sampled = false; // sampled at this record (else carried over)
@@ -126,10 +127,10 @@ struct RunSummary {
   uint64_t layer_demand_bytes = 0;
   uint64_t cache_budget_bytes = 0;
   int expert_budget = 0;
-  model::ExpertCounters experts;  // over the whole run
-  uint64_t bytes_read = 0;
+  model::ExpertCounters experts;  // over the records
+  uint64_t bytes_read = 0;        // over the records
   uint64_t reads = 0;
-  double io_lane_s = 0;  // read time summed over lanes
+  double io_lane_s = 0;  // read time summed over lanes, over the records
   uint64_t majflt = 0;   // over the records' evals
   double dense_resident_frac = 1.0;
   uint64_t dense_bytes = 0;
@@ -144,7 +145,9 @@ struct RunSummary {
   double io_saved_gb() const { return static_cast<double>(experts.dropped_bytes) / 1e9; }
 };
 
-// Pure: sums the records (prefill/decode split, faults) and takes the rest from the input.
+// Pure. Token counts, expert counters, bytes/reads/lane time and faults are
+// summed over the records (so reads done at load, e.g. --load-all, are not
+// counted); the time profile and dense size come from `stats`.
 RunSummary summarize(const SummaryInput& in);
 
 // Text forms. The JSON object's keys, in order, are the `# summary` line's.

@@ -175,7 +175,11 @@ TEST(Telemetry, LoadAllServesEveryExpertWithoutARead) {
     EXPECT_EQ(r.bytes_read, 0u);
   }
   EXPECT_EQ(s.model().stats().io.experts_read, read_at_load);
-  EXPECT_DOUBLE_EQ(s.summary().cache_hit_pct(), 100.0);
+  const runtime::RunSummary sum = s.summary();
+  EXPECT_DOUBLE_EQ(sum.cache_hit_pct(), 100.0);
+  EXPECT_EQ(sum.bytes_read, 0u);  // the load's reads are not the run's
+  EXPECT_EQ(sum.reads, 0u);
+  EXPECT_GT(s.model().stats().io.bytes_read, 0u);
 }
 
 TEST(Telemetry, SummaryOfAStoriesRun) {
@@ -289,6 +293,19 @@ TEST(Telemetry, SummarizeSplitsPrefillAndDecode) {
   recs[2].n_tokens = 1;
   recs[2].ms = 250;
   recs[2].majflt = 1;
+  recs[0].experts.routed = 7;
+  recs[0].experts.read = 7;
+  recs[0].bytes_read = 700;
+  recs[0].reads = 21;
+  recs[1].experts.routed = 2;
+  recs[1].experts.hit = 2;
+  recs[2].experts.routed = 2;
+  recs[2].experts.read = 1;
+  recs[2].experts.dropped = 1;
+  recs[2].experts.dropped_cold = 1;
+  recs[2].bytes_read = 100;
+  recs[2].reads = 3;
+  recs[2].io_ms = 1500;
   runtime::SummaryInput in;
   in.records = recs;
   in.opts.cache_budget_bytes = 64ull << 20;
@@ -299,6 +316,14 @@ TEST(Telemetry, SummarizeSplitsPrefillAndDecode) {
   EXPECT_DOUBLE_EQ(s.decode_tps(), 4.0);
   EXPECT_DOUBLE_EQ(s.ttft_ms, 500.0);  // no ttft given: the first record's time
   EXPECT_EQ(s.majflt, 4u);
+  EXPECT_EQ(s.experts.routed, 11u);
+  EXPECT_EQ(s.experts.hit, 2u);
+  EXPECT_EQ(s.experts.read, 8u);
+  EXPECT_EQ(s.experts.dropped, 1u);
+  EXPECT_EQ(s.experts.dropped_cold, 1u);
+  EXPECT_EQ(s.bytes_read, 800u);
+  EXPECT_EQ(s.reads, 24u);
+  EXPECT_DOUBLE_EQ(s.io_lane_s, 1.5);
   EXPECT_EQ(runtime::summary_json(s)["cache_budget_MiB"].get<double>(), 64.0);
 }
 
@@ -314,11 +339,12 @@ TEST(Telemetry, ProgressLineAndCsvRowFormat) {
   r.experts.routed = 384;
   r.experts.read = 384;
   r.bytes_read = 972ull << 20;
+  r.reads = 1152;
   r.dense_res = 1.0;
   EXPECT_EQ(runtime::progress_line(r),
             "tok 12 n 1 ms 45.1 io 30.2 compute 17.1 stall 28.0 routed 384 hit 0 read 384 dropped 0 MiB 972.0 "
             "majflt 0 dense_res 1.00");
-  EXPECT_EQ(runtime::csv_row(r), "12,decode,1,16,45.100,30.200,17.100,28.000,384,0,384,0,1019215872,972.000,0,1.0000");
+  EXPECT_EQ(runtime::csv_row(r), "12,decode,1,16,45.100,30.200,17.100,28.000,384,0,384,0,1019215872,1152,972.000,0,1.0000");
 }
 
 TEST(Telemetry, CsvWriterNamesAnUnwritablePath) {
