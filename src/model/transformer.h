@@ -36,6 +36,8 @@ class Transformer final : public Model {
   void reset() override { kv_->reset(); }
   int n_cached() const override { return kv_->n_filled(); }
   ModelStats stats() const override;
+  uint64_t expert_bytes(int layer) const override;
+  double dense_resident_fraction() const override;
 
  private:
   struct Layer {
@@ -78,6 +80,8 @@ class Transformer final : public Model {
   MoeFfn moe_ffn_;
   Routing routing_;
   uint64_t tokens_evaluated_ = 0;
+  double eval_s_ = 0;       // TimeProfile::eval_s
+  double attention_s_ = 0;  // TimeProfile::attention_s
 };
 
 }  // namespace sluice::model
