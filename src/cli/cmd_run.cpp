@@ -1,12 +1,18 @@
 // `sluice run`: tokenize a prompt, generate, stream the text to stdout; the
 // telemetry summary (cli/telemetry_output.h) goes to stderr.
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <fstream>
 #include <memory>
+#include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "cli/commands.h"
 #include "cli/engine_flags.h"
+#include "cli/load_progress.h"
 #include "cli/telemetry_output.h"
 #include "runtime/session.h"
 #include "tokenizer/tokenizer.h"
@@ -18,21 +24,58 @@ namespace {
 struct RunOptions {
   runtime::EngineOptions engine;
   runtime::SamplerConfig sampler;
-  std::string prompt;
+  std::string prompt;       // -p
+  std::string prompt_file;  // -f
   int n_predict = 128;
   bool ignore_eos = false;
   TelemetryFlags telemetry;
 };
 
+// The prompt from -p, or the whole of -f's file minus one trailing newline
+// (as llama.cpp's -f does, so `echo text > f` and -p text agree).
+std::string load_prompt(const RunOptions& o) {
+  if (o.prompt_file.empty()) return o.prompt;
+  std::ifstream in(o.prompt_file, std::ios::binary);
+  if (!in) throw Error("-f: cannot open prompt file " + o.prompt_file + ": " + std::strerror(errno));
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) throw Error("-f: cannot read prompt file " + o.prompt_file);
+  std::string text = ss.str();
+  if (!text.empty() && text.back() == '\n') text.pop_back();
+  return text;
+}
+
+// The throughput figures the streaming design is judged by, over the decode
+// steps only (prefill reads experts for a whole batch at once, so mixing it in
+// would hide the per-token cost).
+void print_decode_io(const runtime::GenerationStats& st, const moe::ExpertIoStats& before,
+                     const moe::ExpertIoStats& after) {
+  if (st.decode_tokens <= 0) return;
+  const double bytes = static_cast<double>(after.bytes_read - before.bytes_read);
+  const double lane_s = after.io_seconds - before.io_seconds;
+  const double stall_s = after.stall_seconds - before.stall_seconds;
+  std::fprintf(stderr,
+               "sluice: decode: %.1f MiB read per token; %.2f GB/s over decode wall time, %.2f GB/s per busy "
+               "read lane (%.3f lane-s in pread); compute waited %.3f s on reads\n",
+               bytes / 1048576.0 / st.decode_tokens, st.decode_seconds > 0 ? bytes / 1e9 / st.decode_seconds : 0.0,
+               lane_s > 0 ? bytes / 1e9 / lane_s : 0.0, lane_s, stall_s);
+}
+
 void run_generate(const RunOptions& o) {
   if (o.n_predict < 0) throw Error("-n: must be >= 0 (got " + std::to_string(o.n_predict) + ")");
-  runtime::Session session = runtime::Session::open(o.engine.model_path, o.engine.to_model_config());
+  const std::string text = load_prompt(o);
+  model::ModelConfig cfg = o.engine.to_model_config();
+  cfg.on_dense_progress = tty_load_progress("sluice: loading dense weights");
+  runtime::Session session = runtime::Session::open(o.engine.model_path, cfg);
   const tokenizer::Tokenizer tok = tokenizer::Tokenizer::from_gguf(session.gguf().metadata());
-  const std::vector<int32_t> prompt = tok.encode(o.prompt, true, false);
-  if (prompt.empty()) throw Error("-p: the prompt tokenizes to nothing (and the model adds no BOS)");
-  TelemetryOutput telemetry(o.telemetry, session);
+  const std::vector<int32_t> prompt = tok.encode(text, true, false);
+  if (prompt.empty()) {
+    throw Error(std::string(o.prompt_file.empty() ? "-p" : "-f") +
+                ": the prompt tokenizes to nothing (and the model adds no BOS)");
+  }
 
-  std::fwrite(o.prompt.data(), 1, o.prompt.size(), stdout);
+  TelemetryOutput telemetry(o.telemetry, session);
+  std::fwrite(text.data(), 1, text.size(), stdout);
   std::fflush(stdout);
   std::vector<int32_t> stop;
   if (!o.ignore_eos) {
@@ -40,8 +83,12 @@ void run_generate(const RunOptions& o) {
       if (id >= 0) stop.push_back(id);
   }
   runtime::Sampler sampler(o.sampler);
-  session.generate(prompt, o.n_predict, sampler,
+  // The first token arrives after prefill and before any decode step.
+  std::optional<moe::ExpertIoStats> io_after_prefill;
+  const runtime::GenerationStats st = session.generate(
+      prompt, o.n_predict, sampler,
       [&](int32_t id) {
+        if (!io_after_prefill) io_after_prefill = session.model().stats().io;
         const std::string piece = tok.token_to_piece(id, false);
         std::fwrite(piece.data(), 1, piece.size(), stdout);
         std::fflush(stdout);
@@ -52,6 +99,7 @@ void run_generate(const RunOptions& o) {
   std::fflush(stdout);
 
   telemetry.finish();
+  if (io_after_prefill) print_decode_io(st, *io_after_prefill, session.model().stats().io);
 }
 
 }  // namespace
@@ -60,7 +108,10 @@ void register_run(CLI::App& app) {
   auto opts = std::make_shared<RunOptions>();
   CLI::App* cmd = app.add_subcommand("run", "generate text from a prompt");
   add_engine_flags(cmd, opts->engine);
-  cmd->add_option("-p,--prompt", opts->prompt, "prompt text")->required();
+  CLI::Option* p = cmd->add_option("-p,--prompt", opts->prompt, "prompt text");
+  CLI::Option* f = cmd->add_option("-f,--file", opts->prompt_file, "read the prompt from a file");
+  p->excludes(f);
+  f->excludes(p);
   cmd->add_option("-n,--n-predict", opts->n_predict, "tokens to generate")->capture_default_str();
   cmd->add_option("--temp", opts->sampler.temperature, "temperature (0 = greedy)")->capture_default_str();
   cmd->add_option("--top-k", opts->sampler.top_k, "top-k (0 = off)")->capture_default_str();
@@ -70,10 +121,14 @@ void register_run(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--repeat-last-n", opts->sampler.repeat_last_n, "tokens the penalty looks back over")
       ->capture_default_str();
-  cmd->add_option("--seed", opts->sampler.seed, "sampling seed")->capture_default_str();
+  cmd->add_option("-s,--seed", opts->sampler.seed, "sampling seed")->capture_default_str();
   cmd->add_flag("--ignore-eos", opts->ignore_eos, "keep generating after end-of-sequence");
   add_telemetry_flags(cmd, opts->telemetry);
-  cmd->callback([opts] { run_generate(*opts); });
+  cmd->callback([opts, p, f] {  // the options are owned by `app`, which outlives parsing
+    if (p->count() == 0 && f->count() == 0)
+      throw Error("run: no prompt: give -p TEXT or -f FILE");
+    run_generate(*opts);
+  });
 }
 
 }  // namespace sluice::cli

@@ -26,6 +26,7 @@ struct ModelConfig {
   int threads = 1;         // compute threads (results do not depend on it)
   KvType kv_type = KvType::F16;
   int n_ctx = 0;           // KV cache positions; 0 = min(context_length, 4096)
+  moe::LoadProgressFn on_dense_progress;  // optional: dense-weight loading progress (see weight_store.h)
 };
 
 // Routed-expert accounting, counted per (layer, eval batch) over the DISTINCT

@@ -91,6 +91,7 @@ Transformer::Transformer(std::shared_ptr<const gguf::GgufModel> gguf, const Mode
   moe::DenseConfig dc;
   dc.mode = cfg.dense_mode;
   dc.odirect = cfg.odirect;
+  dc.on_progress = cfg.on_dense_progress;
   dense_ = std::make_unique<moe::DenseWeights>(*gguf_, dc, is_expert_tensor);
   bind_weights();
   if (hp_.is_moe()) {

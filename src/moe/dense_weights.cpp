@@ -116,10 +116,41 @@ std::vector<Extent> group_extents(std::vector<const gguf::TensorInfo*> ts) {
   return out;
 }
 
+// Serialises progress reports from the loader threads (see LoadProgressFn).
+class ProgressCounter {
+ public:
+  ProgressCounter(const LoadProgressFn& fn, uint64_t total) : fn_(fn), total_(total) {}
+  void add(uint64_t n) {
+    if (!fn_) return;
+    std::lock_guard<std::mutex> lk(mu_);
+    done_ = std::min(total_, done_ + n);
+    report();
+  }
+  // The closing done == total call, unless add() already made it.
+  void finish() {
+    if (!fn_) return;
+    std::lock_guard<std::mutex> lk(mu_);
+    done_ = total_;
+    if (!reported_end_) report();
+  }
+
+ private:
+  void report() {
+    reported_end_ = done_ == total_;
+    fn_(done_, total_);
+  }
+
+  const LoadProgressFn& fn_;
+  const uint64_t total_;
+  uint64_t done_ = 0;
+  bool reported_end_ = false;
+  std::mutex mu_;
+};
+
 // Runs the reads on a few threads: one O_DIRECT stream rarely saturates an
 // NVMe drive, and loading the dense set is on the startup path. Rethrows the
 // first failure once every thread has stopped.
-void read_parallel(const std::vector<PlannedRead>& reads) {
+void read_parallel(const std::vector<PlannedRead>& reads, ProgressCounter& progress) {
   constexpr size_t kMaxThreads = 4;
   const size_t n_threads = std::min(kMaxThreads, reads.size());
   std::atomic<size_t> next{0};
@@ -130,6 +161,7 @@ void read_parallel(const std::vector<PlannedRead>& reads) {
     for (size_t i; !failed && (i = next++) < reads.size();) {
       try {
         reads[i].file->read_exact(reads[i].dst, reads[i].n, reads[i].offset);
+        progress.add(reads[i].n);
       } catch (...) {
         std::lock_guard<std::mutex> lk(error_mu);
         if (!error) error = std::current_exception();
@@ -165,12 +197,14 @@ struct DenseWeights::Impl {
     by_name[t->name] = p;
   }
 
-  void load_anon(const gguf::GgufModel& model, const std::vector<Extent>& extents, bool odirect);
-  void load_mapped(const gguf::GgufModel& model, const std::vector<Extent>& extents, bool warm);
+  void load_anon(const gguf::GgufModel& model, const std::vector<Extent>& extents, bool odirect,
+                 const LoadProgressFn& on_progress);
+  void load_mapped(const gguf::GgufModel& model, const std::vector<Extent>& extents, bool warm,
+                   const LoadProgressFn& on_progress);
 };
 
-void DenseWeights::Impl::load_anon(const gguf::GgufModel& model,
-                                   const std::vector<Extent>& extents, bool odirect) {
+void DenseWeights::Impl::load_anon(const gguf::GgufModel& model, const std::vector<Extent>& extents,
+                                   bool odirect, const LoadProgressFn& on_progress) {
   const std::vector<std::string> paths = model.paths();
   buffers.resize(paths.size());
   std::vector<SplitFiles> files(paths.size());
@@ -196,16 +230,23 @@ void DenseWeights::Impl::load_anon(const gguf::GgufModel& model,
     }
     spans.push_back({buffers[s].data(), static_cast<size_t>(need)});
   }
-  read_parallel(reads);
+  uint64_t planned = 0;
+  for (const PlannedRead& r : reads) planned += r.n;
+  ProgressCounter progress(on_progress, planned);
+  read_parallel(reads, progress);
+  progress.finish();
   // We now own a private copy; the cached file pages (the header parse, and
   // everything on the buffered path) would be a second one.
   for (const SplitFiles& f : files) io::drop_file_pages(f.fd);
 }
 
-void DenseWeights::Impl::load_mapped(const gguf::GgufModel& model,
-                                     const std::vector<Extent>& extents, bool warm) {
+void DenseWeights::Impl::load_mapped(const gguf::GgufModel& model, const std::vector<Extent>& extents,
+                                     bool warm, const LoadProgressFn& on_progress) {
   const std::vector<std::string> paths = model.paths();
   maps.resize(paths.size());
+  uint64_t planned = 0;
+  for (const Extent& e : extents) planned += e.to - e.from;
+  ProgressCounter progress(on_progress, planned);
   for (const Extent& e : extents) {
     auto& m = maps[e.split];
     if (!m) m = std::make_unique<FileMapping>(paths[e.split]);
@@ -222,8 +263,10 @@ void DenseWeights::Impl::load_mapped(const gguf::GgufModel& model,
       // into this process (WILLNEED alone only fills the page cache).
       io::advise_willneed(p, n);
       io::touch_pages(p, n);
+      progress.add(n);
     }
   }
+  progress.finish();
 }
 
 DenseWeights::DenseWeights(const gguf::GgufModel& model, const DenseConfig& cfg,
@@ -243,9 +286,9 @@ DenseWeights::DenseWeights(const gguf::GgufModel& model, const DenseConfig& cfg,
   }
   const std::vector<Extent> extents = group_extents(std::move(dense));
   if (cfg.mode == DenseMode::Anon) {
-    s.load_anon(model, extents, cfg.odirect);
+    s.load_anon(model, extents, cfg.odirect, cfg.on_progress);
   } else {
-    s.load_mapped(model, extents, cfg.mode == DenseMode::Warm);
+    s.load_mapped(model, extents, cfg.mode == DenseMode::Warm, cfg.on_progress);
   }
 }
 

@@ -22,9 +22,16 @@ enum class DenseMode { Mmap, Warm, Anon };
 DenseMode parse_dense_mode(const std::string& s);  // throws Error naming --dense-weights
 const char* dense_mode_name(DenseMode m);
 
+// Progress of loading the dense set: bytes made resident so far and the total.
+// Calls are serialised (never concurrent) but may come from loader threads;
+// `done` never decreases and the last call has done == total (also for an empty
+// set or mmap mode, which loads nothing up front). Must not throw.
+using LoadProgressFn = std::function<void(uint64_t done, uint64_t total)>;
+
 struct DenseConfig {
   DenseMode mode = DenseMode::Anon;
   bool odirect = true;  // anon mode: read with O_DIRECT (buffered fallback where refused)
+  LoadProgressFn on_progress;  // optional (e.g. a TTY progress bar)
 };
 
 // Holds every non-expert tensor of a model. Immutable after construction;

@@ -1,8 +1,16 @@
 #include "runtime/engine_options.h"
 
+#include <algorithm>
+#include <thread>
+
 #include "util/error.h"
 
 namespace sluice::runtime {
+
+int default_thread_count() {
+  // hardware_concurrency() may return 0 when it cannot tell.
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
 
 model::ModelConfig EngineOptions::to_model_config() const {
   if (model_path.empty()) throw Error("-m: no model file given");

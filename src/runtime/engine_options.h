@@ -9,9 +9,12 @@
 
 namespace sluice::runtime {
 
+// Online CPUs (std::thread::hardware_concurrency), at least 1: the -t default.
+int default_thread_count();
+
 struct EngineOptions {
   std::string model_path;            // -m
-  int threads = 1;                   // -t
+  int threads = default_thread_count();  // -t (results never depend on it)
   std::string dense_weights = "anon";  // --dense-weights mmap|warm|anon
   bool no_odirect = false;           // --no-odirect
   int io_threads = 4;                // --io-threads
