@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "kernels/ops.h"
+
 namespace sluice::model {
 
 void Attention::run(const float* q, int n_tokens, int pos0, int layer, const KvCache& kv, const HParams& hp,
@@ -32,6 +34,7 @@ void Attention::run(const float* q, int n_tokens, int pos0, int layer, const KvC
     values = v_scratch_.data();
   }
 
+  const kernels::OpsKernels& ops = kernels::ops();
   auto body = [&](int64_t b, int64_t e) {
     std::vector<float> p(static_cast<size_t>(n_keys_max));
     for (int64_t item = b; item < e; ++item) {
@@ -40,28 +43,19 @@ void Attention::run(const float* q, int n_tokens, int pos0, int layer, const KvC
       const int kvh = h / group;
       const int n_keys = pos0 + t + 1;
       const float* qh = q + static_cast<int64_t>(t) * n_head * hd + static_cast<int64_t>(h) * hd;
+      const float* kh = keys + static_cast<int64_t>(kvh) * hd;
       float max_s = -INFINITY;
       for (int j = 0; j < n_keys; ++j) {
-        const float* kj = keys + static_cast<int64_t>(j) * k_dim + static_cast<int64_t>(kvh) * hd;
-        float s = 0.0f;
-        for (int d = 0; d < hd; ++d) s += qh[d] * kj[d];
-        s *= scale;
+        const float s = ops.dot(qh, kh + static_cast<int64_t>(j) * k_dim, hd) * scale;
         p[j] = s;
         max_s = std::max(max_s, s);
       }
-      double sum = 0.0;
-      for (int j = 0; j < n_keys; ++j) {
-        p[j] = std::exp(p[j] - max_s);
-        sum += p[j];
-      }
+      const double sum = ops.exp_sub_sum(p.data(), max_s, n_keys);
       const float inv = static_cast<float>(1.0 / sum);
       float* oh = out + static_cast<int64_t>(t) * n_head * hdv + static_cast<int64_t>(h) * hdv;
       std::fill(oh, oh + hdv, 0.0f);
-      for (int j = 0; j < n_keys; ++j) {
-        const float pj = p[j] * inv;
-        const float* vj = values + static_cast<int64_t>(j) * v_dim + static_cast<int64_t>(kvh) * hdv;
-        for (int d = 0; d < hdv; ++d) oh[d] += pj * vj[d];
-      }
+      const float* vh = values + static_cast<int64_t>(kvh) * hdv;
+      for (int j = 0; j < n_keys; ++j) ops.axpy(p[j] * inv, vh + static_cast<int64_t>(j) * v_dim, oh, hdv);
     }
   };
   const int64_t items = static_cast<int64_t>(n_tokens) * n_head;

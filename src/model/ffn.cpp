@@ -1,6 +1,6 @@
 #include "model/ffn.h"
 
-#include <cmath>
+#include "kernels/ops.h"
 
 namespace sluice::model {
 
@@ -12,10 +12,7 @@ void SwiGlu::run(const FfnMatrices& m, std::span<const void* const> act_gate, st
   u_.resize(static_cast<size_t>(n * n_ff));
   matmul(m.gate, act_gate, g_.data(), n_ff, pool);
   matmul(m.up, act_up, u_.data(), n_ff, pool);
-  for (int64_t i = 0; i < n * n_ff; ++i) {
-    const float g = g_[i];
-    g_[i] = g / (1.0f + std::exp(-g)) * u_[i];
-  }
+  kernels::ops().swiglu(g_.data(), u_.data(), n * n_ff);
   hidden_q_.quantize(m.down.kern->vec_dot_type, g_.data(), n, n_ff, n_ff, &pool);
   hidden_rows_.resize(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) hidden_rows_[i] = hidden_q_.row(i);

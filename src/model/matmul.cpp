@@ -1,5 +1,6 @@
 #include "model/matmul.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "util/error.h"
@@ -10,6 +11,11 @@ namespace {
 // Below this many multiply-adds a parallel_for costs more than it saves.
 // Only affects speed: the rows computed are the same either way.
 constexpr int64_t kMinParallelWork = 32 * 1024;
+
+// Positions per tile in matmul: small enough that a tile's converted
+// activation rows stay in L2 while every weight row of a thread's range
+// passes over them. Only affects speed.
+constexpr int64_t kPositionTile = 64;
 
 }  // namespace
 
@@ -70,13 +76,27 @@ void matmul(const WeightMatrix& w, std::span<const void* const> act, float* out,
             ThreadPool& pool) {
   const int64_t n_act = static_cast<int64_t>(act.size());
   if (n_act == 0 || w.n_out == 0) return;
-  const kernels::VecDotFn dot = w.kern->vec_dot;
+  const kernels::TypeKernels& kern = *w.kern;
   const int64_t n_in = w.n_in;
+  const void* const* acts = act.data();
   auto body = [&](int64_t r0, int64_t r1) {
-    // Rows outer, activations inner: a weight row is read once per call.
-    for (int64_t r = r0; r < r1; ++r) {
-      const uint8_t* wr = w.row(r);
-      for (int64_t i = 0; i < n_act; ++i) out[i * out_stride + r] = dot(n_in, wr, act[i]);
+    // Positions are taken in tiles of kPositionTile (their converted rows stay
+    // in cache) and, inside a tile, kMaxDotCols at a time through the
+    // multi-column dot, which decodes each weight block once for all of them.
+    // Every output element is the same vec_dot result whichever path or tile
+    // computes it (quant.h contract), so the result is independent of tiling
+    // and of the thread split.
+    float col[kernels::kMaxDotCols];
+    for (int64_t p0 = 0; p0 < n_act; p0 += kPositionTile) {
+      const int64_t p1 = std::min(n_act, p0 + kPositionTile);
+      for (int64_t r = r0; r < r1; ++r) {
+        const uint8_t* wr = w.row(r);
+        for (int64_t i = p0; i < p1; i += kernels::kMaxDotCols) {
+          const int m = static_cast<int>(std::min<int64_t>(kernels::kMaxDotCols, p1 - i));
+          kernels::dot_cols(kern, n_in, wr, acts + i, m, col);
+          for (int j = 0; j < m; ++j) out[(i + j) * out_stride + r] = col[j];
+        }
+      }
     }
   };
   if (pool.size() > 1 && w.n_out > 1 && w.n_out * n_in * n_act >= kMinParallelWork) {
