@@ -5,7 +5,12 @@
 // Reductions (dot, sum_squares, exp_sub_sum) use fixed lane-parallel
 // accumulators, so their order depends only on n. Element-wise ops without an
 // exp (axpy, add, scale_mul, rope) do the scalar operations per element in the
-// same order, with no FMA contraction, so they are bit-identical to scalar.
+// same order with explicit mul/add intrinsics, so they are bit-identical to
+// scalar. g++ contracts a * b + c into an FMA inside an "fma" target function
+// (C++ default -ffp-contract=fast), even when written as _mm256_mul_ps +
+// _mm256_add_ps, which would round differently from scalar; contraction is
+// therefore switched off for this file (FMAs here are all explicit), and the
+// tails use masked vector loads/stores.
 #include "kernels/ops_impl.h"
 
 #if defined(__x86_64__)
@@ -15,6 +20,8 @@
 #include <cmath>
 
 #define SLUICE_AVX2 __attribute__((target("avx2,fma,f16c")))
+
+#pragma GCC optimize("fp-contract=off")
 
 namespace sluice::kernels {
 namespace {
@@ -57,6 +64,11 @@ SLUICE_AVX2 inline __m256 exp8(__m256 x) {
   return _mm256_andnot_ps(underflow, result);
 }
 
+// Lanes [0, rest) set, rest in [0, 8].
+SLUICE_AVX2 inline __m256i tail_mask(int64_t rest) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(rest)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
 SLUICE_AVX2 float dot_avx2(const float* a, const float* b, int64_t n) {
   __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
   int64_t i = 0;
@@ -78,13 +90,20 @@ SLUICE_AVX2 void axpy_avx2(float a, const float* x, float* y, int64_t n) {
   int64_t i = 0;
   for (; i + 8 <= n; i += 8)
     _mm256_storeu_ps(y + i, _mm256_add_ps(_mm256_loadu_ps(y + i), _mm256_mul_ps(va, _mm256_loadu_ps(x + i))));
-  for (; i < n; ++i) y[i] += a * x[i];
+  if (i < n) {
+    const __m256i m = tail_mask(n - i);
+    const __m256 r = _mm256_add_ps(_mm256_maskload_ps(y + i, m), _mm256_mul_ps(va, _mm256_maskload_ps(x + i, m)));
+    _mm256_maskstore_ps(y + i, m, r);
+  }
 }
 
 SLUICE_AVX2 void add_avx2(float* y, const float* x, int64_t n) {
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_add_ps(_mm256_loadu_ps(y + i), _mm256_loadu_ps(x + i)));
-  for (; i < n; ++i) y[i] += x[i];
+  if (i < n) {
+    const __m256i m = tail_mask(n - i);
+    _mm256_maskstore_ps(y + i, m, _mm256_add_ps(_mm256_maskload_ps(y + i, m), _mm256_maskload_ps(x + i, m)));
+  }
 }
 
 SLUICE_AVX2 double sum_squares_avx2(const float* x, int64_t n) {
@@ -107,10 +126,17 @@ SLUICE_AVX2 void scale_mul_avx2(const float* x, float s, const float* w, float* 
   if (w) {
     for (; i + 8 <= n; i += 8)
       _mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_mul_ps(_mm256_loadu_ps(x + i), vs), _mm256_loadu_ps(w + i)));
-    for (; i < n; ++i) y[i] = (x[i] * s) * w[i];
+    if (i < n) {
+      const __m256i m = tail_mask(n - i);
+      _mm256_maskstore_ps(y + i, m, _mm256_mul_ps(_mm256_mul_ps(_mm256_maskload_ps(x + i, m), vs),
+                                                  _mm256_maskload_ps(w + i, m)));
+    }
   } else {
     for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), vs));
-    for (; i < n; ++i) y[i] = x[i] * s;
+    if (i < n) {
+      const __m256i m = tail_mask(n - i);
+      _mm256_maskstore_ps(y + i, m, _mm256_mul_ps(_mm256_maskload_ps(x + i, m), vs));
+    }
   }
 }
 
@@ -161,17 +187,12 @@ SLUICE_AVX2 void swiglu_avx2(float* g, const float* u, int64_t n) {
 }
 
 SLUICE_AVX2 void rope_neox_avx2(float* v, const float* c, const float* s, int half) {
-  int j = 0;
-  for (; j + 8 <= half; j += 8) {
-    const __m256 x0 = _mm256_loadu_ps(v + j), x1 = _mm256_loadu_ps(v + j + half);
-    const __m256 vc = _mm256_loadu_ps(c + j), vs = _mm256_loadu_ps(s + j);
-    _mm256_storeu_ps(v + j, _mm256_sub_ps(_mm256_mul_ps(x0, vc), _mm256_mul_ps(x1, vs)));
-    _mm256_storeu_ps(v + j + half, _mm256_add_ps(_mm256_mul_ps(x0, vs), _mm256_mul_ps(x1, vc)));
-  }
-  for (; j < half; ++j) {
-    const float x0 = v[j], x1 = v[j + half];
-    v[j] = x0 * c[j] - x1 * s[j];
-    v[j + half] = x0 * s[j] + x1 * c[j];
+  for (int j = 0; j < half; j += 8) {
+    const __m256i m = tail_mask(half - j);  // all lanes except in the last, partial step
+    const __m256 x0 = _mm256_maskload_ps(v + j, m), x1 = _mm256_maskload_ps(v + j + half, m);
+    const __m256 vc = _mm256_maskload_ps(c + j, m), vs = _mm256_maskload_ps(s + j, m);
+    _mm256_maskstore_ps(v + j, m, _mm256_sub_ps(_mm256_mul_ps(x0, vc), _mm256_mul_ps(x1, vs)));
+    _mm256_maskstore_ps(v + j + half, m, _mm256_add_ps(_mm256_mul_ps(x0, vs), _mm256_mul_ps(x1, vc)));
   }
 }
 
@@ -179,20 +200,17 @@ SLUICE_AVX2 void rope_neox_avx2(float* v, const float* c, const float* s, int ha
 // lanes 2j and 2j+1; the partner of each lane is its neighbour (swap within
 // pairs), and the sign pattern (-, +) comes from addsub.
 SLUICE_AVX2 void rope_norm_avx2(float* v, const float* c, const float* s, int half) {
-  int j = 0;
   const __m256i dup = _mm256_set_epi32(3, 3, 2, 2, 1, 1, 0, 0);
-  for (; j + 4 <= half; j += 4) {
-    const __m256 x = _mm256_loadu_ps(v + 2 * j);
-    const __m256 vc = _mm256_permutevar8x32_ps(_mm256_castps128_ps256(_mm_loadu_ps(c + j)), dup);
-    const __m256 vs = _mm256_permutevar8x32_ps(_mm256_castps128_ps256(_mm_loadu_ps(s + j)), dup);
+  for (int j = 0; j < half; j += 4) {
+    const int pairs = half - j < 4 ? half - j : 4;
+    const __m256i m = tail_mask(2 * pairs);
+    const __m128i m4 = _mm256_castsi256_si128(tail_mask(pairs));
+    const __m256 x = _mm256_maskload_ps(v + 2 * j, m);
+    const __m256 vc = _mm256_permutevar8x32_ps(_mm256_castps128_ps256(_mm_maskload_ps(c + j, m4)), dup);
+    const __m256 vs = _mm256_permutevar8x32_ps(_mm256_castps128_ps256(_mm_maskload_ps(s + j, m4)), dup);
     const __m256 swapped = _mm256_permute_ps(x, 0xB1);  // (x1, x0) per pair
     // even lane: x0*c - x1*s ; odd lane: x1*c + x0*s  (same products as scalar)
-    _mm256_storeu_ps(v + 2 * j, _mm256_addsub_ps(_mm256_mul_ps(x, vc), _mm256_mul_ps(swapped, vs)));
-  }
-  for (; j < half; ++j) {
-    const float x0 = v[2 * j], x1 = v[2 * j + 1];
-    v[2 * j] = x0 * c[j] - x1 * s[j];
-    v[2 * j + 1] = x0 * s[j] + x1 * c[j];
+    _mm256_maskstore_ps(v + 2 * j, m, _mm256_addsub_ps(_mm256_mul_ps(x, vc), _mm256_mul_ps(swapped, vs)));
   }
 }
 
