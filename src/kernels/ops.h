@@ -36,6 +36,16 @@ struct OpsKernels {
   double (*exp_sub_sum)(float* x, float m, int64_t n) = nullptr;
   // g[i] = silu(g[i]) * u[i] = g[i] / (1 + exp(-g[i])) * u[i] in place.
   void (*swiglu)(float* g, const float* u, int64_t n) = nullptr;
+  // Attention over n_rows cached rows (row j at base + j * stride, n floats):
+  // out[j] = dot(q, row j) * scale (scores; each as `dot` computes it for that
+  // ISA, times scale).
+  void (*dot_rows)(const float* q, const float* base, int64_t stride, int64_t n_rows, int64_t n, float scale,
+                   float* out) = nullptr;
+  // out[d] = sum_j p[j] * row_j[d] for d < n, accumulated from 0 in ascending
+  // j as out[d] += p[j] * row_j[d] (rounded product, then add), so every ISA
+  // gives the scalar result bit for bit. out must not alias the rows or p.
+  void (*weighted_sum_rows)(const float* p, const float* base, int64_t stride, int64_t n_rows, int64_t n,
+                            float* out) = nullptr;
   // Rotates one head in place by the angles (cos[j], sin[j]), j < half:
   // neox pairs (j, j + half), norm pairs (2j, 2j + 1).
   void (*rope_neox)(float* v, const float* cos, const float* sin, int half) = nullptr;

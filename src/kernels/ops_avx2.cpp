@@ -17,6 +17,7 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cmath>
 
 #define SLUICE_AVX2 __attribute__((target("avx2,fma,f16c")))
@@ -69,7 +70,7 @@ SLUICE_AVX2 inline __m256i tail_mask(int64_t rest) {
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(rest)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
-SLUICE_AVX2 float dot_avx2(const float* a, const float* b, int64_t n) {
+SLUICE_AVX2 inline float dot_inline(const float* a, const float* b, int64_t n) {
   __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) {
@@ -83,6 +84,58 @@ SLUICE_AVX2 float dot_avx2(const float* a, const float* b, int64_t n) {
   float s = hsum8(_mm256_add_ps(acc0, acc1));
   for (; i < n; ++i) s += a[i] * b[i];
   return s;
+}
+
+SLUICE_AVX2 float dot_avx2(const float* a, const float* b, int64_t n) { return dot_inline(a, b, n); }
+
+SLUICE_AVX2 void dot_rows_avx2(const float* q, const float* base, int64_t stride, int64_t n_rows, int64_t n,
+                               float scale, float* out) {
+  if (n == 8) {  // one vector per row (head_dim 8): skip the generic loop structure
+    const __m256 vq = _mm256_loadu_ps(q);
+    for (int64_t j = 0; j < n_rows; ++j)
+      out[j] = hsum8(_mm256_mul_ps(vq, _mm256_loadu_ps(base + j * stride))) * scale;
+    return;
+  }
+  for (int64_t j = 0; j < n_rows; ++j) out[j] = dot_inline(q, base + j * stride, n) * scale;
+}
+
+// Output chunks of up to 32 floats stay in registers across all rows; each
+// lane does out += p[j] * row[d] in ascending j, exactly the scalar sequence.
+SLUICE_AVX2 void weighted_sum_rows_avx2(const float* p, const float* base, int64_t stride, int64_t n_rows, int64_t n,
+                                        float* out) {
+  for (int64_t d = 0; d < n; d += 32) {
+    __m256i m[4];
+    for (int k = 0; k < 4; ++k) m[k] = tail_mask(std::min<int64_t>(8, std::max<int64_t>(0, n - d - 8 * k)));
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    __m256 acc2 = _mm256_setzero_ps(), acc3 = _mm256_setzero_ps();
+    const int64_t width = n - d;
+    if (width >= 32) {
+      for (int64_t j = 0; j < n_rows; ++j) {
+        const float* r = base + j * stride + d;
+        const __m256 pj = _mm256_set1_ps(p[j]);
+        acc0 = _mm256_add_ps(acc0, _mm256_mul_ps(pj, _mm256_loadu_ps(r)));
+        acc1 = _mm256_add_ps(acc1, _mm256_mul_ps(pj, _mm256_loadu_ps(r + 8)));
+        acc2 = _mm256_add_ps(acc2, _mm256_mul_ps(pj, _mm256_loadu_ps(r + 16)));
+        acc3 = _mm256_add_ps(acc3, _mm256_mul_ps(pj, _mm256_loadu_ps(r + 24)));
+      }
+    } else if (width == 8) {
+      for (int64_t j = 0; j < n_rows; ++j)
+        acc0 = _mm256_add_ps(acc0, _mm256_mul_ps(_mm256_set1_ps(p[j]), _mm256_loadu_ps(base + j * stride + d)));
+    } else {
+      for (int64_t j = 0; j < n_rows; ++j) {
+        const float* r = base + j * stride + d;
+        const __m256 pj = _mm256_set1_ps(p[j]);
+        acc0 = _mm256_add_ps(acc0, _mm256_mul_ps(pj, _mm256_maskload_ps(r, m[0])));
+        acc1 = _mm256_add_ps(acc1, _mm256_mul_ps(pj, _mm256_maskload_ps(r + 8, m[1])));
+        acc2 = _mm256_add_ps(acc2, _mm256_mul_ps(pj, _mm256_maskload_ps(r + 16, m[2])));
+        acc3 = _mm256_add_ps(acc3, _mm256_mul_ps(pj, _mm256_maskload_ps(r + 24, m[3])));
+      }
+    }
+    _mm256_maskstore_ps(out + d, m[0], acc0);
+    _mm256_maskstore_ps(out + d + 8, m[1], acc1);
+    _mm256_maskstore_ps(out + d + 16, m[2], acc2);
+    _mm256_maskstore_ps(out + d + 24, m[3], acc3);
+  }
 }
 
 SLUICE_AVX2 void axpy_avx2(float a, const float* x, float* y, int64_t n) {
@@ -219,6 +272,8 @@ SLUICE_AVX2 void rope_norm_avx2(float* v, const float* c, const float* s, int ha
 void fill_ops_avx2(OpsKernels& k) {
   k.dot = dot_avx2;
   k.axpy = axpy_avx2;
+  k.dot_rows = dot_rows_avx2;
+  k.weighted_sum_rows = weighted_sum_rows_avx2;
   k.add = add_avx2;
   k.sum_squares = sum_squares_avx2;
   k.scale_mul = scale_mul_avx2;

@@ -16,6 +16,8 @@ struct OpsTables {
 void overlay(OpsKernels& dst, const OpsKernels& src) {
   if (src.dot) dst.dot = src.dot;
   if (src.axpy) dst.axpy = src.axpy;
+  if (src.dot_rows) dst.dot_rows = src.dot_rows;
+  if (src.weighted_sum_rows) dst.weighted_sum_rows = src.weighted_sum_rows;
   if (src.add) dst.add = src.add;
   if (src.sum_squares) dst.sum_squares = src.sum_squares;
   if (src.scale_mul) dst.scale_mul = src.scale_mul;

@@ -14,6 +14,20 @@ float dot_scalar(const float* a, const float* b, int64_t n) {
   return s;
 }
 
+void dot_rows_scalar(const float* q, const float* base, int64_t stride, int64_t n_rows, int64_t n, float scale,
+                     float* out) {
+  for (int64_t j = 0; j < n_rows; ++j) out[j] = dot_scalar(q, base + j * stride, n) * scale;
+}
+
+void weighted_sum_rows_scalar(const float* p, const float* base, int64_t stride, int64_t n_rows, int64_t n,
+                              float* out) {
+  for (int64_t d = 0; d < n; ++d) out[d] = 0.0f;
+  for (int64_t j = 0; j < n_rows; ++j) {
+    const float* row = base + j * stride;
+    for (int64_t d = 0; d < n; ++d) out[d] += p[j] * row[d];
+  }
+}
+
 void axpy_scalar(float a, const float* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] += a * x[i];
 }
@@ -70,6 +84,8 @@ void rope_norm_scalar(float* v, const float* c, const float* s, int half) {
 void fill_ops_scalar(OpsKernels& k) {
   k.dot = dot_scalar;
   k.axpy = axpy_scalar;
+  k.dot_rows = dot_rows_scalar;
+  k.weighted_sum_rows = weighted_sum_rows_scalar;
   k.add = add_scalar;
   k.sum_squares = sum_squares_scalar;
   k.scale_mul = scale_mul_scalar;

@@ -43,19 +43,14 @@ void Attention::run(const float* q, int n_tokens, int pos0, int layer, const KvC
       const int kvh = h / group;
       const int n_keys = pos0 + t + 1;
       const float* qh = q + static_cast<int64_t>(t) * n_head * hd + static_cast<int64_t>(h) * hd;
-      const float* kh = keys + static_cast<int64_t>(kvh) * hd;
+      ops.dot_rows(qh, keys + static_cast<int64_t>(kvh) * hd, k_dim, n_keys, hd, scale, p.data());
       float max_s = -INFINITY;
-      for (int j = 0; j < n_keys; ++j) {
-        const float s = ops.dot(qh, kh + static_cast<int64_t>(j) * k_dim, hd) * scale;
-        p[j] = s;
-        max_s = std::max(max_s, s);
-      }
+      for (int j = 0; j < n_keys; ++j) max_s = std::max(max_s, p[j]);
       const double sum = ops.exp_sub_sum(p.data(), max_s, n_keys);
       const float inv = static_cast<float>(1.0 / sum);
+      for (int j = 0; j < n_keys; ++j) p[j] *= inv;
       float* oh = out + static_cast<int64_t>(t) * n_head * hdv + static_cast<int64_t>(h) * hdv;
-      std::fill(oh, oh + hdv, 0.0f);
-      const float* vh = values + static_cast<int64_t>(kvh) * hdv;
-      for (int j = 0; j < n_keys; ++j) ops.axpy(p[j] * inv, vh + static_cast<int64_t>(j) * v_dim, oh, hdv);
+      ops.weighted_sum_rows(p.data(), values + static_cast<int64_t>(kvh) * hdv, v_dim, n_keys, hdv, oh);
     }
   };
   const int64_t items = static_cast<int64_t>(n_tokens) * n_head;

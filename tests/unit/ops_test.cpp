@@ -162,5 +162,41 @@ TEST(KernelsOps, SimdReductionsAndExpMatchScalarClosely) {
   }
 }
 
+// Attention row kernels: dot_rows equals dot * scale of the same ISA per row;
+// weighted_sum_rows equals the scalar accumulation bit for bit (ops.h).
+TEST(KernelsOps, AttentionRowKernelsMatchTheirDefinitions) {
+  const OpsKernels& ref = *ops_for(Isa::Scalar);
+  std::vector<const OpsKernels*> sets = simd_sets();
+  sets.push_back(&ref);
+  for (const OpsKernels* k : sets) {
+    for (int64_t n : {1, 5, 8, 16, 33, 64, 72}) {
+      const int64_t n_rows = 37, stride = n + 3;  // rows padded, like heads inside a KV row
+      const std::vector<float> rows = random_floats(n_rows * stride, 21), q = random_floats(n, 22);
+      std::vector<float> p = random_floats(n_rows, 23);
+      std::vector<float> scores(n_rows);
+      k->dot_rows(q.data(), rows.data(), stride, n_rows, n, 0.125f, scores.data());
+      for (int64_t j = 0; j < n_rows; ++j) {
+        const float expect = k->dot(q.data(), rows.data() + j * stride, n) * 0.125f;
+        EXPECT_EQ(0, std::memcmp(&expect, &scores[j], sizeof(float))) << "dot_rows n=" << n << " row " << j;
+      }
+      std::vector<float> a(n, 99.0f), b(n + 1, 99.0f);  // b[n]: must stay untouched
+      ref.weighted_sum_rows(p.data(), rows.data(), stride, n_rows, n, a.data());
+      k->weighted_sum_rows(p.data(), rows.data(), stride, n_rows, n, b.data());
+      EXPECT_EQ(b[n], 99.0f) << "wrote past n";
+      b.resize(n);
+      EXPECT_TRUE(same_bits(a, b)) << "weighted_sum_rows n=" << n;
+      // Definition, in double: sum_j p_j row_j[d].
+      for (int64_t d = 0; d < n; ++d) {
+        double e = 0, mag = 0;
+        for (int64_t j = 0; j < n_rows; ++j) {
+          e += static_cast<double>(p[j]) * rows[j * stride + d];
+          mag += std::fabs(static_cast<double>(p[j]) * rows[j * stride + d]);
+        }
+        EXPECT_NEAR(b[d], e, 1e-5 * mag) << "weighted_sum_rows n=" << n << " d=" << d;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace sluice::kernels
