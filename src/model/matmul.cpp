@@ -86,6 +86,10 @@ void matmul(const WeightMatrix& w, std::span<const void* const> act, float* out,
     // Every output element is the same vec_dot result whichever path or tile
     // computes it (quant.h contract), so the result is independent of tiling
     // and of the thread split.
+    if (n_act == 1) {  // one position (decode): plain vec_dot, the same values
+      for (int64_t r = r0; r < r1; ++r) out[r] = kern.vec_dot(n_in, w.row(r), acts[0]);
+      return;
+    }
     float col[kernels::kMaxDotCols];
     for (int64_t p0 = 0; p0 < n_act; p0 += kPositionTile) {
       const int64_t p1 = std::min(n_act, p0 + kPositionTile);
