@@ -25,6 +25,10 @@ using avx2::hsum;
 
 SLUICE_AVX2 inline __m256i load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 
+// Every per-column loop below is fully unrolled (#pragma GCC unroll): the
+// per-column accumulators are arrays, which stay in registers only when every
+// index is a constant.
+
 // Calls Kernel::template run<N>(n, w, act, out) with N = n_act (1..4).
 template <class Kernel>
 SLUICE_AVX2 void dispatch_cols(int64_t n, const void* w, const void* const* act, int n_act, float* out) {
@@ -50,6 +54,7 @@ struct SymmetricCols {
     const __m256i lv = W::levels(xb);
     const __m256i ax = _mm256_sign_epi8(lv, lv);
     const float s = W::scale(xb);
+    #pragma GCC unroll 4
     for (int j = 0; j < N; ++j) {
       const BlockQ8_0& yb = y[j][i + di];
       const __m256i sy = _mm256_sign_epi8(load256(yb.qs), lv);
@@ -62,9 +67,11 @@ struct SymmetricCols {
   SLUICE_AVX2 static void run(int64_t n, const void* w, const void* const* act, float* out) {
     const auto* x = static_cast<const typename W::Block*>(w);
     const BlockQ8_0* y[N];
+    #pragma GCC unroll 4
     for (int j = 0; j < N; ++j) y[j] = static_cast<const BlockQ8_0*>(act[j]);
     const int64_t nb = n / kLegacyBlock;
     __m256 acc0[N], acc1[N];
+    #pragma GCC unroll 4
     for (int j = 0; j < N; ++j) acc0[j] = acc1[j] = _mm256_setzero_ps();
     int64_t i = 0;
     for (; i + 1 < nb; i += 2) {
@@ -72,6 +79,7 @@ struct SymmetricCols {
       block<N>(x[i + 1], y, i, acc1, 1);
     }
     if (i < nb) block<N>(x[i], y, i, acc0);
+    #pragma GCC unroll 4
     for (int j = 0; j < N; ++j) out[j] = hsum(_mm256_add_ps(acc0[j], acc1[j]));
   }
 };
@@ -103,13 +111,16 @@ struct PlainCols {
     } else {
       const auto* x = static_cast<const typename L::Elem*>(w);
       const typename L::Elem* y[N];
+      #pragma GCC unroll 4
       for (int j = 0; j < N; ++j) y[j] = static_cast<const typename L::Elem*>(act[j]);
       __m256 a0[N], a1[N], a2[N], a3[N];
+      #pragma GCC unroll 4
       for (int j = 0; j < N; ++j) a0[j] = a1[j] = a2[j] = a3[j] = _mm256_setzero_ps();
       int64_t i = 0;
       for (; i + 32 <= n; i += 32) {
         const __m256 x0 = L::load(x + i), x1 = L::load(x + i + 8);
         const __m256 x2 = L::load(x + i + 16), x3 = L::load(x + i + 24);
+        #pragma GCC unroll 4
         for (int j = 0; j < N; ++j) {
           a0[j] = _mm256_fmadd_ps(x0, L::load(y[j] + i), a0[j]);
           a1[j] = _mm256_fmadd_ps(x1, L::load(y[j] + i + 8), a1[j]);
@@ -118,6 +129,7 @@ struct PlainCols {
         }
       }
       const int64_t tail8 = i;
+      #pragma GCC unroll 4
       for (int j = 0; j < N; ++j) {
         int64_t k = tail8;
         for (; k + 8 <= n; k += 8) a0[j] = _mm256_fmadd_ps(L::load(x + k), L::load(y[j] + k), a0[j]);
@@ -165,11 +177,13 @@ struct K4StyleCols {
     const auto* first = static_cast<const uint8_t*>(w);
     const size_t block_bytes = kFiveBit ? sizeof(BlockQ5K) : sizeof(BlockQ4K);
     const BlockQ8K* y[N];
+    #pragma GCC unroll 4
     for (int j = 0; j < N; ++j) y[j] = static_cast<const BlockQ8K*>(act[j]);
     const __m256i m4 = _mm256_set1_epi8(0x0F);
     const __m256i one = _mm256_set1_epi8(1);
     __m256 acc[N];
     __m128 acc_min[N];
+    #pragma GCC unroll 4
     for (int j = 0; j < N; ++j) {
       acc[j] = _mm256_setzero_ps();
       acc_min[j] = _mm_setzero_ps();
@@ -191,6 +205,7 @@ struct K4StyleCols {
       if constexpr (kFiveBit) hbits = load256(qh);
 
       __m256i sumi[N];
+      #pragma GCC unroll 4
       for (int j = 0; j < N; ++j) {
         const __m256i bsums = load256(y[j][i].bsums);
         const __m128i sub_sums =
@@ -212,6 +227,7 @@ struct K4StyleCols {
         }
         const __m256i s_lo = broadcast_scale(sc, 2 * c);
         const __m256i s_hi = broadcast_scale(sc, 2 * c + 1);
+        #pragma GCC unroll 4
         for (int j = 0; j < N; ++j) {
           const __m256i p_lo = _mm256_maddubs_epi16(q_lo, load256(y[j][i].qs + 64 * c));
           const __m256i p_hi = _mm256_maddubs_epi16(q_hi, load256(y[j][i].qs + 64 * c + 32));
@@ -219,11 +235,13 @@ struct K4StyleCols {
           sumi[j] = _mm256_add_epi32(sumi[j], _mm256_madd_epi16(s_hi, p_hi));
         }
       }
+      #pragma GCC unroll 4
       for (int j = 0; j < N; ++j) {
         const float d = y[j][i].d * wd;
         acc[j] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi[j]), acc[j]);
       }
     }
+    #pragma GCC unroll 4
     for (int j = 0; j < N; ++j) {
       __m128 m = _mm_add_ps(acc_min[j], _mm_movehl_ps(acc_min[j], acc_min[j]));
       m = _mm_add_ss(m, _mm_movehdup_ps(m));
@@ -238,12 +256,14 @@ struct Q6KCols {
   SLUICE_AVX2 static void run(int64_t n, const void* w, const void* const* act, float* out) {
     const auto* wb = static_cast<const BlockQ6K*>(w);
     const BlockQ8K* y[N];
+    #pragma GCC unroll 4
     for (int j = 0; j < N; ++j) y[j] = static_cast<const BlockQ8K*>(act[j]);
     const __m256i m4 = _mm256_set1_epi8(0x0F);
     const __m256i m_b01 = _mm256_set1_epi8(0x03);
     const __m256i m_b23 = _mm256_set1_epi8(0x0C);
     const __m256i m_b45 = _mm256_set1_epi8(0x30);
     __m256 acc[N];
+    #pragma GCC unroll 4
     for (int j = 0; j < N; ++j) acc[j] = _mm256_setzero_ps();
     for (int64_t i = 0; i < n / kQK_K; ++i) {
       const BlockQ6K& b = wb[i];
@@ -251,6 +271,7 @@ struct Q6KCols {
       const __m128i scales8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales));
       const __m256i scales16 = _mm256_cvtepi8_epi16(scales8);
       __m256i sumi[N];
+      #pragma GCC unroll 4
       for (int j = 0; j < N; ++j) sumi[j] = _mm256_setzero_si256();
       for (int half = 0; half < 2; ++half) {
         const __m128i lane = _mm_cvtepi8_epi16(half == 0 ? scales8 : _mm_srli_si128(scales8, 8));
@@ -268,6 +289,7 @@ struct Q6KCols {
                                            _mm256_and_si256(_mm256_srli_epi16(qh, 2), m_b45));
         const __m256i s0 = pair_scales(sc, 0), s1 = pair_scales(sc, 1);
         const __m256i s2 = pair_scales(sc, 2), s3 = pair_scales(sc, 3);
+        #pragma GCC unroll 4
         for (int j = 0; j < N; ++j) {
           const int8_t* q8 = y[j][i].qs + 128 * half;
           const __m256i p0 = _mm256_madd_epi16(s0, _mm256_maddubs_epi16(q0, load256(q8)));
@@ -277,6 +299,7 @@ struct Q6KCols {
           sumi[j] = _mm256_add_epi32(sumi[j], _mm256_add_epi32(_mm256_add_epi32(p0, p1), _mm256_add_epi32(p2, p3)));
         }
       }
+      #pragma GCC unroll 4
       for (int j = 0; j < N; ++j) {
         // q in 0..63 means q - 32: take 32 * scale * bsum out per sub-block.
         const __m256i offset = _mm256_slli_epi32(_mm256_madd_epi16(scales16, load256(y[j][i].bsums)), 5);
@@ -284,6 +307,7 @@ struct Q6KCols {
         acc[j] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(_mm256_sub_epi32(sumi[j], offset)), acc[j]);
       }
     }
+    #pragma GCC unroll 4
     for (int j = 0; j < N; ++j) out[j] = hsum(acc[j]);
   }
 };
