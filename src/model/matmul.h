@@ -4,9 +4,15 @@
 // vec_dot_type (Q8_0, Q8_K, F16, ... or F32 for F32 weights), then every
 // output element is one kernels vec_dot of a weight row with that row.
 //
+// Prefill (several positions): each weight row is multiplied with up to
+// kernels::kMaxDotCols positions per call of the multi-column dot
+// (TypeKernels::vec_dot_cols), which decodes the weight block once for all of
+// them, and positions are tiled so a tile's converted rows stay in cache.
+//
 // Determinism: output rows are split across threads, and each output element
-// is produced by exactly one vec_dot call, so results are bit-identical for
-// any thread count.
+// is exactly the value one vec_dot call gives (vec_dot_cols is bit-identical
+// to vec_dot by contract), so results are bit-identical for any thread count,
+// tiling, or number of positions evaluated together.
 #pragma once
 
 #include <cstddef>
