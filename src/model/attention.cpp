@@ -6,6 +6,13 @@
 #include "kernels/ops.h"
 
 namespace sluice::model {
+namespace {
+
+// Below this many multiply-adds (scores + weighted sum) the pool's wake-up
+// costs more than the split saves (see matmul.cpp). Speed only.
+constexpr int64_t kMinParallelWork = 256 * 1024;
+
+}  // namespace
 
 void Attention::run(const float* q, int n_tokens, int pos0, int layer, const KvCache& kv, const HParams& hp,
                     float* out, ThreadPool& pool) {
@@ -54,7 +61,7 @@ void Attention::run(const float* q, int n_tokens, int pos0, int layer, const KvC
     }
   };
   const int64_t items = static_cast<int64_t>(n_tokens) * n_head;
-  if (pool.size() > 1 && items > 1 && items * n_keys_max * (hd + hdv) >= 32 * 1024) {
+  if (pool.size() > 1 && items > 1 && items * n_keys_max * (hd + hdv) >= kMinParallelWork) {
     pool.parallel_for(items, body);
   } else {
     body(0, items);

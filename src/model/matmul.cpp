@@ -8,9 +8,13 @@
 namespace sluice::model {
 namespace {
 
-// Below this many multiply-adds a parallel_for costs more than it saves.
-// Only affects speed: the rows computed are the same either way.
-constexpr int64_t kMinParallelWork = 32 * 1024;
+// Below this many multiply-adds a parallel_for costs more than it saves: a
+// pool round trip costs ~3-15 us on a busy 2-core machine (wake-up of the
+// worker), while the AVX2 kernels do ~20-40 multiply-adds per ns, so 512K is
+// ~15-25 us of work. Only affects speed: the values are the same either way.
+constexpr int64_t kMinParallelWork = 512 * 1024;
+// Same for converting activations (a few ns per element with its rounding).
+constexpr int64_t kMinParallelQuantize = 64 * 1024;
 
 // Positions per tile in matmul: small enough that a tile's converted
 // activation rows stay in L2 while every weight row of a thread's range
@@ -65,7 +69,7 @@ void QuantizedRows::quantize(GgmlType type, const float* x, int64_t n_rows, int6
   auto body = [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) q(x + i * x_stride, dst + i * row_bytes, n_in);
   };
-  if (pool && n_rows > 1 && n_rows * n_in >= kMinParallelWork) {
+  if (pool && pool->size() > 1 && n_rows > 1 && n_rows * n_in >= kMinParallelQuantize) {
     pool->parallel_for(n_rows, body);
   } else {
     body(0, n_rows);
