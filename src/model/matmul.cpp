@@ -76,38 +76,46 @@ void QuantizedRows::quantize(GgmlType type, const float* x, int64_t n_rows, int6
   }
 }
 
+void matmul_rows(const WeightMatrix& w, std::span<const void* const> act, float* out, int64_t out_stride, int64_t r0,
+                 int64_t r1) {
+  const int64_t n_act = static_cast<int64_t>(act.size());
+  const kernels::TypeKernels& kern = *w.kern;
+  const int64_t n_in = w.n_in;
+  const void* const* acts = act.data();
+  if (n_act == 1) {  // one position (decode): plain vec_dot, the same values
+    for (int64_t r = r0; r < r1; ++r) out[r] = kern.vec_dot(n_in, w.row(r), acts[0]);
+    return;
+  }
+  // Positions are taken in tiles of kPositionTile (their converted rows stay
+  // in cache) and, inside a tile, kMaxDotCols at a time through the
+  // multi-column dot, which decodes each weight block once for all of them.
+  // Every output element is the same vec_dot result whichever path or tile
+  // computes it (quant.h contract), so the result is independent of tiling
+  // and of the thread split.
+  float col[kernels::kMaxDotCols];
+  for (int64_t p0 = 0; p0 < n_act; p0 += kPositionTile) {
+    const int64_t p1 = std::min(n_act, p0 + kPositionTile);
+    for (int64_t r = r0; r < r1; ++r) {
+      const uint8_t* wr = w.row(r);
+      for (int64_t i = p0; i < p1; i += kernels::kMaxDotCols) {
+        const int m = static_cast<int>(std::min<int64_t>(kernels::kMaxDotCols, p1 - i));
+        kernels::dot_cols(kern, n_in, wr, acts + i, m, col);
+        for (int j = 0; j < m; ++j) out[(i + j) * out_stride + r] = col[j];
+      }
+    }
+  }
+}
+
+bool worth_parallel(const ThreadPool& pool, int64_t n_rows, int64_t multiply_adds) {
+  return pool.size() > 1 && n_rows > 1 && multiply_adds >= kMinParallelWork;
+}
+
 void matmul(const WeightMatrix& w, std::span<const void* const> act, float* out, int64_t out_stride,
             ThreadPool& pool) {
   const int64_t n_act = static_cast<int64_t>(act.size());
   if (n_act == 0 || w.n_out == 0) return;
-  const kernels::TypeKernels& kern = *w.kern;
-  const int64_t n_in = w.n_in;
-  const void* const* acts = act.data();
-  auto body = [&](int64_t r0, int64_t r1) {
-    // Positions are taken in tiles of kPositionTile (their converted rows stay
-    // in cache) and, inside a tile, kMaxDotCols at a time through the
-    // multi-column dot, which decodes each weight block once for all of them.
-    // Every output element is the same vec_dot result whichever path or tile
-    // computes it (quant.h contract), so the result is independent of tiling
-    // and of the thread split.
-    if (n_act == 1) {  // one position (decode): plain vec_dot, the same values
-      for (int64_t r = r0; r < r1; ++r) out[r] = kern.vec_dot(n_in, w.row(r), acts[0]);
-      return;
-    }
-    float col[kernels::kMaxDotCols];
-    for (int64_t p0 = 0; p0 < n_act; p0 += kPositionTile) {
-      const int64_t p1 = std::min(n_act, p0 + kPositionTile);
-      for (int64_t r = r0; r < r1; ++r) {
-        const uint8_t* wr = w.row(r);
-        for (int64_t i = p0; i < p1; i += kernels::kMaxDotCols) {
-          const int m = static_cast<int>(std::min<int64_t>(kernels::kMaxDotCols, p1 - i));
-          kernels::dot_cols(kern, n_in, wr, acts + i, m, col);
-          for (int j = 0; j < m; ++j) out[(i + j) * out_stride + r] = col[j];
-        }
-      }
-    }
-  };
-  if (pool.size() > 1 && w.n_out > 1 && w.n_out * n_in * n_act >= kMinParallelWork) {
+  auto body = [&](int64_t r0, int64_t r1) { matmul_rows(w, act, out, out_stride, r0, r1); };
+  if (worth_parallel(pool, w.n_out, w.n_out * w.n_in * n_act)) {
     pool.parallel_for(w.n_out, body);
   } else {
     body(0, w.n_out);

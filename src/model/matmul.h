@@ -70,6 +70,16 @@ class QuantizedRows {
 void matmul(const WeightMatrix& w, std::span<const void* const> act, float* out, int64_t out_stride,
             ThreadPool& pool);
 
+// The part of matmul for output rows [r0, r1) only, on the calling thread
+// (for callers that fuse several matrices into one parallel_for). Same values
+// as matmul.
+void matmul_rows(const WeightMatrix& w, std::span<const void* const> act, float* out, int64_t out_stride, int64_t r0,
+                 int64_t r1);
+
+// Whether splitting work of `multiply_adds` over `n_rows` rows across the pool
+// pays for the pool's wake-up. Speed only, never values.
+bool worth_parallel(const ThreadPool& pool, int64_t n_rows, int64_t multiply_adds);
+
 // Convenience: converts x (n_rows x w.n_in, contiguous) into `scratch` and
 // multiplies; out is n_rows x w.n_out, contiguous.
 void matmul_f32(const WeightMatrix& w, const float* x, int64_t n_rows, float* out, ThreadPool& pool,

@@ -162,6 +162,28 @@ TEST(KernelsOps, SimdReductionsAndExpMatchScalarClosely) {
   }
 }
 
+// Element-wise results must not depend on where an element sits (vector body
+// or tail): callers split rows over threads at arbitrary offsets.
+TEST(KernelsOps, SwigluAndExpGiveTheSameValueAtAnyOffset) {
+  for (const OpsKernels* k : {&ops(), ops_for(Isa::Scalar)}) {
+    const int64_t n = 61;
+    const std::vector<float> g0 = random_floats(n, 31, 3.0f), u = random_floats(n, 32);
+    std::vector<float> whole = g0;
+    k->swiglu(whole.data(), u.data(), n);
+    std::vector<float> e_whole = g0;
+    k->exp_sub_sum(e_whole.data(), 1.0f, n);
+    for (int64_t split : {1, 3, 8, 13, 60}) {
+      std::vector<float> parts = g0, e_parts = g0;
+      k->swiglu(parts.data(), u.data(), split);
+      k->swiglu(parts.data() + split, u.data() + split, n - split);
+      k->exp_sub_sum(e_parts.data(), 1.0f, split);
+      k->exp_sub_sum(e_parts.data() + split, 1.0f, n - split);
+      EXPECT_TRUE(same_bits(whole, parts)) << "swiglu split " << split;
+      EXPECT_TRUE(same_bits(e_whole, e_parts)) << "exp split " << split;
+    }
+  }
+}
+
 // Attention row kernels: dot_rows equals dot * scale of the same ISA per row;
 // weighted_sum_rows equals the scalar accumulation bit for bit (ops.h).
 TEST(KernelsOps, AttentionRowKernelsMatchTheirDefinitions) {
