@@ -47,29 +47,39 @@ WeightMatrix make_weight(const void* data, GgmlType type, int64_t n_in, int64_t 
   return w;
 }
 
-void QuantizedRows::quantize(GgmlType type, const float* x, int64_t n_rows, int64_t n_in, int64_t x_stride,
-                             ThreadPool* pool) {
+void QuantizedRows::prepare(GgmlType type, int64_t n_rows, int64_t n_in) {
   const auto rb = ggml_row_bytes(type, static_cast<uint64_t>(n_in));
   if (!rb) throw Error("activation row of " + std::to_string(n_in) + " elements is not a whole number of " +
                        std::string(ggml_type_name(type)) + " blocks");
+  quantize_fn_ = nullptr;
+  if (type != GgmlType::F32) {  // F32 weights take F32 activations unchanged
+    quantize_fn_ = kernels::kernels_for(type).quantize;
+    if (!quantize_fn_) throw Error("no activation conversion to " + std::string(ggml_type_name(type)));
+  }
   type_ = type;
   n_rows_ = n_rows;
   n_in_ = n_in;
   row_bytes_ = static_cast<size_t>(*rb);
   const size_t need = row_bytes_ * static_cast<size_t>(n_rows);
   if (buf_.size() < need) buf_.resize(need);
+}
+
+void QuantizedRows::convert_rows(const float* x, int64_t x_stride, int64_t r0, int64_t r1) {
   uint8_t* dst = buf_.data();
-  const size_t row_bytes = row_bytes_;
-  if (type == GgmlType::F32) {  // F32 weights take F32 activations unchanged
-    for (int64_t i = 0; i < n_rows; ++i) std::memcpy(dst + i * row_bytes, x + i * x_stride, row_bytes);
-    return;
+  for (int64_t i = r0; i < r1; ++i) {
+    if (quantize_fn_) {
+      quantize_fn_(x + i * x_stride, dst + i * row_bytes_, n_in_);
+    } else {
+      std::memcpy(dst + i * row_bytes_, x + i * x_stride, row_bytes_);
+    }
   }
-  const kernels::QuantizeFn q = kernels::kernels_for(type).quantize;
-  if (!q) throw Error("no activation conversion to " + std::string(ggml_type_name(type)));
-  auto body = [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) q(x + i * x_stride, dst + i * row_bytes, n_in);
-  };
-  if (pool && pool->size() > 1 && n_rows > 1 && n_rows * n_in >= kMinParallelQuantize) {
+}
+
+void QuantizedRows::quantize(GgmlType type, const float* x, int64_t n_rows, int64_t n_in, int64_t x_stride,
+                             ThreadPool* pool) {
+  prepare(type, n_rows, n_in);
+  auto body = [&](int64_t b, int64_t e) { convert_rows(x, x_stride, b, e); };
+  if (type != GgmlType::F32 && pool && pool->size() > 1 && n_rows > 1 && n_rows * n_in >= kMinParallelQuantize) {
     pool->parallel_for(n_rows, body);
   } else {
     body(0, n_rows);

@@ -52,6 +52,12 @@ class QuantizedRows {
  public:
   // Converts n_rows rows of n_in floats (row i at x + i * x_stride) to `type`.
   void quantize(GgmlType type, const float* x, int64_t n_rows, int64_t n_in, int64_t x_stride, ThreadPool* pool);
+  // The same in two steps, for callers that convert rows inside their own
+  // parallel_for: prepare() sizes the buffer (throws like quantize), then
+  // convert_rows() converts rows [r0, r1) of x; calls on disjoint ranges may
+  // run concurrently. Rows not yet converted hold stale bytes.
+  void prepare(GgmlType type, int64_t n_rows, int64_t n_in);
+  void convert_rows(const float* x, int64_t x_stride, int64_t r0, int64_t r1);
   const void* row(int64_t i) const { return buf_.data() + static_cast<size_t>(i) * row_bytes_; }
   int64_t n_rows() const { return n_rows_; }
   int64_t n_in() const { return n_in_; }
@@ -63,6 +69,7 @@ class QuantizedRows {
   int64_t n_rows_ = 0;
   int64_t n_in_ = 0;
   size_t row_bytes_ = 0;
+  kernels::QuantizeFn quantize_fn_ = nullptr;  // nullptr: F32, rows copied
 };
 
 // out[i * out_stride + r] = dot(w.row(r), act[i]) for r < w.n_out, i < act.size().
