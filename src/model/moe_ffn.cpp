@@ -71,7 +71,7 @@ void MoeFfn::run(int layer, const ExpertTemplate& tmpl, const float* xn, int n_t
       }
     }
   };
-  if (pool.size() > 1 && n_tokens > 1 && static_cast<int64_t>(n_tokens) * k * n_out >= 16 * 1024) {
+  if (pool.size() > 1 && n_tokens > 1 && static_cast<int64_t>(n_tokens) * k * n_out >= 64 * 1024) {  // else cheaper than a pool round trip
     pool.parallel_for(n_tokens, combine);
   } else {
     combine(0, n_tokens);
