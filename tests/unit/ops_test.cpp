@@ -29,7 +29,7 @@ std::vector<const OpsKernels*> simd_sets() {
 }
 
 bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
 }
 
 // Lengths covering empty, pure tails, one vector, vectors + tails.
