@@ -19,5 +19,9 @@ using KernelTable = std::array<TypeKernels, kGgmlTypeCount>;
 void fill_legacy_kernels(KernelTable& table, Isa isa);
 // Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q8_K, IQ4_XS:
 void fill_kquant_kernels(KernelTable& table, Isa isa);
+// Multi-column dots (TypeKernels::vec_dot_cols) of the hot weight formats,
+// each bit-identical to the vec_dot the family registered for the same ISA
+// (dot_cols_*.cpp). Runs after the two above.
+void fill_dot_cols_kernels(KernelTable& table, Isa isa);
 
 }  // namespace sluice::kernels

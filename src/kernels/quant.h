@@ -26,13 +26,30 @@ const char* isa_name(Isa isa);
 using DequantizeFn = void (*)(const void* src, float* dst, int64_t n);
 using QuantizeFn = void (*)(const float* src, void* dst, int64_t n);
 using VecDotFn = float (*)(int64_t n, const void* w, const void* act);
+// Multi-column dot: out[j] = vec_dot(n, w, act[j]) for 0 <= j < n_act, with
+// 1 <= n_act <= kMaxDotCols. One weight row against several activation rows
+// (positions), so the weight row is loaded and decoded once per call instead of
+// once per position. Contract: each out[j] is BIT-IDENTICAL to the vec_dot of
+// the same TypeKernels entry (same per-output summation order), so callers may
+// mix the two paths freely without affecting results.
+using VecDotColsFn = void (*)(int64_t n, const void* w, const void* const* act, int n_act, float* out);
+inline constexpr int kMaxDotCols = 4;
 
 struct TypeKernels {
   DequantizeFn dequantize = nullptr;  // every supported weight type
   QuantizeFn quantize = nullptr;      // types we write, and every vec_dot_type
   VecDotFn vec_dot = nullptr;         // every supported weight type
   GgmlType vec_dot_type = GgmlType::F32;
+  // Optional (nullptr = not available; use dot_cols() below, which falls back
+  // to a loop over vec_dot). The registry only pairs it with the vec_dot of the
+  // same ISA, which is what makes the bit-identity contract hold.
+  VecDotColsFn vec_dot_cols = nullptr;
 };
+
+// out[j] = k.vec_dot(n, w, act[j]) for j < n_act (any n_act >= 0), through
+// k.vec_dot_cols in groups of kMaxDotCols when available, else one vec_dot per
+// column. Results are the same either way.
+void dot_cols(const TypeKernels& k, int64_t n, const void* w, const void* const* act, int n_act, float* out);
 
 // The fastest kernels this CPU runs for type t (chosen once, thread-safe).
 // Throws sluice::Error("unsupported tensor type X") if t has no kernels at all.

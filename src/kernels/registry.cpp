@@ -31,6 +31,7 @@ const Tables& tables() {
       if (!isa_available(isa)) continue;
       fill_legacy_kernels(t.per_isa[i], isa);
       fill_kquant_kernels(t.per_isa[i], isa);
+      fill_dot_cols_kernels(t.per_isa[i], isa);
     }
     t.best = t.per_isa[0];
     for (int i = 1; i < kIsaCount; ++i) {
@@ -41,6 +42,9 @@ const Tables& tables() {
         if (k.quantize) t.best[ty].quantize = k.quantize;
         if (k.vec_dot) {
           t.best[ty].vec_dot = k.vec_dot;
+          // The multi-column dot must come from the same ISA as vec_dot (it is
+          // bit-identical only to its own ISA's vec_dot); none there -> none.
+          t.best[ty].vec_dot_cols = k.vec_dot_cols;
           t.best_isa = static_cast<Isa>(i);
         }
       }
@@ -73,7 +77,7 @@ const TypeKernels* kernels_for(GgmlType t, Isa isa) {
   const uint32_t id = static_cast<uint32_t>(t);
   if (id >= kGgmlTypeCount || !isa_available(isa)) return nullptr;
   const TypeKernels& k = tables().per_isa[static_cast<int>(isa)][id];
-  if (!k.dequantize && !k.quantize && !k.vec_dot) return nullptr;
+  if (!k.dequantize && !k.quantize && !k.vec_dot && !k.vec_dot_cols) return nullptr;
   return &k;
 }
 
@@ -83,6 +87,15 @@ bool is_supported(GgmlType t) {
 }
 
 Isa best_isa() { return tables().best_isa; }
+
+void dot_cols(const TypeKernels& k, int64_t n, const void* w, const void* const* act, int n_act, float* out) {
+  if (k.vec_dot_cols) {
+    for (int j = 0; j < n_act; j += kMaxDotCols)
+      k.vec_dot_cols(n, w, act + j, n_act - j < kMaxDotCols ? n_act - j : kMaxDotCols, out + j);
+  } else {
+    for (int j = 0; j < n_act; ++j) out[j] = k.vec_dot(n, w, act[j]);
+  }
+}
 
 void dequantize_row(GgmlType t, const void* src, float* dst, int64_t n) {
   kernels_for(t).dequantize(src, dst, n);

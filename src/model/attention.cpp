@@ -3,7 +3,16 @@
 #include <algorithm>
 #include <cmath>
 
+#include "kernels/ops.h"
+
 namespace sluice::model {
+namespace {
+
+// Below this many multiply-adds (scores + weighted sum) the pool's wake-up
+// costs more than the split saves (see matmul.cpp). Speed only.
+constexpr int64_t kMinParallelWork = 256 * 1024;
+
+}  // namespace
 
 void Attention::run(const float* q, int n_tokens, int pos0, int layer, const KvCache& kv, const HParams& hp,
                     float* out, ThreadPool& pool) {
@@ -32,6 +41,7 @@ void Attention::run(const float* q, int n_tokens, int pos0, int layer, const KvC
     values = v_scratch_.data();
   }
 
+  const kernels::OpsKernels& ops = kernels::ops();
   auto body = [&](int64_t b, int64_t e) {
     std::vector<float> p(static_cast<size_t>(n_keys_max));
     for (int64_t item = b; item < e; ++item) {
@@ -40,32 +50,18 @@ void Attention::run(const float* q, int n_tokens, int pos0, int layer, const KvC
       const int kvh = h / group;
       const int n_keys = pos0 + t + 1;
       const float* qh = q + static_cast<int64_t>(t) * n_head * hd + static_cast<int64_t>(h) * hd;
+      ops.dot_rows(qh, keys + static_cast<int64_t>(kvh) * hd, k_dim, n_keys, hd, scale, p.data());
       float max_s = -INFINITY;
-      for (int j = 0; j < n_keys; ++j) {
-        const float* kj = keys + static_cast<int64_t>(j) * k_dim + static_cast<int64_t>(kvh) * hd;
-        float s = 0.0f;
-        for (int d = 0; d < hd; ++d) s += qh[d] * kj[d];
-        s *= scale;
-        p[j] = s;
-        max_s = std::max(max_s, s);
-      }
-      double sum = 0.0;
-      for (int j = 0; j < n_keys; ++j) {
-        p[j] = std::exp(p[j] - max_s);
-        sum += p[j];
-      }
+      for (int j = 0; j < n_keys; ++j) max_s = std::max(max_s, p[j]);
+      const double sum = ops.exp_sub_sum(p.data(), max_s, n_keys);
       const float inv = static_cast<float>(1.0 / sum);
+      for (int j = 0; j < n_keys; ++j) p[j] *= inv;
       float* oh = out + static_cast<int64_t>(t) * n_head * hdv + static_cast<int64_t>(h) * hdv;
-      std::fill(oh, oh + hdv, 0.0f);
-      for (int j = 0; j < n_keys; ++j) {
-        const float pj = p[j] * inv;
-        const float* vj = values + static_cast<int64_t>(j) * v_dim + static_cast<int64_t>(kvh) * hdv;
-        for (int d = 0; d < hdv; ++d) oh[d] += pj * vj[d];
-      }
+      ops.weighted_sum_rows(p.data(), values + static_cast<int64_t>(kvh) * hdv, v_dim, n_keys, hdv, oh);
     }
   };
   const int64_t items = static_cast<int64_t>(n_tokens) * n_head;
-  if (pool.size() > 1 && items > 1 && items * n_keys_max * (hd + hdv) >= 32 * 1024) {
+  if (pool.size() > 1 && items > 1 && items * n_keys_max * (hd + hdv) >= kMinParallelWork) {
     pool.parallel_for(items, body);
   } else {
     body(0, items);

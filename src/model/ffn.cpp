@@ -1,8 +1,15 @@
 #include "model/ffn.h"
 
-#include <cmath>
+#include "kernels/ops.h"
 
 namespace sluice::model {
+namespace {
+
+// Splitting positions over threads needs enough of them per thread to keep
+// the multi-column dot busy and the imbalance small.
+constexpr int64_t kMinPositionsPerThread = 8;
+
+}  // namespace
 
 void SwiGlu::run(const FfnMatrices& m, std::span<const void* const> act_gate, std::span<const void* const> act_up,
                  float* out, int64_t out_stride, ThreadPool& pool) {
@@ -10,13 +17,38 @@ void SwiGlu::run(const FfnMatrices& m, std::span<const void* const> act_gate, st
   const int64_t n_ff = m.gate.n_out;
   g_.resize(static_cast<size_t>(n * n_ff));
   u_.resize(static_cast<size_t>(n * n_ff));
-  matmul(m.gate, act_gate, g_.data(), n_ff, pool);
-  matmul(m.up, act_up, u_.data(), n_ff, pool);
-  for (int64_t i = 0; i < n * n_ff; ++i) {
-    const float g = g_[i];
-    g_[i] = g / (1.0f + std::exp(-g)) * u_[i];
+  // gate, up, the activation and the conversion of the hidden rows for down
+  // in as few pool round trips as possible. Many positions: split positions
+  // (each thread produces whole hidden rows, so it can also convert them);
+  // few positions: split hidden units, then convert. Either way each element
+  // is computed exactly as by separate matmuls + an element-wise pass, so the
+  // split changes no value.
+  const kernels::OpsKernels& ops = kernels::ops();
+  hidden_q_.prepare(m.down.kern->vec_dot_type, n, n_ff);
+  auto by_positions = [&](int64_t p0, int64_t p1) {
+    const auto g_rows = act_gate.subspan(static_cast<size_t>(p0), static_cast<size_t>(p1 - p0));
+    const auto u_rows = act_up.subspan(static_cast<size_t>(p0), static_cast<size_t>(p1 - p0));
+    matmul_rows(m.gate, g_rows, &g_[p0 * n_ff], n_ff, 0, n_ff);
+    matmul_rows(m.up, u_rows, &u_[p0 * n_ff], n_ff, 0, n_ff);
+    ops.swiglu(&g_[p0 * n_ff], &u_[p0 * n_ff], (p1 - p0) * n_ff);
+    hidden_q_.convert_rows(g_.data(), n_ff, p0, p1);
+  };
+  auto by_units = [&](int64_t r0, int64_t r1) {
+    matmul_rows(m.gate, act_gate, g_.data(), n_ff, r0, r1);
+    matmul_rows(m.up, act_up, u_.data(), n_ff, r0, r1);
+    for (int64_t i = 0; i < n; ++i) ops.swiglu(&g_[i * n_ff + r0], &u_[i * n_ff + r0], r1 - r0);
+  };
+  const int64_t work = 2 * n * n_ff * m.gate.n_in;
+  if (n >= kMinPositionsPerThread * pool.size() && worth_parallel(pool, n, work)) {
+    pool.parallel_for(n, by_positions);
+  } else {
+    if (worth_parallel(pool, n_ff, work)) {
+      pool.parallel_for(n_ff, by_units);
+    } else {
+      by_units(0, n_ff);
+    }
+    hidden_q_.convert_rows(g_.data(), n_ff, 0, n);
   }
-  hidden_q_.quantize(m.down.kern->vec_dot_type, g_.data(), n, n_ff, n_ff, &pool);
   hidden_rows_.resize(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) hidden_rows_[i] = hidden_q_.row(i);
   matmul(m.down, hidden_rows_, out, out_stride, pool);

@@ -1,5 +1,6 @@
 #include "model/matmul.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "util/error.h"
@@ -7,9 +8,18 @@
 namespace sluice::model {
 namespace {
 
-// Below this many multiply-adds a parallel_for costs more than it saves.
-// Only affects speed: the rows computed are the same either way.
-constexpr int64_t kMinParallelWork = 32 * 1024;
+// Below this many multiply-adds a parallel_for costs more than it saves: a
+// pool round trip costs ~3-15 us on a busy 2-core machine (wake-up of the
+// worker), while the AVX2 kernels do ~20-40 multiply-adds per ns, so 512K is
+// ~15-25 us of work. Only affects speed: the values are the same either way.
+constexpr int64_t kMinParallelWork = 512 * 1024;
+// Same for converting activations (a few ns per element with its rounding).
+constexpr int64_t kMinParallelQuantize = 64 * 1024;
+
+// Positions per tile in matmul: small enough that a tile's converted
+// activation rows stay in L2 while every weight row of a thread's range
+// passes over them. Only affects speed.
+constexpr int64_t kPositionTile = 64;
 
 }  // namespace
 
@@ -37,49 +47,85 @@ WeightMatrix make_weight(const void* data, GgmlType type, int64_t n_in, int64_t 
   return w;
 }
 
-void QuantizedRows::quantize(GgmlType type, const float* x, int64_t n_rows, int64_t n_in, int64_t x_stride,
-                             ThreadPool* pool) {
+void QuantizedRows::prepare(GgmlType type, int64_t n_rows, int64_t n_in) {
   const auto rb = ggml_row_bytes(type, static_cast<uint64_t>(n_in));
   if (!rb) throw Error("activation row of " + std::to_string(n_in) + " elements is not a whole number of " +
                        std::string(ggml_type_name(type)) + " blocks");
+  quantize_fn_ = nullptr;
+  if (type != GgmlType::F32) {  // F32 weights take F32 activations unchanged
+    quantize_fn_ = kernels::kernels_for(type).quantize;
+    if (!quantize_fn_) throw Error("no activation conversion to " + std::string(ggml_type_name(type)));
+  }
   type_ = type;
   n_rows_ = n_rows;
   n_in_ = n_in;
   row_bytes_ = static_cast<size_t>(*rb);
   const size_t need = row_bytes_ * static_cast<size_t>(n_rows);
   if (buf_.size() < need) buf_.resize(need);
+}
+
+void QuantizedRows::convert_rows(const float* x, int64_t x_stride, int64_t r0, int64_t r1) {
   uint8_t* dst = buf_.data();
-  const size_t row_bytes = row_bytes_;
-  if (type == GgmlType::F32) {  // F32 weights take F32 activations unchanged
-    for (int64_t i = 0; i < n_rows; ++i) std::memcpy(dst + i * row_bytes, x + i * x_stride, row_bytes);
-    return;
+  for (int64_t i = r0; i < r1; ++i) {
+    if (quantize_fn_) {
+      quantize_fn_(x + i * x_stride, dst + i * row_bytes_, n_in_);
+    } else {
+      std::memcpy(dst + i * row_bytes_, x + i * x_stride, row_bytes_);
+    }
   }
-  const kernels::QuantizeFn q = kernels::kernels_for(type).quantize;
-  if (!q) throw Error("no activation conversion to " + std::string(ggml_type_name(type)));
-  auto body = [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) q(x + i * x_stride, dst + i * row_bytes, n_in);
-  };
-  if (pool && n_rows > 1 && n_rows * n_in >= kMinParallelWork) {
+}
+
+void QuantizedRows::quantize(GgmlType type, const float* x, int64_t n_rows, int64_t n_in, int64_t x_stride,
+                             ThreadPool* pool) {
+  prepare(type, n_rows, n_in);
+  auto body = [&](int64_t b, int64_t e) { convert_rows(x, x_stride, b, e); };
+  if (type != GgmlType::F32 && pool && pool->size() > 1 && n_rows > 1 && n_rows * n_in >= kMinParallelQuantize) {
     pool->parallel_for(n_rows, body);
   } else {
     body(0, n_rows);
   }
 }
 
+void matmul_rows(const WeightMatrix& w, std::span<const void* const> act, float* out, int64_t out_stride, int64_t r0,
+                 int64_t r1) {
+  const int64_t n_act = static_cast<int64_t>(act.size());
+  const kernels::TypeKernels& kern = *w.kern;
+  const int64_t n_in = w.n_in;
+  const void* const* acts = act.data();
+  if (n_act == 1) {  // one position (decode): plain vec_dot, the same values
+    for (int64_t r = r0; r < r1; ++r) out[r] = kern.vec_dot(n_in, w.row(r), acts[0]);
+    return;
+  }
+  // Positions are taken in tiles of kPositionTile (their converted rows stay
+  // in cache) and, inside a tile, kMaxDotCols at a time through the
+  // multi-column dot, which decodes each weight block once for all of them.
+  // Every output element is the same vec_dot result whichever path or tile
+  // computes it (quant.h contract), so the result is independent of tiling
+  // and of the thread split.
+  float col[kernels::kMaxDotCols];
+  for (int64_t p0 = 0; p0 < n_act; p0 += kPositionTile) {
+    const int64_t p1 = std::min(n_act, p0 + kPositionTile);
+    for (int64_t r = r0; r < r1; ++r) {
+      const uint8_t* wr = w.row(r);
+      for (int64_t i = p0; i < p1; i += kernels::kMaxDotCols) {
+        const int m = static_cast<int>(std::min<int64_t>(kernels::kMaxDotCols, p1 - i));
+        kernels::dot_cols(kern, n_in, wr, acts + i, m, col);
+        for (int j = 0; j < m; ++j) out[(i + j) * out_stride + r] = col[j];
+      }
+    }
+  }
+}
+
+bool worth_parallel(const ThreadPool& pool, int64_t n_rows, int64_t multiply_adds) {
+  return pool.size() > 1 && n_rows > 1 && multiply_adds >= kMinParallelWork;
+}
+
 void matmul(const WeightMatrix& w, std::span<const void* const> act, float* out, int64_t out_stride,
             ThreadPool& pool) {
   const int64_t n_act = static_cast<int64_t>(act.size());
   if (n_act == 0 || w.n_out == 0) return;
-  const kernels::VecDotFn dot = w.kern->vec_dot;
-  const int64_t n_in = w.n_in;
-  auto body = [&](int64_t r0, int64_t r1) {
-    // Rows outer, activations inner: a weight row is read once per call.
-    for (int64_t r = r0; r < r1; ++r) {
-      const uint8_t* wr = w.row(r);
-      for (int64_t i = 0; i < n_act; ++i) out[i * out_stride + r] = dot(n_in, wr, act[i]);
-    }
-  };
-  if (pool.size() > 1 && w.n_out > 1 && w.n_out * n_in * n_act >= kMinParallelWork) {
+  auto body = [&](int64_t r0, int64_t r1) { matmul_rows(w, act, out, out_stride, r0, r1); };
+  if (worth_parallel(pool, w.n_out, w.n_out * w.n_in * n_act)) {
     pool.parallel_for(w.n_out, body);
   } else {
     body(0, w.n_out);

@@ -4,9 +4,15 @@
 // vec_dot_type (Q8_0, Q8_K, F16, ... or F32 for F32 weights), then every
 // output element is one kernels vec_dot of a weight row with that row.
 //
+// Prefill (several positions): each weight row is multiplied with up to
+// kernels::kMaxDotCols positions per call of the multi-column dot
+// (TypeKernels::vec_dot_cols), which decodes the weight block once for all of
+// them, and positions are tiled so a tile's converted rows stay in cache.
+//
 // Determinism: output rows are split across threads, and each output element
-// is produced by exactly one vec_dot call, so results are bit-identical for
-// any thread count.
+// is exactly the value one vec_dot call gives (vec_dot_cols is bit-identical
+// to vec_dot by contract), so results are bit-identical for any thread count,
+// tiling, or number of positions evaluated together.
 #pragma once
 
 #include <cstddef>
@@ -46,6 +52,12 @@ class QuantizedRows {
  public:
   // Converts n_rows rows of n_in floats (row i at x + i * x_stride) to `type`.
   void quantize(GgmlType type, const float* x, int64_t n_rows, int64_t n_in, int64_t x_stride, ThreadPool* pool);
+  // The same in two steps, for callers that convert rows inside their own
+  // parallel_for: prepare() sizes the buffer (throws like quantize), then
+  // convert_rows() converts rows [r0, r1) of x; calls on disjoint ranges may
+  // run concurrently. Rows not yet converted hold stale bytes.
+  void prepare(GgmlType type, int64_t n_rows, int64_t n_in);
+  void convert_rows(const float* x, int64_t x_stride, int64_t r0, int64_t r1);
   const void* row(int64_t i) const { return buf_.data() + static_cast<size_t>(i) * row_bytes_; }
   int64_t n_rows() const { return n_rows_; }
   int64_t n_in() const { return n_in_; }
@@ -57,12 +69,23 @@ class QuantizedRows {
   int64_t n_rows_ = 0;
   int64_t n_in_ = 0;
   size_t row_bytes_ = 0;
+  kernels::QuantizeFn quantize_fn_ = nullptr;  // nullptr: F32, rows copied
 };
 
 // out[i * out_stride + r] = dot(w.row(r), act[i]) for r < w.n_out, i < act.size().
 // Every act[i] must be a row of w.kern->vec_dot_type with w.n_in elements.
 void matmul(const WeightMatrix& w, std::span<const void* const> act, float* out, int64_t out_stride,
             ThreadPool& pool);
+
+// The part of matmul for output rows [r0, r1) only, on the calling thread
+// (for callers that fuse several matrices into one parallel_for). Same values
+// as matmul.
+void matmul_rows(const WeightMatrix& w, std::span<const void* const> act, float* out, int64_t out_stride, int64_t r0,
+                 int64_t r1);
+
+// Whether splitting work of `multiply_adds` over `n_rows` rows across the pool
+// pays for the pool's wake-up. Speed only, never values.
+bool worth_parallel(const ThreadPool& pool, int64_t n_rows, int64_t multiply_adds);
 
 // Convenience: converts x (n_rows x w.n_in, contiguous) into `scratch` and
 // multiplies; out is n_rows x w.n_out, contiguous.

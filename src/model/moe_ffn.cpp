@@ -77,18 +77,26 @@ void MoeFfn::run(int layer, const ExpertTemplate& tmpl, const float* xn, int n_t
   counters_.read += read;
   counters_.hit += routed - dropped - read;
 
-  // Weighted sum in slot order (fixed, independent of arrival order).
-  for (int t = 0; t < n_tokens; ++t) {
-    float* o = out + static_cast<int64_t>(t) * n_out;
-    for (int s = 0; s < k; ++s) {
-      const float w = routing.weight(t, s);
-      const float* e = &slot_out_[(static_cast<size_t>(t) * k + s) * n_out];
-      if (s == 0) {
-        for (int64_t i = 0; i < n_out; ++i) o[i] = w * e[i];
-      } else {
-        for (int64_t i = 0; i < n_out; ++i) o[i] += w * e[i];
+  // Weighted sum in slot order (fixed, independent of arrival order). Tokens
+  // are independent, so splitting them over threads changes no value.
+  auto combine = [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      float* o = out + t * n_out;
+      for (int s = 0; s < k; ++s) {
+        const float w = routing.weight(static_cast<int>(t), s);
+        const float* e = &slot_out_[(static_cast<size_t>(t) * k + s) * n_out];
+        if (s == 0) {
+          for (int64_t i = 0; i < n_out; ++i) o[i] = w * e[i];
+        } else {
+          for (int64_t i = 0; i < n_out; ++i) o[i] += w * e[i];
+        }
       }
     }
+  };
+  if (pool.size() > 1 && n_tokens > 1 && static_cast<int64_t>(n_tokens) * k * n_out >= 64 * 1024) {  // else cheaper than a pool round trip
+    pool.parallel_for(n_tokens, combine);
+  } else {
+    combine(0, n_tokens);
   }
   io_s_ += io_s;
   matmul_s_ += std::chrono::duration<double>(Clock::now() - t_run).count() - io_s;

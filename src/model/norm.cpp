@@ -2,18 +2,16 @@
 
 #include <cmath>
 
+#include "kernels/ops.h"
+
 namespace sluice::model {
 
 void rms_norm(const float* x, const float* w, int64_t n, float eps, float* y) {
-  double sum = 0.0;
-  for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(x[i] * x[i]);
+  const kernels::OpsKernels& k = kernels::ops();
+  const double sum = k.sum_squares(x, n);
   const float mean = static_cast<float>(sum / static_cast<double>(n));
   const float scale = 1.0f / std::sqrt(mean + eps);
-  if (w) {
-    for (int64_t i = 0; i < n; ++i) y[i] = (x[i] * scale) * w[i];
-  } else {
-    for (int64_t i = 0; i < n; ++i) y[i] = x[i] * scale;
-  }
+  k.scale_mul(x, scale, w, y, n);
 }
 
 void rms_norm_rows(const float* x, const float* w, int64_t n_rows, int64_t n, float eps, float* y) {

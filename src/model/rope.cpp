@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "kernels/ops.h"
+
 namespace sluice::model {
 
 RopeAngles::RopeAngles(int n_rot, float freq_base)
@@ -21,19 +23,9 @@ void RopeAngles::set_position(int64_t pos) {
 
 void apply_rope(float* x, int n_heads, int head_dim, const RopeAngles& angles, RopeType type) {
   const int half = angles.n_rot() / 2;
-  const float* c = angles.cos();
-  const float* s = angles.sin();
-  for (int h = 0; h < n_heads; ++h) {
-    float* v = x + static_cast<int64_t>(h) * head_dim;
-    for (int j = 0; j < half; ++j) {
-      const int i0 = type == RopeType::Norm ? 2 * j : j;
-      const int i1 = type == RopeType::Norm ? 2 * j + 1 : j + half;
-      const float x0 = v[i0];
-      const float x1 = v[i1];
-      v[i0] = x0 * c[j] - x1 * s[j];
-      v[i1] = x0 * s[j] + x1 * c[j];
-    }
-  }
+  const kernels::OpsKernels& k = kernels::ops();
+  const auto rotate = type == RopeType::Norm ? k.rope_norm : k.rope_neox;
+  for (int h = 0; h < n_heads; ++h) rotate(x + static_cast<int64_t>(h) * head_dim, angles.cos(), angles.sin(), half);
 }
 
 }  // namespace sluice::model
