@@ -139,6 +139,16 @@ class ExpertStore {
   ExpertIoStats stats() const;
   bool direct_io() const;  // true when O_DIRECT is in use for every file (false after a fallback)
 
+  // What the most recent fetch() of `layer` asked for and what the cache did
+  // (route traces). hit[i] != 0: experts[i] was served from the cache without
+  // a read; 0: it was read (cache off, a miss, or load_all: never a hit).
+  // Empty before the first fetch of the layer. Thread-safe (copied under a lock).
+  struct FetchRecord {
+    std::vector<int> experts;
+    std::vector<uint8_t> hit;
+  };
+  FetchRecord last_fetch(int layer) const;
+
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
