@@ -105,7 +105,9 @@ TEST_F(CacheEngine, LogitsBitIdenticalAtEveryBudgetDecodeAndBatch) {
     EXPECT_TRUE(same_bits(eval_decode(*m, tokens_), want_decode));
     const moe::ExpertIoStats io = m->stats().io;
     // At the floor the LRU holds about one token's layer: repeats can all miss.
-    if (budget > floor_) EXPECT_GT(io.experts_hit, 0u);
+    if (budget > floor_) {
+      EXPECT_GT(io.experts_hit, 0u);
+    }
     EXPECT_LE(io.cache_peak_bytes, std::max<uint64_t>(budget, 1));
   }
 }
