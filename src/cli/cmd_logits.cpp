@@ -8,6 +8,7 @@
 
 #include "cli/commands.h"
 #include "cli/engine_flags.h"
+#include "cli/telemetry_output.h"
 #include "runtime/session.h"
 #include "util/error.h"
 
@@ -18,6 +19,7 @@ struct LogitsOptions {
   runtime::EngineOptions engine;
   std::string tokens;
   std::string out_path;
+  TelemetryFlags telemetry;
 };
 
 std::vector<int32_t> parse_token_list(const std::string& s) {
@@ -48,7 +50,8 @@ void run_logits(const LogitsOptions& o) {
   runtime::Session session = runtime::Session::open(o.engine.model_path, o.engine.to_model_config());
   const size_t n_vocab = static_cast<size_t>(session.n_vocab());
   std::vector<float> logits(ids.size() * n_vocab);
-  session.model().eval(ids, 0, logits.data());
+  TelemetryOutput telemetry(o.telemetry, session);
+  session.eval_all(ids, logits.data());
 
   std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(o.out_path.c_str(), "wb"), &std::fclose);
   if (!f) fail(o.out_path, "cannot open for writing");
@@ -56,6 +59,7 @@ void run_logits(const LogitsOptions& o) {
     fail(o.out_path, "write failed");
   if (std::fclose(f.release()) != 0) fail(o.out_path, "write failed");
   std::fprintf(stderr, "wrote %zu x %zu logits to %s\n", ids.size(), n_vocab, o.out_path.c_str());
+  telemetry.finish();
 }
 
 }  // namespace
@@ -66,6 +70,7 @@ void register_logits(CLI::App& app) {
   add_engine_flags(cmd, opts->engine);
   cmd->add_option("--tokens", opts->tokens, "token ids, comma separated (e.g. 1,17,42)")->required();
   cmd->add_option("-o,--output", opts->out_path, "output file")->required();
+  add_telemetry_flags(cmd, opts->telemetry);
   cmd->callback([opts] { run_logits(*opts); });
 }
 

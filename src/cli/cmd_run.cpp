@@ -1,7 +1,5 @@
-// `sluice run`: tokenize a prompt, generate, stream the text to stdout; a
-// summary (throughput, bytes read, peak RSS) goes to stderr.
-#include <sys/resource.h>
-
+// `sluice run`: tokenize a prompt, generate, stream the text to stdout; the
+// telemetry summary (cli/telemetry_output.h) goes to stderr.
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -9,6 +7,7 @@
 
 #include "cli/commands.h"
 #include "cli/engine_flags.h"
+#include "cli/telemetry_output.h"
 #include "runtime/session.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
@@ -22,13 +21,8 @@ struct RunOptions {
   std::string prompt;
   int n_predict = 128;
   bool ignore_eos = false;
+  TelemetryFlags telemetry;
 };
-
-double peak_rss_mib() {
-  rusage ru{};
-  getrusage(RUSAGE_SELF, &ru);
-  return static_cast<double>(ru.ru_maxrss) / 1024.0;  // ru_maxrss is KiB on Linux
-}
 
 void run_generate(const RunOptions& o) {
   if (o.n_predict < 0) throw Error("-n: must be >= 0 (got " + std::to_string(o.n_predict) + ")");
@@ -36,6 +30,7 @@ void run_generate(const RunOptions& o) {
   const tokenizer::Tokenizer tok = tokenizer::Tokenizer::from_gguf(session.gguf().metadata());
   const std::vector<int32_t> prompt = tok.encode(o.prompt, true, false);
   if (prompt.empty()) throw Error("-p: the prompt tokenizes to nothing (and the model adds no BOS)");
+  TelemetryOutput telemetry(o.telemetry, session);
 
   std::fwrite(o.prompt.data(), 1, o.prompt.size(), stdout);
   std::fflush(stdout);
@@ -45,8 +40,7 @@ void run_generate(const RunOptions& o) {
       if (id >= 0) stop.push_back(id);
   }
   runtime::Sampler sampler(o.sampler);
-  const runtime::GenerationStats st = session.generate(
-      prompt, o.n_predict, sampler,
+  session.generate(prompt, o.n_predict, sampler,
       [&](int32_t id) {
         const std::string piece = tok.token_to_piece(id, false);
         std::fwrite(piece.data(), 1, piece.size(), stdout);
@@ -57,20 +51,7 @@ void run_generate(const RunOptions& o) {
   std::fputc('\n', stdout);
   std::fflush(stdout);
 
-  const model::ModelStats ms = session.model().stats();
-  std::fprintf(stderr,
-               "\nsluice: prompt %d tokens in %.3f s (%.1f tok/s); generated %d tokens, %d decode steps in %.3f s "
-               "(%.1f tok/s)\n",
-               st.prefill_tokens, st.prefill_seconds,
-               st.prefill_seconds > 0 ? st.prefill_tokens / st.prefill_seconds : 0.0, st.generated,
-               st.decode_tokens, st.decode_seconds,
-               st.decode_seconds > 0 ? st.decode_tokens / st.decode_seconds : 0.0);
-  std::fprintf(stderr,
-               "sluice: dense weights %.1f MiB; experts read %.1f MiB in %llu reads (%llu experts), io wait %.3f s; "
-               "peak RSS %.1f MiB\n",
-               ms.dense_bytes / 1048576.0, ms.io.bytes_read / 1048576.0,
-               static_cast<unsigned long long>(ms.io.reads), static_cast<unsigned long long>(ms.io.experts_read),
-               ms.io.stall_seconds, peak_rss_mib());
+  telemetry.finish();
 }
 
 }  // namespace
@@ -91,6 +72,7 @@ void register_run(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--seed", opts->sampler.seed, "sampling seed")->capture_default_str();
   cmd->add_flag("--ignore-eos", opts->ignore_eos, "keep generating after end-of-sequence");
+  add_telemetry_flags(cmd, opts->telemetry);
   cmd->callback([opts] { run_generate(*opts); });
 }
 

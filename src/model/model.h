@@ -49,10 +49,41 @@ struct ModelConfig {
   std::function<void(const std::string&)> log;
 };
 
+// Routed-expert accounting, counted per (layer, eval batch) over the DISTINCT
+// experts the batch's tokens select in that layer (at decode, one token: the
+// top_k experts). Invariant, kept by the forward pass:
+//   routed == hit + read + dropped
+// read: fetched from disk; hit: served without a read (expert cache or
+// --load-all); dropped: removed by a routing trim before the fetch (and then
+// dropped == dropped_top_p + dropped_budget + dropped_cold).
+struct ExpertCounters {
+  uint64_t routed = 0;
+  uint64_t hit = 0;
+  uint64_t read = 0;
+  uint64_t dropped = 0;
+  uint64_t dropped_top_p = 0;
+  uint64_t dropped_budget = 0;
+  uint64_t dropped_cold = 0;
+  uint64_t dropped_bytes = 0;  // expert bytes not read thanks to trims
+};
+
+// Where the forward pass spent its wall time (steady_clock, compute thread).
+// The parts partition eval_s: other_s() covers embedding, norms, routers,
+// dense FFNs and the lm head.
+struct TimeProfile {
+  double eval_s = 0;           // inside Model::eval / eval_last
+  double expert_io_s = 0;      // blocked on expert I/O (fetch + waiting for reads)
+  double expert_matmul_s = 0;  // routed-expert FFN math (incl. activation quantize, weighted sum)
+  double attention_s = 0;      // attention block: QKV/output projections, RoPE, KV store, attention
+  double other_s() const { return eval_s - expert_io_s - expert_matmul_s - attention_s; }
+};
+
 struct ModelStats {
   uint64_t tokens_evaluated = 0;
   uint64_t dense_bytes = 0;
   moe::ExpertIoStats io;  // zero for dense models
+  ExpertCounters experts;  // zero for dense models
+  TimeProfile time;
 };
 
 class Model {
@@ -76,6 +107,13 @@ class Model {
   virtual int n_cached() const = 0;
 
   virtual ModelStats stats() const = 0;
+
+  // Bytes of one routed expert (gate+up+down) of `layer`; 0 for a layer
+  // without routed experts (and for dense models).
+  virtual uint64_t expert_bytes(int layer) const { return 0; }
+  // Fraction of the dense (non-expert) weights resident in RAM (mincore; cost
+  // grows with the dense size, so sample it, do not call it per layer).
+  virtual double dense_resident_fraction() const { return 1.0; }
 };
 
 // Builds the model for `gguf`'s general.architecture ("qwen3moe", "llama").

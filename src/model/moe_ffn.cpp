@@ -1,6 +1,7 @@
 #include "model/moe_ffn.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 
 #include "util/error.h"
@@ -9,6 +10,9 @@ namespace sluice::model {
 
 void MoeFfn::run(int layer, const ExpertTemplate& tmpl, const float* xn, int n_tokens, const Routing& routing,
                  moe::ExpertStore& store, float* out, ThreadPool& pool) {
+  using Clock = std::chrono::steady_clock;
+  const auto t_run = Clock::now();
+  double io_s = 0;
   const int k = routing.k;
   const int64_t n_embd = tmpl.m.gate.n_in;
   const int64_t n_out = tmpl.m.down.n_out;
@@ -31,8 +35,13 @@ void MoeFfn::run(int layer, const ExpertTemplate& tmpl, const float* xn, int n_t
   }
 
   slot_out_.resize(static_cast<size_t>(n_tokens) * k * n_out);
+  const uint64_t read_before = store.stats().experts_read;
+  auto t_io = Clock::now();
   moe::ExpertStore::Batch batch = store.fetch(layer, experts);
-  for (int idx = batch.next_ready(); idx >= 0; idx = batch.next_ready()) {
+  for (;;) {
+    const int idx = batch.next_ready();
+    io_s += std::chrono::duration<double>(Clock::now() - t_io).count();
+    if (idx < 0) break;
     const moe::ExpertView view = batch.view(idx);
     FfnMatrices m = tmpl.m;
     m.gate.data = static_cast<const uint8_t*>(view.gate);
@@ -53,7 +62,20 @@ void MoeFfn::run(int layer, const ExpertTemplate& tmpl, const float* xn, int n_t
     swiglu_.run(m, rows_gate_, rows_up_, expert_out_.data(), n_out, pool);
     for (size_t i = 0; i < u.size(); ++i)
       std::memcpy(&slot_out_[static_cast<size_t>(u[i]) * n_out], &expert_out_[i * n_out], sizeof(float) * n_out);
+    t_io = Clock::now();
   }
+  // Every expert was taken, so every read of this batch has completed and
+  // been counted. Clamp: a store counting reads differently must not wrap
+  // the unsigned hit count (the telemetry tests check read against the store).
+  // Routing trims (when they land) remove experts before the fetch: they add
+  // to routed and dropped (and the per-trim counts and dropped_bytes).
+  const uint64_t routed = experts.size();
+  const uint64_t dropped = 0;
+  const uint64_t read = std::min<uint64_t>(store.stats().experts_read - read_before, routed - dropped);
+  counters_.routed += routed;
+  counters_.dropped += dropped;
+  counters_.read += read;
+  counters_.hit += routed - dropped - read;
 
   // Weighted sum in slot order (fixed, independent of arrival order).
   for (int t = 0; t < n_tokens; ++t) {
@@ -68,6 +90,8 @@ void MoeFfn::run(int layer, const ExpertTemplate& tmpl, const float* xn, int n_t
       }
     }
   }
+  io_s_ += io_s;
+  matmul_s_ += std::chrono::duration<double>(Clock::now() - t_run).count() - io_s;
 }
 
 }  // namespace sluice::model

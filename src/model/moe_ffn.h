@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "model/ffn.h"
+#include "model/model.h"
 #include "model/router.h"
 #include "moe/weight_store.h"
 
@@ -27,7 +28,17 @@ class MoeFfn {
   void run(int layer, const ExpertTemplate& tmpl, const float* xn, int n_tokens, const Routing& routing,
            moe::ExpertStore& store, float* out, ThreadPool& pool);
 
+  // Totals over every run() (never reset). Counters follow ExpertCounters'
+  // contract; `read` is this layer batch's delta of the store's experts_read,
+  // so it assumes no other Batch of the same store completes reads meanwhile.
+  const ExpertCounters& counters() const { return counters_; }
+  double io_seconds() const { return io_s_; }          // blocked in fetch()/next_ready()
+  double matmul_seconds() const { return matmul_s_; }  // the rest of run()
+
  private:
+  ExpertCounters counters_;
+  double io_s_ = 0;
+  double matmul_s_ = 0;
   QuantizedRows act_gate_, act_up_;
   SwiGlu swiglu_;
   std::vector<float> slot_out_;    // [n_tokens * k][n_embd]

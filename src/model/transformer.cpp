@@ -1,6 +1,7 @@
 #include "model/transformer.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <string>
 
@@ -23,6 +24,10 @@ bool same_shape(std::vector<uint64_t> ne, std::vector<uint64_t> want) {
   while (ne.size() > 1 && ne.back() == 1) ne.pop_back();
   while (want.size() > 1 && want.back() == 1) want.pop_back();
   return ne == want;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 bool is_expert_tensor(const gguf::TensorInfo& t) { return t.name.find("_exps") != std::string::npos; }
@@ -211,8 +216,20 @@ ModelStats Transformer::stats() const {
   s.tokens_evaluated = tokens_evaluated_;
   s.dense_bytes = dense_->bytes();
   if (store_) s.io = store_->stats();
+  s.experts = moe_ffn_.counters();
+  s.time.eval_s = eval_s_;
+  s.time.attention_s = attention_s_;
+  s.time.expert_io_s = moe_ffn_.io_seconds();
+  s.time.expert_matmul_s = moe_ffn_.matmul_seconds();
   return s;
 }
+
+uint64_t Transformer::expert_bytes(int layer) const {
+  if (!store_ || layer < 0 || layer >= static_cast<int>(layers_.size()) || !layers_[layer].moe) return 0;
+  return store_->expert_bytes(layer);
+}
+
+double Transformer::dense_resident_fraction() const { return dense_->resident_fraction(); }
 
 void Transformer::eval(std::span<const int32_t> tokens, int pos0, float* logits_out) {
   run(tokens, pos0, logits_out, true);
@@ -225,6 +242,7 @@ void Transformer::eval_last(std::span<const int32_t> tokens, int pos0, float* lo
 void Transformer::run(std::span<const int32_t> tokens, int pos0, float* logits_out, bool all_rows) {
   const int T = static_cast<int>(tokens.size());
   if (T == 0) return;
+  const auto t_eval = std::chrono::steady_clock::now();
   if (pos0 < 0 || pos0 > kv_->n_filled())
     throw Error("eval at position " + std::to_string(pos0) + " but only " + std::to_string(kv_->n_filled()) +
                 " positions are cached");
@@ -249,6 +267,7 @@ void Transformer::run(std::span<const int32_t> tokens, int pos0, float* logits_o
     for (int il = 0; il < static_cast<int>(hp_.n_layer); ++il) forward_layer(il, T, pos0);
   } catch (...) {
     kv_->set_filled(pos0);  // the new positions are incomplete
+    eval_s_ += seconds_since(t_eval);  // keeps TimeProfile's parts within eval_s
     throw;
   }
   if (cfg_.route_trace) {
@@ -264,6 +283,7 @@ void Transformer::run(std::span<const int32_t> tokens, int pos0, float* logits_o
   rms_norm_rows(&x_[static_cast<size_t>(first) * n_embd], output_norm_, n_out, n_embd, hp_.rms_eps, xn_.data());
   matmul_f32(output_, xn_.data(), n_out, logits_out, pool_, act_);
   tokens_evaluated_ += static_cast<uint64_t>(T);
+  eval_s_ += seconds_since(t_eval);
 }
 
 void Transformer::forward_layer(int il, int T, int pos0) {
@@ -273,6 +293,7 @@ void Transformer::forward_layer(int il, int T, int pos0) {
   const float eps = hp_.rms_eps;
 
   // Attention block.
+  const auto t_attn = std::chrono::steady_clock::now();
   rms_norm_rows(x_.data(), L.attn_norm, T, n_embd, eps, xn_.data());
   q_.resize(static_cast<size_t>(T) * hp_.q_dim());
   k_.resize(static_cast<size_t>(T) * hp_.k_dim());
@@ -295,6 +316,7 @@ void Transformer::forward_layer(int il, int T, int pos0) {
   attention_.run(q_.data(), T, pos0, il, *kv_, hp_, attn_.data(), pool_);
   matmul_f32(L.wo, attn_.data(), T, tmp_.data(), pool_, act_);
   for (size_t i = 0; i < x_.size(); ++i) x_[i] += tmp_[i];
+  attention_s_ += seconds_since(t_attn);
 
   // FFN block.
   rms_norm_rows(x_.data(), L.ffn_norm, T, n_embd, eps, xn_.data());

@@ -36,6 +36,8 @@ class Transformer final : public Model {
   void reset() override { kv_->reset(); }
   int n_cached() const override { return kv_->n_filled(); }
   ModelStats stats() const override;
+  uint64_t expert_bytes(int layer) const override;
+  double dense_resident_fraction() const override;
 
  private:
   struct Layer {
@@ -80,6 +82,8 @@ class Transformer final : public Model {
   Routing routing_;
   std::vector<moe::RouteRecord> trace_buf_;  // --route-trace: this eval's records, written token-major
   uint64_t tokens_evaluated_ = 0;
+  double eval_s_ = 0;       // TimeProfile::eval_s
+  double attention_s_ = 0;  // TimeProfile::attention_s
 };
 
 }  // namespace sluice::model

@@ -32,13 +32,23 @@ void Session::reset() {
 }
 
 std::span<const float> Session::feed(std::span<const int32_t> tokens) {
+  const bool prefill = tokens_.empty() || pending_.size() + tokens.size() > 1;
+  return feed_as(tokens, prefill ? EvalKind::Prefill : EvalKind::Decode);
+}
+
+std::span<const float> Session::feed_as(std::span<const int32_t> tokens, EvalKind kind) {
   // The last token sampled by generate() was never evaluated: it goes first.
   std::vector<int32_t> all(pending_.begin(), pending_.end());
   all.insert(all.end(), tokens.begin(), tokens.end());
   if (all.empty()) throw Error("feed: no tokens");
-  model_->eval_last(all, static_cast<int>(tokens_.size()), logits_.data());
+  const int pos = static_cast<int>(tokens_.size());
+  recorder_.begin(*model_);
+  model_->eval_last(all, pos, logits_.data());
   pending_.clear();
   tokens_.insert(tokens_.end(), all.begin(), all.end());
+  // Last: a throwing record callback (e.g. --csv write error) leaves the
+  // session consistent.
+  recorder_.end(*model_, kind, static_cast<int>(all.size()), pos);
   return logits_;
 }
 
@@ -48,7 +58,8 @@ GenerationStats Session::generate(std::span<const int32_t> prompt, int n_predict
   const int n_new = static_cast<int>(pending_.size() + prompt.size());
   if (n_new == 0) throw Error("generate: empty prompt");
   auto t0 = std::chrono::steady_clock::now();
-  feed(prompt);
+  const auto t_start = t0;
+  feed_as(prompt, EvalKind::Prefill);
   st.prefill_tokens = n_new;
   st.prefill_seconds = seconds_since(t0);
   t0 = std::chrono::steady_clock::now();
@@ -56,18 +67,49 @@ GenerationStats Session::generate(std::span<const int32_t> prompt, int n_predict
   for (int i = 0; i < n_predict; ++i) {
     const int32_t id = sampler.sample(logits_, history);
     history.push_back(id);
-    ++st.generated;
+    if (++st.generated == 1) {
+      st.ttft_seconds = seconds_since(t_start);
+      if (ttft_ms_ == 0) ttft_ms_ = st.ttft_seconds * 1e3;
+    }
     const bool more = on_token ? on_token(id) : true;
     if (!more || std::find(stop_ids.begin(), stop_ids.end(), id) != stop_ids.end() || i + 1 == n_predict) {
       pending_.push_back(id);  // evaluated lazily by the next call
       break;
     }
     const int32_t one[1] = {id};
-    feed(one);
+    feed_as(one, EvalKind::Decode);
     ++st.decode_tokens;
   }
   st.decode_seconds = seconds_since(t0);
   return st;
+}
+
+void Session::eval_all(std::span<const int32_t> tokens, float* logits_out) {
+  if (!pending_.empty()) throw Error("eval_all: a sampled token is pending; call feed() first");
+  if (tokens.empty()) throw Error("eval_all: no tokens");
+  const int pos = static_cast<int>(tokens_.size());
+  recorder_.begin(*model_);
+  model_->eval(tokens, pos, logits_out);
+  tokens_.insert(tokens_.end(), tokens.begin(), tokens.end());
+  // feed()'s logits_ would otherwise be stale: keep it the last row.
+  std::copy_n(logits_out + (tokens.size() - 1) * logits_.size(), logits_.size(), logits_.begin());
+  recorder_.end(*model_, EvalKind::Prefill, static_cast<int>(tokens.size()), pos);
+}
+
+RunSummary Session::summary(const SummaryOptions& opts) const {
+  const model::HParams& hp = model_->hparams();
+  SummaryInput in;
+  in.records = recorder_.records();
+  in.stats = model_->stats();
+  in.expert_bytes.resize(hp.n_layer);
+  for (uint32_t il = 0; il < hp.n_layer; ++il) in.expert_bytes[il] = model_->expert_bytes(static_cast<int>(il));
+  in.n_expert = static_cast<int>(hp.n_expert);
+  in.top_k = static_cast<int>(hp.n_expert_used);
+  in.ttft_ms = ttft_ms_;
+  in.dense_resident_frac = model_->dense_resident_fraction();
+  in.peak_rss_mib = peak_rss_mib();
+  in.opts = opts;
+  return summarize(in);
 }
 
 }  // namespace sluice::runtime

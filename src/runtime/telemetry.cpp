@@ -1,0 +1,315 @@
+#include "runtime/telemetry.h"
+
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <cinttypes>
+#include <cmath>
+#include <utility>
+#include <vector>
+
+#include "util/error.h"
+
+namespace sluice::runtime {
+namespace {
+
+constexpr double kMiB = 1048576.0;
+
+model::ExpertCounters minus(const model::ExpertCounters& a, const model::ExpertCounters& b) {
+  model::ExpertCounters d;
+  d.routed = a.routed - b.routed;
+  d.hit = a.hit - b.hit;
+  d.read = a.read - b.read;
+  d.dropped = a.dropped - b.dropped;
+  d.dropped_top_p = a.dropped_top_p - b.dropped_top_p;
+  d.dropped_budget = a.dropped_budget - b.dropped_budget;
+  d.dropped_cold = a.dropped_cold - b.dropped_cold;
+  d.dropped_bytes = a.dropped_bytes - b.dropped_bytes;
+  return d;
+}
+
+void accumulate(model::ExpertCounters& into, const model::ExpertCounters& c) {
+  into.routed += c.routed;
+  into.hit += c.hit;
+  into.read += c.read;
+  into.dropped += c.dropped;
+  into.dropped_top_p += c.dropped_top_p;
+  into.dropped_budget += c.dropped_budget;
+  into.dropped_cold += c.dropped_cold;
+  into.dropped_bytes += c.dropped_bytes;
+}
+
+// Rounds for the summary: 4 decimals is below every quantity's noise and
+// keeps the `# summary` line readable (JSON prints the shortest round-trip form).
+double r4(double x) { return std::isfinite(x) ? std::round(x * 1e4) / 1e4 : 0.0; }
+
+std::string fmt(const char* f, double x) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, x);
+  return buf;
+}
+
+}  // namespace
+
+const char* eval_kind_name(EvalKind k) { return k == EvalKind::Prefill ? "prefill" : "decode"; }
+
+uint64_t major_faults() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return static_cast<uint64_t>(ru.ru_majflt);
+}
+
+double peak_rss_mib() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return static_cast<double>(ru.ru_maxrss) / 1024.0;  // ru_maxrss is KiB on Linux
+}
+
+// ---- TokenRecorder ----
+
+void TokenRecorder::begin(const model::Model& m) {
+  before_.stats = m.stats();
+  before_.majflt = major_faults();
+  before_.t = std::chrono::steady_clock::now();
+}
+
+const TokenRecord& TokenRecorder::end(const model::Model& m, EvalKind kind, int n_tokens, int pos) {
+  const auto t = std::chrono::steady_clock::now();
+  const uint64_t majflt = major_faults();
+  const model::ModelStats s = m.stats();
+  TokenRecord r;
+  r.index = static_cast<int>(records_.size());
+  r.kind = kind;
+  r.n_tokens = n_tokens;
+  r.pos = pos;
+  r.ms = std::chrono::duration<double, std::milli>(t - before_.t).count();
+  r.io_ms = (s.io.io_seconds - before_.stats.io.io_seconds) * 1e3;
+  r.stall_ms = (s.time.expert_io_s - before_.stats.time.expert_io_s) * 1e3;
+  r.compute_ms = std::max(0.0, r.ms - r.stall_ms);
+  r.experts = minus(s.experts, before_.stats.experts);
+  r.bytes_read = s.io.bytes_read - before_.stats.io.bytes_read;
+  r.reads = s.io.reads - before_.stats.io.reads;
+  r.majflt = majflt - before_.majflt;
+  // Sampled after the eval (and outside its timing) since mincore over a
+  // large dense set is not free.
+  if (cfg_.dense_res_every > 0 && r.index % cfg_.dense_res_every == 0) {
+    last_dense_res_ = m.dense_resident_fraction();
+    r.dense_res_sampled = true;
+  }
+  r.dense_res = last_dense_res_;
+  records_.push_back(r);
+  if (on_record_) on_record_(records_.back());
+  return records_.back();
+}
+
+// ---- demand ----
+
+uint64_t token_demand_bytes(std::span<const uint64_t> expert_bytes, int top_k) {
+  uint64_t total = 0;
+  for (uint64_t b : expert_bytes) total += static_cast<uint64_t>(std::max(top_k, 0)) * b;
+  return total;
+}
+
+uint64_t layer_demand_bytes(std::span<const uint64_t> expert_bytes, int top_k, int n_expert, int ubatch) {
+  const int64_t distinct = std::min<int64_t>(static_cast<int64_t>(std::max(ubatch, 0)) * std::max(top_k, 0),
+                                             std::max(n_expert, 0));
+  uint64_t worst = 0;
+  for (uint64_t b : expert_bytes) worst = std::max(worst, static_cast<uint64_t>(distinct) * b);
+  return worst;
+}
+
+// ---- summary ----
+
+double RunSummary::cache_hit_pct() const {
+  const uint64_t fetched = experts.hit + experts.read;
+  return fetched ? 100.0 * static_cast<double>(experts.hit) / static_cast<double>(fetched) : 0.0;
+}
+
+double RunSummary::read_gbps() const {
+  return time.eval_s > 0 ? static_cast<double>(bytes_read) / 1e9 / time.eval_s : 0.0;
+}
+
+double RunSummary::majflt_per_tok() const {
+  const int n = prefill_tokens + decode_tokens;
+  return n > 0 ? static_cast<double>(majflt) / n : 0.0;
+}
+
+RunSummary summarize(const SummaryInput& in) {
+  RunSummary s;
+  for (const TokenRecord& r : in.records) {
+    if (r.kind == EvalKind::Prefill) {
+      s.prefill_tokens += r.n_tokens;
+      s.prefill_s += r.ms / 1e3;
+    } else {
+      s.decode_tokens += r.n_tokens;
+      s.decode_s += r.ms / 1e3;
+    }
+    s.majflt += r.majflt;
+    accumulate(s.experts, r.experts);
+    s.bytes_read += r.bytes_read;
+    s.reads += r.reads;
+    s.io_lane_s += r.io_ms / 1e3;
+  }
+  s.ttft_ms = in.ttft_ms > 0 ? in.ttft_ms : (in.records.empty() ? 0.0 : in.records.front().ms);
+  s.token_demand_bytes = token_demand_bytes(in.expert_bytes, in.top_k);
+  s.layer_demand_bytes = layer_demand_bytes(in.expert_bytes, in.top_k, in.n_expert, 1);
+  s.cache_budget_bytes = in.opts.cache_budget_bytes;
+  s.expert_budget = in.opts.expert_budget;
+  s.dense_resident_frac = in.dense_resident_frac;
+  s.dense_bytes = in.stats.dense_bytes;
+  s.peak_rss_mib = in.peak_rss_mib;
+  s.time = in.stats.time;
+  return s;
+}
+
+namespace {
+
+// The summary as ordered (key, value) pairs: the one source of both the JSON
+// object and the `# summary` line, so they cannot drift apart.
+std::vector<std::pair<std::string, nlohmann::ordered_json>> summary_fields(const RunSummary& s) {
+  std::vector<std::pair<std::string, nlohmann::ordered_json>> f;
+  f.emplace_back("prefill_tokens", s.prefill_tokens);
+  f.emplace_back("prefill_s", r4(s.prefill_s));
+  f.emplace_back("prefill_tps", r4(s.prefill_tps()));
+  f.emplace_back("decode_tokens", s.decode_tokens);
+  f.emplace_back("decode_s", r4(s.decode_s));
+  f.emplace_back("decode_tps", r4(s.decode_tps()));
+  f.emplace_back("ttft_ms", r4(s.ttft_ms));
+  f.emplace_back("token_demand_MiB", r4(static_cast<double>(s.token_demand_bytes) / kMiB));
+  f.emplace_back("layer_demand_MiB", r4(static_cast<double>(s.layer_demand_bytes) / kMiB));
+  f.emplace_back("cache_budget_MiB", r4(static_cast<double>(s.cache_budget_bytes) / kMiB));
+  f.emplace_back("cache_hit_pct", r4(s.cache_hit_pct()));
+  f.emplace_back("experts_routed", s.experts.routed);
+  f.emplace_back("experts_hit", s.experts.hit);
+  f.emplace_back("experts_read", s.experts.read);
+  f.emplace_back("experts_dropped", s.experts.dropped);
+  f.emplace_back("dropped_top_p", s.experts.dropped_top_p);
+  f.emplace_back("dropped_budget", s.experts.dropped_budget);
+  f.emplace_back("dropped_cold", s.experts.dropped_cold);
+  f.emplace_back("io_saved_GB", r4(s.io_saved_gb()));
+  f.emplace_back("expert_budget", s.expert_budget);
+  f.emplace_back("bytes_read", s.bytes_read);
+  f.emplace_back("reads", s.reads);
+  f.emplace_back("read_GBps", r4(s.read_gbps()));
+  f.emplace_back("io_lane_s", r4(s.io_lane_s));
+  f.emplace_back("majflt", s.majflt);
+  f.emplace_back("majflt_per_tok", r4(s.majflt_per_tok()));
+  f.emplace_back("dense_resident_frac", r4(s.dense_resident_frac));
+  f.emplace_back("dense_MiB", r4(static_cast<double>(s.dense_bytes) / kMiB));
+  f.emplace_back("peak_rss_MiB", r4(s.peak_rss_mib));
+  f.emplace_back("eval_s", r4(s.time.eval_s));
+  f.emplace_back("expert_io_s", r4(s.time.expert_io_s));
+  f.emplace_back("expert_matmul_s", r4(s.time.expert_matmul_s));
+  f.emplace_back("attention_s", r4(s.time.attention_s));
+  f.emplace_back("other_s", r4(s.time.other_s()));
+  return f;
+}
+
+}  // namespace
+
+nlohmann::ordered_json summary_json(const RunSummary& s) {
+  nlohmann::ordered_json j = nlohmann::ordered_json::object();
+  for (auto& [key, value] : summary_fields(s)) j[key] = std::move(value);
+  return j;
+}
+
+std::string summary_kv_line(const RunSummary& s) {
+  std::string line = "# summary";
+  for (const auto& [key, value] : summary_fields(s)) line += " " + key + "=" + value.dump();
+  return line;
+}
+
+std::string summary_done_line(const RunSummary& s) { return "SLUICE_DONE " + summary_json(s).dump(); }
+
+std::string expert_budget_line(const RunSummary& s) {
+  if (s.expert_budget <= 0) return "";
+  return "EXPERT_BUDGET=" + std::to_string(s.expert_budget) + " (dropped " + std::to_string(s.experts.dropped_budget) +
+         " experts, ~" + fmt("%.2f", s.io_saved_gb()) + " GB I/O saved)";
+}
+
+std::string summary_human(const RunSummary& s) {
+  char buf[512];
+  std::string out;
+  std::snprintf(buf, sizeof buf,
+                "sluice: prefill %d tokens in %.3f s (%.1f tok/s), ttft %.1f ms; decode %d tokens in %.3f s "
+                "(%.2f tok/s)\n",
+                s.prefill_tokens, s.prefill_s, s.prefill_tps(), s.ttft_ms, s.decode_tokens, s.decode_s, s.decode_tps());
+  out += buf;
+  std::snprintf(buf, sizeof buf,
+                "sluice: experts routed %" PRIu64 " = hit %" PRIu64 " + read %" PRIu64 " + dropped %" PRIu64
+                " (cache %s, hit %.1f%%); read %.1f MiB in %" PRIu64 " reads, %.3f GB/s\n",
+                s.experts.routed, s.experts.hit, s.experts.read, s.experts.dropped,
+                s.cache_budget_bytes ? fmt("%.0f MiB", static_cast<double>(s.cache_budget_bytes) / kMiB).c_str() : "off",
+                s.cache_hit_pct(), static_cast<double>(s.bytes_read) / kMiB, s.reads, s.read_gbps());
+  out += buf;
+  std::snprintf(buf, sizeof buf,
+                "sluice: expert demand %.2f MiB/token, %.2f MiB/layer; dense %.1f MiB, %.0f%% resident; "
+                "majflt/token %.2f; peak RSS %.1f MiB\n",
+                static_cast<double>(s.token_demand_bytes) / kMiB, static_cast<double>(s.layer_demand_bytes) / kMiB,
+                static_cast<double>(s.dense_bytes) / kMiB, 100.0 * s.dense_resident_frac, s.majflt_per_tok(),
+                s.peak_rss_mib);
+  out += buf;
+  std::snprintf(buf, sizeof buf,
+                "sluice: time %.3f s = expert I/O wait %.3f + expert matmul %.3f + attention %.3f + other %.3f\n",
+                s.time.eval_s, s.time.expert_io_s, s.time.expert_matmul_s, s.time.attention_s, s.time.other_s());
+  out += buf;
+  return out;
+}
+
+void print_summary(const RunSummary& s, FILE* out) {
+  std::string text = summary_human(s);
+  const std::string budget = expert_budget_line(s);
+  if (!budget.empty()) text += budget + "\n";
+  text += summary_kv_line(s) + "\n" + summary_done_line(s) + "\n";
+  std::fwrite(text.data(), 1, text.size(), out);
+  std::fflush(out);
+}
+
+// ---- per-token text ----
+
+std::string progress_line(const TokenRecord& r) {
+  char buf[512];
+  std::snprintf(buf, sizeof buf,
+                "tok %d n %d ms %.1f io %.1f compute %.1f stall %.1f routed %" PRIu64 " hit %" PRIu64 " read %" PRIu64
+                " dropped %" PRIu64 " MiB %.1f majflt %" PRIu64 " dense_res %.2f",
+                r.index, r.n_tokens, r.ms, r.io_ms, r.compute_ms, r.stall_ms, r.experts.routed, r.experts.hit,
+                r.experts.read, r.experts.dropped, r.mib_read(), r.majflt, r.dense_res);
+  return buf;
+}
+
+std::string csv_header() {
+  return "index,kind,n_tokens,pos,ms,io_ms,compute_ms,stall_ms,routed,hit,read,dropped,bytes_read,reads,mib_read,"
+         "majflt,dense_res";
+}
+
+std::string csv_row(const TokenRecord& r) {
+  char buf[512];
+  std::snprintf(buf, sizeof buf,
+                "%d,%s,%d,%d,%.3f,%.3f,%.3f,%.3f,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
+                ",%" PRIu64 ",%.3f,%" PRIu64 ",%.4f",
+                r.index, eval_kind_name(r.kind), r.n_tokens, r.pos, r.ms, r.io_ms, r.compute_ms, r.stall_ms,
+                r.experts.routed, r.experts.hit, r.experts.read, r.experts.dropped, r.bytes_read, r.reads, r.mib_read(),
+                r.majflt, r.dense_res);
+  return buf;
+}
+
+CsvWriter::CsvWriter(const std::string& path) : path_(path), f_(std::fopen(path.c_str(), "w"), &std::fclose) {
+  if (!f_) fail(path, "cannot open for writing (--csv)");
+  const std::string h = csv_header() + "\n";
+  if (std::fwrite(h.data(), 1, h.size(), f_.get()) != h.size()) fail(path_, "write failed (--csv)");
+}
+
+void CsvWriter::write(const TokenRecord& r) {
+  if (!f_) fail(path_, "write after close (--csv)");
+  const std::string row = csv_row(r) + "\n";
+  if (std::fwrite(row.data(), 1, row.size(), f_.get()) != row.size()) fail(path_, "write failed (--csv)");
+}
+
+void CsvWriter::close() {
+  if (!f_) return;
+  FILE* f = f_.release();
+  const bool bad = std::ferror(f) != 0;
+  if (std::fclose(f) != 0 || bad) fail(path_, "write failed (--csv)");
+}
+
+}  // namespace sluice::runtime

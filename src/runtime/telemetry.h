@@ -1,0 +1,179 @@
+// Run telemetry: one record per model evaluation (a prefill batch, or one
+// decode token) and the end-of-run summary, with their text forms.
+//
+// Where the numbers come from: model::ModelStats (cumulative counters and the
+// forward pass's time profile, see model/model.h) is snapshotted around each
+// eval and the record holds the deltas; major faults come from
+// getrusage(RUSAGE_SELF). Nothing here changes what the model computes.
+//
+// Output contract (parsed by scripts, keep stable):
+//   progress line  "tok I n N ms X io X compute X stall X routed R hit H read D dropped P MiB X majflt F dense_res X"
+//   CSV            header csv_header(), one csv_row() per record
+//   summary        "# summary key=value ..." and "SLUICE_DONE {json}", same keys, same order
+//   budget         "EXPERT_BUDGET=N (dropped X experts, ~Y GB I/O saved)" (only with an expert budget)
+//
+// Thread-safety: none; a recorder belongs to one Session (one thread).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "model/model.h"
+
+namespace sluice::runtime {
+
+enum class EvalKind { Prefill, Decode };
+const char* eval_kind_name(EvalKind k);  // "prefill" | "decode"
+
+struct TokenRecord {
+  int index = 0;  // record number within the session, from 0
+  EvalKind kind = EvalKind::Decode;
+  int n_tokens = 0;  // tokens in this eval (1 for decode)
+  int pos = 0;       // KV position of its first token
+  double ms = 0;          // wall time of the eval
+  double io_ms = 0;       // expert read time, summed over read lanes (may exceed ms)
+  double stall_ms = 0;    // compute thread blocked on expert I/O
+  double compute_ms = 0;  // ms - stall_ms
+  model::ExpertCounters experts;  // routed == hit + read + dropped
+  uint64_t bytes_read = 0;        // expert bytes the lanes read (O_DIRECT: aligned covers)
+  uint64_t reads = 0;             // read requests behind bytes_read
+  uint64_t majflt = 0;            // major page faults of the process during the eval
+  double dense_res = 1.0;         // dense resident fraction, as last sampled
+  bool dense_res_sampled = false; // sampled at this record (else carried over)
+
+  double mib_read() const { return static_cast<double>(bytes_read) / 1048576.0; }
+};
+
+struct TelemetryConfig {
+  // Sample DenseWeights::resident_fraction() (mincore over the dense set) on
+  // the first record and then every N records; 0: never per record.
+  int dense_res_every = 16;
+};
+
+// Snapshots counters around each eval and keeps the records.
+class TokenRecorder {
+ public:
+  explicit TokenRecorder(TelemetryConfig cfg = {}) : cfg_(cfg) {}
+
+  void set_config(const TelemetryConfig& cfg) { cfg_ = cfg; }
+  // Called with each new record (e.g. --progress, --csv). May throw; the
+  // exception propagates out of the eval that produced the record.
+  void set_on_record(std::function<void(const TokenRecord&)> cb) { on_record_ = std::move(cb); }
+
+  // begin() before the eval, end() after it succeeded. end() appends the
+  // record, calls the callback and returns the record.
+  void begin(const model::Model& m);
+  const TokenRecord& end(const model::Model& m, EvalKind kind, int n_tokens, int pos);
+
+  const std::vector<TokenRecord>& records() const { return records_; }
+
+ private:
+  struct Snapshot {
+    model::ModelStats stats;
+    uint64_t majflt = 0;
+    std::chrono::steady_clock::time_point t;
+  };
+  TelemetryConfig cfg_;
+  std::function<void(const TokenRecord&)> on_record_;
+  Snapshot before_;
+  double last_dense_res_ = 1.0;
+  std::vector<TokenRecord> records_;
+};
+
+// Process counters (getrusage RUSAGE_SELF).
+uint64_t major_faults();
+double peak_rss_mib();
+
+// Expert bytes a run must stream, from per-layer expert sizes (0 = layer
+// without routed experts). Token demand: one token's experts over all layers,
+// sum_l top_k * bytes_l. Layer demand: the largest single-layer batch at
+// `ubatch` tokens, max_l min(ubatch * top_k, n_expert) * bytes_l.
+uint64_t token_demand_bytes(std::span<const uint64_t> expert_bytes, int top_k);
+uint64_t layer_demand_bytes(std::span<const uint64_t> expert_bytes, int top_k, int n_expert, int ubatch = 1);
+
+struct SummaryOptions {
+  uint64_t cache_budget_bytes = 0;  // expert cache size; 0 = cache off
+  int expert_budget = 0;            // experts-per-token budget trim; 0 = off
+};
+
+// Everything summarize() needs; Session::summary() fills it.
+struct SummaryInput {
+  std::span<const TokenRecord> records;
+  model::ModelStats stats;  // cumulative, at the end of the run
+  std::vector<uint64_t> expert_bytes;  // per layer
+  int n_expert = 0;
+  int top_k = 0;
+  double ttft_ms = 0;  // first token's latency; <= 0: the first record's ms
+  double dense_resident_frac = 1.0;
+  double peak_rss_mib = 0;
+  SummaryOptions opts;
+};
+
+struct RunSummary {
+  int prefill_tokens = 0;
+  double prefill_s = 0;
+  int decode_tokens = 0;
+  double decode_s = 0;
+  double ttft_ms = 0;
+  uint64_t token_demand_bytes = 0;
+  uint64_t layer_demand_bytes = 0;
+  uint64_t cache_budget_bytes = 0;
+  int expert_budget = 0;
+  model::ExpertCounters experts;  // over the records
+  uint64_t bytes_read = 0;        // over the records
+  uint64_t reads = 0;
+  double io_lane_s = 0;  // read time summed over lanes, over the records
+  uint64_t majflt = 0;   // over the records' evals
+  double dense_resident_frac = 1.0;
+  uint64_t dense_bytes = 0;
+  double peak_rss_mib = 0;
+  model::TimeProfile time;
+
+  double prefill_tps() const { return prefill_s > 0 ? prefill_tokens / prefill_s : 0.0; }
+  double decode_tps() const { return decode_s > 0 ? decode_tokens / decode_s : 0.0; }
+  double cache_hit_pct() const;  // hit / (hit + read); 0 when nothing was fetched
+  double read_gbps() const;      // bytes_read over the eval wall time (what streaming achieved)
+  double majflt_per_tok() const;
+  double io_saved_gb() const { return static_cast<double>(experts.dropped_bytes) / 1e9; }
+};
+
+// Pure. Token counts, expert counters, bytes/reads/lane time and faults are
+// summed over the records (so reads done at load, e.g. --load-all, are not
+// counted); the time profile and dense size come from `stats`.
+RunSummary summarize(const SummaryInput& in);
+
+// Text forms. The JSON object's keys, in order, are the `# summary` line's.
+nlohmann::ordered_json summary_json(const RunSummary& s);
+std::string summary_kv_line(const RunSummary& s);    // "# summary k=v ..." (no newline)
+std::string summary_done_line(const RunSummary& s);  // "SLUICE_DONE {...}" (no newline)
+std::string summary_human(const RunSummary& s);      // several lines, each ending in '\n'
+std::string expert_budget_line(const RunSummary& s); // "" when no budget is set
+// Writes human block, budget line, `# summary` and SLUICE_DONE to `out`.
+void print_summary(const RunSummary& s, FILE* out);
+
+std::string progress_line(const TokenRecord& r);  // no newline
+std::string csv_header();                         // no newline
+std::string csv_row(const TokenRecord& r);        // no newline
+
+// Streams records to a CSV file: the header at open, one row per write().
+// Throws Error naming the path when it cannot be opened or written.
+class CsvWriter {
+ public:
+  explicit CsvWriter(const std::string& path);
+  void write(const TokenRecord& r);
+  void close();  // flushes; throws on a write error. Also done by the destructor (errors ignored there).
+
+ private:
+  std::string path_;
+  std::unique_ptr<FILE, int (*)(FILE*)> f_;
+};
+
+}  // namespace sluice::runtime
