@@ -484,6 +484,7 @@ ExpertIoStats ExpertStore::stats() const {
     r.cache_evictions = cs.evictions;
     r.cache_bytes_resident = cs.bytes_resident;
     r.cache_peak_bytes = cs.peak_bytes;
+    r.cache_budget_bytes = s.cfg.cache_bytes;
   }
   r.io_seconds = static_cast<double>(s.lane_stats.io_ns.load()) * 1e-9;
   r.stall_seconds = static_cast<double>(s.stall_ns.load()) * 1e-9;

@@ -90,6 +90,7 @@ struct ExpertIoStats {
   uint64_t cache_evictions = 0;
   uint64_t cache_bytes_resident = 0;  // allocated bytes held by the cache now
   uint64_t cache_peak_bytes = 0;
+  uint64_t cache_budget_bytes = 0;    // the cache's budget as resolved at load (0: cache off / load_all)
   double io_seconds = 0;     // summed over lanes: time inside pread
   double stall_seconds = 0;  // time the compute thread waited in next_ready()
 };

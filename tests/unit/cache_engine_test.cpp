@@ -109,6 +109,7 @@ TEST_F(CacheEngine, LogitsBitIdenticalAtEveryBudgetDecodeAndBatch) {
       EXPECT_GT(io.experts_hit, 0u);
     }
     EXPECT_LE(io.cache_peak_bytes, std::max<uint64_t>(budget, 1));
+    EXPECT_EQ(io.cache_budget_bytes, budget);
   }
 }
 
@@ -209,6 +210,8 @@ TEST_F(CacheEngine, AutoSizesFromMeminfoAndClamps) {
   auto small = load(path_, c);
   ASSERT_FALSE(lines.empty());
   EXPECT_NE(lines[0].find("cache budget 3 MiB."), std::string::npos) << lines[0];
+  EXPECT_EQ(small->stats().io.cache_budget_bytes, 3 * moe::kMiB);
+  EXPECT_EQ(big->stats().io.cache_budget_bytes, cap_mib * moe::kMiB);
   // Transparent at the size it chose.
   auto off = load(path_, golden_config());
   EXPECT_TRUE(same_bits(eval_decode(*small, tokens_), eval_decode(*off, tokens_)));
