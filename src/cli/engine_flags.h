@@ -19,6 +19,12 @@ inline void add_engine_flags(CLI::App* cmd, runtime::EngineOptions& o) {
   cmd->add_option("--kv-type", o.kv_type, "KV cache element type: f16|f32")->capture_default_str();
   cmd->add_option("-c,--ctx-size", o.n_ctx, "context size in tokens (0: min(model context, 4096))")
       ->capture_default_str();
+  cmd->add_option("--cache-mb", o.cache_mb, "expert cache budget in MiB: N|auto|off (0 = off)")->capture_default_str();
+  cmd->add_option("--cache-floor-mb", o.cache_floor_mb, "--cache-mb auto: never below M MiB (0: mechanical floor)")
+      ->capture_default_str();
+  cmd->add_option("--cache-ceil-mb", o.cache_ceil_mb, "--cache-mb auto: never above M MiB (0: every expert)")
+      ->capture_default_str();
+  cmd->add_option("--route-trace", o.route_trace, "write expert routing + cache hits as JSONL to FILE");
 }
 
 }  // namespace sluice::cli

@@ -8,12 +8,15 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
+#include <string>
 
 #include "gguf/gguf.h"
 #include "model/hparams.h"
 #include "model/kv_cache.h"
+#include "moe/route_trace.h"
 #include "moe/weight_store.h"
 
 namespace sluice::model {
@@ -27,6 +30,24 @@ struct ModelConfig {
   KvType kv_type = KvType::F16;
   int n_ctx = 0;           // KV cache positions; 0 = min(context_length, 4096)
   moe::LoadProgressFn on_dense_progress;  // optional: dense-weight loading progress (see weight_store.h)
+
+  // Expert cache (MoE models; ignored with load_all). Sized ONCE at load.
+  // Fixed: cache_bytes > 0 (checked against the mechanical floor: Error naming
+  // --cache-mb). Auto: cache_auto with cache_meminfo, the /proc/meminfo text the
+  // runtime read just before loading; the budget is MemAvailable minus the
+  // dense set, KV cache, scratch and headroom, clamped to
+  // [max(cache_floor_bytes, mechanical floor), min(cache_ceil_bytes, all experts)].
+  uint64_t cache_bytes = 0;        // 0 = off (unless cache_auto)
+  bool cache_auto = false;
+  std::string cache_meminfo;       // auto only
+  uint64_t cache_floor_bytes = 0;  // auto: lower clamp (0: the mechanical floor)
+  uint64_t cache_ceil_bytes = 0;   // auto: upper clamp (0: every expert of the model)
+  // Route trace: one record per (token, layer) in token-major order. Shared so
+  // the writer outlives the model; used from the model's thread only.
+  std::shared_ptr<moe::RouteTraceWriter> route_trace;
+  // Diagnostics at load (how the cache was sized, demand warnings): one line
+  // per call, no trailing newline. Null: silent.
+  std::function<void(const std::string&)> log;
 };
 
 // Routed-expert accounting, counted per (layer, eval batch) over the DISTINCT

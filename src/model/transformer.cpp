@@ -7,6 +7,7 @@
 
 #include "kernels/quant.h"
 #include "model/norm.h"
+#include "moe/cache_budget.h"
 #include "util/error.h"
 
 namespace sluice::model {
@@ -72,6 +73,52 @@ class Binder {
   const moe::DenseWeights& dw_;
 };
 
+// Working memory besides the dense set, KV cache and expert cache: activations,
+// logits and private expert buffers of a prefill batch. A fixed allowance; it
+// only shapes --cache-mb auto.
+constexpr uint64_t kScratchAllowance = uint64_t{64} << 20;
+
+// Resolves the expert cache budget once, at load (see ModelConfig). `layers`
+// holds every MoE layer's shape; decode micro-batch 1 sets the floor.
+uint64_t resolve_cache_bytes(const ModelConfig& cfg, std::span<const moe::MoeLayerShape> layers, uint64_t dense_bytes,
+                             uint64_t kv_bytes) {
+  const auto say = [&cfg](const std::string& line) {
+    if (cfg.log) cfg.log(line);
+  };
+  constexpr int kUbatch = 1;
+  if (cfg.load_all) {
+    if (cfg.cache_auto || cfg.cache_bytes > 0) say("cache: off (--load-all keeps every expert resident)");
+    return 0;
+  }
+  uint64_t bytes = cfg.cache_bytes;
+  if (cfg.cache_auto) {
+    uint64_t all_experts = 0;
+    for (const moe::MoeLayerShape& l : layers) all_experts += l.expert_bytes * static_cast<uint64_t>(l.n_expert);
+    moe::AutoCacheInputs in;
+    // MemAvailable was read before loading: the anon dense buffers were not yet
+    // allocated, and mmap/warm dense pages are page cache (counted as
+    // available) that must stay resident; either way the dense set comes off.
+    in.dense_bytes = dense_bytes;
+    in.kv_bytes = kv_bytes;
+    in.scratch_bytes = kScratchAllowance;
+    in.floor_bytes = std::max(moe::cache_floor_bytes(layers, kUbatch), cfg.cache_floor_bytes);
+    in.ceil_bytes = cfg.cache_ceil_bytes > 0 ? std::min(cfg.cache_ceil_bytes, all_experts) : all_experts;
+    const moe::AutoCacheBudget b = moe::auto_cache_budget(cfg.cache_meminfo, in);
+    say("cache: " + b.how + " (dense " + (cfg.dense_mode == moe::DenseMode::Anon ? "anon buffers" : "page cache") +
+        "; floor " + moe::format_mib(in.floor_bytes) + ", token demand " +
+        moe::format_mib(moe::token_demand_bytes(layers)) + ")");
+    bytes = b.bytes;
+  } else if (bytes > 0) {
+    moe::check_cache_floor(bytes, layers, kUbatch);
+    say("cache: " + moe::format_mib(bytes) + " (--cache-mb; floor " +
+        moe::format_mib(moe::cache_floor_bytes(layers, kUbatch)) + ", token demand " +
+        moe::format_mib(moe::token_demand_bytes(layers)) + ")");
+  }
+  const std::string warning = moe::cache_demand_warning(bytes, layers);
+  if (!warning.empty()) say("cache: warning: " + warning);
+  return bytes;
+}
+
 }  // namespace
 
 Transformer::Transformer(std::shared_ptr<const gguf::GgufModel> gguf, const ModelConfig& cfg, HParams hp,
@@ -94,6 +141,8 @@ Transformer::Transformer(std::shared_ptr<const gguf::GgufModel> gguf, const Mode
   dc.on_progress = cfg.on_dense_progress;
   dense_ = std::make_unique<moe::DenseWeights>(*gguf_, dc, is_expert_tensor);
   bind_weights();
+  kv_ = std::make_unique<KvCache>(cfg.kv_type, static_cast<int>(hp_.n_layer), n_ctx, static_cast<int>(hp_.k_dim()),
+                                  static_cast<int>(hp_.v_dim()));
   if (hp_.is_moe()) {
     std::vector<moe::LayerExperts> le(hp_.n_layer);
     for (uint32_t il = 0; il < hp_.n_layer; ++il) {
@@ -106,10 +155,17 @@ Transformer::Transformer(std::shared_ptr<const gguf::GgufModel> gguf, const Mode
     sc.odirect = cfg.odirect;
     sc.io_threads = cfg.io_threads;
     sc.load_all = cfg.load_all;
+    std::vector<moe::MoeLayerShape> shapes;
+    for (const moe::LayerExperts& l : le) {
+      moe::MoeLayerShape sh;
+      for (const gguf::TensorInfo* t : {l.gate, l.up, l.down}) sh.expert_bytes += gguf_->expert_range(*t, 0).bytes;
+      sh.n_expert = static_cast<int>(hp_.n_expert);
+      sh.top_k = static_cast<int>(hp_.n_expert_used);
+      shapes.push_back(sh);
+    }
+    sc.cache_bytes = resolve_cache_bytes(cfg, shapes, dense_->bytes(), kv_->bytes());
     store_ = std::make_unique<moe::ExpertStore>(*gguf_, std::move(le), sc);
   }
-  kv_ = std::make_unique<KvCache>(cfg.kv_type, static_cast<int>(hp_.n_layer), n_ctx, static_cast<int>(hp_.k_dim()),
-                                  static_cast<int>(hp_.v_dim()));
 }
 
 Transformer::~Transformer() = default;
@@ -207,12 +263,20 @@ void Transformer::run(std::span<const int32_t> tokens, int pos0, float* logits_o
                             &x_[static_cast<size_t>(t) * n_embd], n_embd);
 
   kv_->set_filled(pos0 + T);
+  trace_buf_.clear();
   try {
     for (int il = 0; il < static_cast<int>(hp_.n_layer); ++il) forward_layer(il, T, pos0);
   } catch (...) {
     kv_->set_filled(pos0);  // the new positions are incomplete
     eval_s_ += seconds_since(t_eval);  // keeps TimeProfile's parts within eval_s
     throw;
+  }
+  if (cfg_.route_trace) {
+    // Collected layer by layer; the file is token-major.
+    std::stable_sort(trace_buf_.begin(), trace_buf_.end(),
+                     [](const moe::RouteRecord& a, const moe::RouteRecord& b) { return a.pos < b.pos; });
+    for (const moe::RouteRecord& r : trace_buf_) cfg_.route_trace->write(r);
+    trace_buf_.clear();
   }
 
   const int first = all_rows ? 0 : T - 1;
@@ -263,6 +327,7 @@ void Transformer::forward_layer(int il, int T, int pos0) {
     route_softmax_topk(router_logits_.data(), T, static_cast<int>(hp_.n_expert), static_cast<int>(hp_.n_expert_used),
                        spec_.renormalize_topk, routing_);
     moe_ffn_.run(il, L.experts, xn_.data(), T, routing_, *store_, tmp_.data(), pool_);
+    if (cfg_.route_trace) record_route(il, T, pos0);
   } else {
     QuantizedRows& gate_act = act_;
     gate_act.quantize(L.dense.gate.kern->vec_dot_type, xn_.data(), T, n_embd, n_embd, &pool_);
@@ -277,6 +342,25 @@ void Transformer::forward_layer(int il, int T, int pos0) {
     swiglu_.run(L.dense, rows_gate, rows_up, tmp_.data(), n_embd, pool_);
   }
   for (size_t i = 0; i < x_.size(); ++i) x_[i] += tmp_[i];
+}
+
+void Transformer::record_route(int il, int T, int pos0) {
+  // The batch fetched the union of the tokens' experts once: a token's expert
+  // was a hit when that fetch served it from the cache.
+  const moe::ExpertStore::FetchRecord f = store_->last_fetch(il);
+  for (int t = 0; t < T; ++t) {
+    moe::RouteRecord r;
+    r.pos = pos0 + t;
+    r.layer = il;
+    for (int s = 0; s < routing_.k; ++s) {
+      const int e = routing_.expert(t, s);
+      r.experts.push_back(e);
+      r.weights.push_back(routing_.weight(t, s));
+      const auto it = std::find(f.experts.begin(), f.experts.end(), e);
+      r.hit.push_back(it != f.experts.end() && f.hit[static_cast<size_t>(it - f.experts.begin())] != 0);
+    }
+    trace_buf_.push_back(std::move(r));
+  }
 }
 
 }  // namespace sluice::model

@@ -55,6 +55,7 @@ class Transformer final : public Model {
   void bind_weights();
   void run(std::span<const int32_t> tokens, int pos0, float* logits_out, bool all_rows);
   void forward_layer(int il, int n_tokens, int pos0);
+  void record_route(int il, int n_tokens, int pos0);  // --route-trace: appends to trace_buf_
 
   std::shared_ptr<const gguf::GgufModel> gguf_;
   ModelConfig cfg_;
@@ -79,6 +80,7 @@ class Transformer final : public Model {
   SwiGlu swiglu_;
   MoeFfn moe_ffn_;
   Routing routing_;
+  std::vector<moe::RouteRecord> trace_buf_;  // --route-trace: this eval's records, written token-major
   uint64_t tokens_evaluated_ = 0;
   double eval_s_ = 0;       // TimeProfile::eval_s
   double attention_s_ = 0;  // TimeProfile::attention_s

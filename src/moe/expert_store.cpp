@@ -120,6 +120,10 @@ struct ExpertStore::Impl {
   };
   std::vector<ResidentLayer> resident;
 
+  // Route traces: per layer, the last fetch() and its hits (guarded by fetch_mu).
+  mutable std::mutex fetch_mu;
+  std::vector<FetchRecord> last_fetch;
+
   std::unique_ptr<ReadLanes> lanes;  // last: joined first on destruction
 
   Impl(const gguf::GgufModel& m, std::vector<LayerExperts> l, const ExpertStoreConfig& c)
@@ -442,6 +446,15 @@ ExpertStore::Batch ExpertStore::fetch(int layer, std::span<const int> experts) {
     st->reads_left[i] = static_cast<int>(reads.size());
     reads.clear();
   }
+  {
+    FetchRecord rec;
+    rec.experts = st->experts;
+    rec.hit.resize(k, 0);
+    for (size_t i = 0; i < k; ++i) rec.hit[i] = (s.cache && st->reads_left[i] == 0 && st->pins[i]) ? 1 : 0;
+    std::lock_guard<std::mutex> lk(s.fetch_mu);
+    if (s.last_fetch.size() < s.layers.size()) s.last_fetch.resize(s.layers.size());
+    s.last_fetch[static_cast<size_t>(layer)] = std::move(rec);
+  }
   st->outstanding = static_cast<int>(jobs.size());
   // Hits and zero-byte experts have no reads: ready at once.
   for (size_t i = 0; i < k; ++i) {
@@ -471,6 +484,7 @@ ExpertIoStats ExpertStore::stats() const {
     r.cache_evictions = cs.evictions;
     r.cache_bytes_resident = cs.bytes_resident;
     r.cache_peak_bytes = cs.peak_bytes;
+    r.cache_budget_bytes = s.cfg.cache_bytes;
   }
   r.io_seconds = static_cast<double>(s.lane_stats.io_ns.load()) * 1e-9;
   r.stall_seconds = static_cast<double>(s.stall_ns.load()) * 1e-9;
@@ -478,6 +492,13 @@ ExpertIoStats ExpertStore::stats() const {
 }
 
 bool ExpertStore::direct_io() const { return impl_->all_direct; }
+
+ExpertStore::FetchRecord ExpertStore::last_fetch(int layer) const {
+  impl_->check_layer(layer);
+  std::lock_guard<std::mutex> lk(impl_->fetch_mu);
+  if (static_cast<size_t>(layer) >= impl_->last_fetch.size()) return {};
+  return impl_->last_fetch[static_cast<size_t>(layer)];
+}
 
 // ---- Batch ----
 

@@ -97,6 +97,7 @@ struct ExpertIoStats {
   uint64_t cache_evictions = 0;
   uint64_t cache_bytes_resident = 0;  // allocated bytes held by the cache now
   uint64_t cache_peak_bytes = 0;
+  uint64_t cache_budget_bytes = 0;    // the cache's budget as resolved at load (0: cache off / load_all)
   double io_seconds = 0;     // summed over lanes: time inside pread
   double stall_seconds = 0;  // time the compute thread waited in next_ready()
 };
@@ -145,6 +146,16 @@ class ExpertStore {
   uint64_t expert_bytes(int layer) const;  // gate+up+down bytes of one expert
   ExpertIoStats stats() const;
   bool direct_io() const;  // true when O_DIRECT is in use for every file (false after a fallback)
+
+  // What the most recent fetch() of `layer` asked for and what the cache did
+  // (route traces). hit[i] != 0: experts[i] was served from the cache without
+  // a read; 0: it was read (cache off, a miss, or load_all: never a hit).
+  // Empty before the first fetch of the layer. Thread-safe (copied under a lock).
+  struct FetchRecord {
+    std::vector<int> experts;
+    std::vector<uint8_t> hit;
+  };
+  FetchRecord last_fetch(int layer) const;
 
  private:
   struct Impl;

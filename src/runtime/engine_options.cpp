@@ -3,9 +3,60 @@
 #include <algorithm>
 #include <thread>
 
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "moe/cache_budget.h"
 #include "util/error.h"
 
 namespace sluice::runtime {
+namespace {
+
+// First whole number in FILE, or 0 when it is absent, "max" or unreadable.
+uint64_t read_number(const std::string& path) {
+  std::ifstream f(path);
+  unsigned long long v = 0;
+  return (f >> v) ? static_cast<uint64_t>(v) : 0;
+}
+
+// Memory left under this process's cgroup limit (v2 memory.max or v1
+// memory.limit_in_bytes, minus current usage); 0 when there is no limit.
+// MemAvailable ignores cgroup limits, so --cache-mb auto takes the smaller.
+uint64_t cgroup_room_bytes() {
+  std::ifstream f("/proc/self/cgroup");
+  std::string line;
+  while (std::getline(f, line)) {
+    const size_t a = line.find(':'), b = line.find(':', a + 1);
+    if (a == std::string::npos || b == std::string::npos) continue;
+    const std::string ctrl = line.substr(a + 1, b - a - 1), path = line.substr(b + 1);
+    uint64_t limit = 0, usage = 0;
+    if (ctrl == "memory") {
+      limit = read_number("/sys/fs/cgroup/memory" + path + "/memory.limit_in_bytes");
+      usage = read_number("/sys/fs/cgroup/memory" + path + "/memory.usage_in_bytes");
+    } else if (ctrl.empty()) {
+      limit = read_number("/sys/fs/cgroup" + path + "/memory.max");
+      usage = read_number("/sys/fs/cgroup" + path + "/memory.current");
+    }
+    if (limit > 0 && limit < (uint64_t{1} << 60)) return limit > usage ? limit - usage : 1;
+  }
+  return 0;
+}
+
+// /proc/meminfo text, with MemAvailable lowered to the cgroup's room when
+// that is smaller (said on stderr).
+std::string meminfo_for_cache() {
+  std::string text = moe::read_proc_meminfo();
+  const uint64_t room = cgroup_room_bytes();
+  if (room == 0 || room >= moe::meminfo_available_bytes(text)) return text;
+  std::fprintf(stderr, "cache: cgroup memory limit leaves %s, below MemAvailable %s: sizing from the cgroup\n",
+               moe::format_mib(room).c_str(), moe::format_mib(moe::meminfo_available_bytes(text)).c_str());
+  std::ostringstream ss;
+  ss << "MemAvailable: " << room / 1024 << " kB\n";
+  return ss.str();
+}
+
+}  // namespace
 
 int default_thread_count() {
   // hardware_concurrency() may return 0 when it cannot tell.
@@ -25,6 +76,33 @@ model::ModelConfig EngineOptions::to_model_config() const {
   c.threads = threads;
   c.kv_type = model::parse_kv_type(kv_type);
   c.n_ctx = n_ctx;
+
+  const moe::CacheMbSetting cache = moe::parse_cache_mb(cache_mb);
+  if (cache_floor_mb < 0)
+    throw Error("--cache-floor-mb: must be >= 0 (got " + std::to_string(cache_floor_mb) + ")");
+  if (cache_ceil_mb < 0) throw Error("--cache-ceil-mb: must be >= 0 (got " + std::to_string(cache_ceil_mb) + ")");
+  if (!cache.automatic && (cache_floor_mb > 0 || cache_ceil_mb > 0))
+    throw Error(std::string(cache_floor_mb > 0 ? "--cache-floor-mb" : "--cache-ceil-mb") +
+                ": only applies to --cache-mb auto (got --cache-mb " + cache_mb + ")");
+  if (cache_ceil_mb > 0 && cache_floor_mb > cache_ceil_mb)
+    throw Error("--cache-floor-mb " + std::to_string(cache_floor_mb) + " is above --cache-ceil-mb " +
+                std::to_string(cache_ceil_mb));
+  constexpr int64_t kMaxMib = int64_t{1} << 40;  // keeps MiB -> bytes from overflowing
+  if (cache_floor_mb > kMaxMib || cache_ceil_mb > kMaxMib || cache.mib > static_cast<uint64_t>(kMaxMib))
+    throw Error("--cache-mb: sizes above 2^40 MiB are not meaningful");
+  c.cache_auto = cache.automatic;
+  c.cache_bytes = cache.mib * moe::kMiB;
+  c.cache_floor_bytes = static_cast<uint64_t>(cache_floor_mb) * moe::kMiB;
+  c.cache_ceil_bytes = static_cast<uint64_t>(cache_ceil_mb) * moe::kMiB;
+  if (cache.automatic) c.cache_meminfo = meminfo_for_cache();
+  if (!route_trace.empty()) {
+    try {
+      c.route_trace = std::make_shared<moe::RouteTraceWriter>(route_trace);
+    } catch (const Error& e) {
+      throw Error(std::string("--route-trace: ") + e.what());
+    }
+  }
+  c.log = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
   return c;
 }
 
