@@ -1,6 +1,6 @@
 // `sluice bench`: benchmarks. Two modes share the subcommand:
 //   --io [FILE]   the storage device's random-read ceiling (runtime/io_bench),
-//   -m MODEL      the model benchmark, llama-bench style (not written yet).
+//   -m MODEL      the model benchmark, llama-bench style (runtime/model_bench).
 // This file only parses flags into typed configs and prints results; the
 // measurements live in src/runtime.
 //
@@ -16,6 +16,7 @@
 #include "cli/commands.h"
 #include "gguf/gguf.h"
 #include "runtime/io_bench.h"
+#include "runtime/model_bench.h"
 #include "util/error.h"
 
 namespace sluice::cli {
@@ -35,6 +36,19 @@ struct BenchOptions {
   bool direct_only = false, buffered_only = false, both = false;
   uint64_t seed = 1;
   bool no_fadv_random = false;
+  // model mode (-m without --io); the lists are comma separated
+  int n_prompt = 512;
+  int n_gen = 128;
+  int reps = 3;
+  std::string threads = "1";
+  std::string io_threads = "4";
+  std::string dense_weights = "anon";
+  bool no_odirect = false;
+  bool load_all = false;
+  bool cold = false;
+  std::string kv_type = "f16";
+  std::string io_ceiling;  // --io-ceiling FILE.json
+  bool measure_ceiling = false;
 };
 
 // Default sizes without a model: from a single page to a large sequential-ish chunk.
@@ -98,14 +112,57 @@ void run_io_bench_command(const BenchOptions& o) {
   std::fwrite(text.data(), 1, text.size(), stdout);
 }
 
+runtime::ModelBenchConfig model_config_from(const BenchOptions& o) {
+  runtime::ModelBenchConfig cfg;
+  cfg.model_path = o.model_path;
+  cfg.n_prompt = o.n_prompt;
+  cfg.n_gen = o.n_gen;
+  cfg.reps = o.reps;
+  cfg.threads = runtime::parse_int_list(o.threads, "-t", 1, 1024);
+  cfg.io_threads = runtime::parse_int_list(o.io_threads, "--io-threads", 1, 256);
+  cfg.dense_weights = runtime::parse_dense_list(o.dense_weights, "--dense-weights");
+  cfg.odirect = !o.no_odirect;
+  cfg.load_all = o.load_all;
+  cfg.cold = o.cold;
+  cfg.kv_type = o.kv_type;
+  cfg.seed = o.seed;
+  return cfg;
+}
+
+void run_model_bench_command(const BenchOptions& o) {
+  runtime::ModelBenchConfig cfg = model_config_from(o);
+  if (!o.io_ceiling.empty()) {
+    cfg.ceiling = runtime::load_io_ceiling(o.io_ceiling);
+  } else if (o.measure_ceiling) {
+    std::fprintf(stderr, "measuring the device ceiling on %s (1 s per point)\n", o.model_path.c_str());
+    cfg.ceiling = runtime::measure_ceiling(o.model_path, cfg.io_threads, cfg.odirect, 1.0,
+                                           [](const runtime::IoBenchRow& r) {
+                                             std::fprintf(stderr, "  %-8s %10s x%-3d %8.3f GB/s\n",
+                                                          std::string(runtime::io_mode_name(r.mode)).c_str(),
+                                                          runtime::format_size(r.size_bytes).c_str(), r.lanes, r.GBps);
+                                           });
+  }
+  cfg.on_progress = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
+  const std::vector<runtime::ModelBenchRow> rows = runtime::run_model_bench(cfg);
+  std::string text;
+  if (o.output == "json") {
+    text = runtime::format_bench_json(rows);
+  } else if (o.output == "csv") {
+    text = runtime::format_bench_csv(rows);
+  } else {
+    text = runtime::format_bench_markdown(rows);
+  }
+  std::fwrite(text.data(), 1, text.size(), stdout);
+}
+
 void run_bench(const BenchOptions& o) {
   if (o.io) {
     run_io_bench_command(o);
     return;
   }
   if (!o.model_path.empty()) {
-    throw Error("bench -m: the model benchmark is not implemented yet; for the storage ceiling use "
-                "--io FILE (or --io -m MODEL.gguf for its expert-slice sizes)");
+    run_model_bench_command(o);
+    return;
   }
   throw Error("bench: choose a mode: --io FILE (storage random-read ceiling) or -m MODEL (model benchmark)");
 }
@@ -114,7 +171,8 @@ void run_bench(const BenchOptions& o) {
 
 void register_bench(CLI::App& app) {
   auto opts = std::make_shared<BenchOptions>();
-  CLI::App* cmd = app.add_subcommand("bench", "benchmarks: --io FILE measures the storage random-read ceiling");
+  CLI::App* cmd = app.add_subcommand(
+      "bench", "benchmarks: --io FILE measures the storage random-read ceiling; -m MODEL benchmarks the model");
   cmd->add_option("-m,--model", opts->model_path,
                   "GGUF model; with --io: default FILE and default --sizes (its expert-slice sizes + 4K + 1M)");
   cmd->add_option("-o,--output", opts->output, "output format")
@@ -135,7 +193,27 @@ void register_bench(CLI::App& app) {
   b->excludes(both);
   cmd->add_flag("--no-fadv-random", opts->no_fadv_random,
                 "buffered: keep the kernel's default readahead instead of POSIX_FADV_RANDOM");
-  cmd->add_option("--seed", opts->seed, "seed of the random offsets")->capture_default_str();
+  cmd->add_option("--seed", opts->seed, "seed of the random offsets (--io) or prompt tokens (-m)")
+      ->capture_default_str();
+  // model mode
+  cmd->add_option("-p,--n-prompt", opts->n_prompt, "-m: prompt tokens per rep")->capture_default_str();
+  cmd->add_option("-n,--n-gen", opts->n_gen, "-m: decode steps per rep")->capture_default_str();
+  cmd->add_option("-r,--repetitions", opts->reps, "-m: repetitions per configuration")->capture_default_str();
+  cmd->add_option("-t,--threads", opts->threads, "-m: compute threads, comma separated (swept)")
+      ->capture_default_str();
+  cmd->add_option("--io-threads", opts->io_threads, "-m: expert read lanes, comma separated (swept)")
+      ->capture_default_str();
+  cmd->add_option("--dense-weights", opts->dense_weights, "-m: mmap|warm|anon, comma separated (swept)")
+      ->capture_default_str();
+  cmd->add_flag("--no-odirect", opts->no_odirect, "-m: read experts through the page cache");
+  cmd->add_flag("--load-all", opts->load_all, "-m: keep every expert resident");
+  cmd->add_flag("--cold", opts->cold, "-m: drop the model files' cached pages before each rep");
+  cmd->add_option("--kv-type", opts->kv_type, "-m: KV cache element type f16|f32")->capture_default_str();
+  CLI::Option* ceil_file =
+      cmd->add_option("--io-ceiling", opts->io_ceiling, "-m: device ceiling JSON from `sluice bench --io FILE -o json`");
+  CLI::Option* ceil_measure = cmd->add_flag(
+      "--measure-ceiling", opts->measure_ceiling, "-m: measure the device ceiling on the model file first (1 s/point)");
+  ceil_file->excludes(ceil_measure);
   cmd->callback([opts, io] {
     opts->io = io->count() > 0;
     run_bench(*opts);

@@ -1,0 +1,346 @@
+// model_bench — the measurement loop, derived figures and the ceiling input.
+// Output formats live in model_bench_format.cpp.
+#include "runtime/model_bench.h"
+
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <sstream>
+
+#include "gguf/gguf.h"
+#include "io/residency.h"
+#include "moe/weight_store.h"
+#include "runtime/session.h"
+#include "tokenizer/tokenizer.h"
+#include "util/error.h"
+
+namespace sluice::runtime {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Sample mean and standard deviation (n-1 denominator; 0 for one value).
+void mean_sd(const std::vector<double>& v, double& mean, double& sd) {
+  mean = 0;
+  sd = 0;
+  if (v.empty()) return;
+  for (double x : v) mean += x;
+  mean /= static_cast<double>(v.size());
+  if (v.size() < 2) return;
+  double ss = 0;
+  for (double x : v) ss += (x - mean) * (x - mean);
+  sd = std::sqrt(ss / static_cast<double>(v.size() - 1));
+}
+
+// Peak RSS bookkeeping. Writing "5" to /proc/self/clear_refs resets VmHWM
+// (Linux >= 4.0), which lets each configuration report its own peak rather
+// than the process's lifetime maximum. Both steps are best effort.
+bool reset_peak_rss() {
+  std::ofstream f("/proc/self/clear_refs");
+  if (!f) return false;
+  f << "5";
+  f.flush();
+  return static_cast<bool>(f);
+}
+
+double peak_rss_mib() {
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.rfind("VmHWM:", 0) == 0) {
+      std::istringstream in(line.substr(6));
+      double kib = 0;
+      if (in >> kib) return kib / 1024.0;
+    }
+  }
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return static_cast<double>(ru.ru_maxrss) / 1024.0;  // KiB on Linux
+}
+
+// Token ids a random prompt may use: every id that is not a control, unknown
+// or end-of-generation token (those change the model's behaviour, and a
+// benchmark should look like text). Falls back to every id when the file has
+// no usable tokenizer.
+std::vector<int32_t> prompt_token_pool(const gguf::GgufModel& gguf, int n_vocab) {
+  std::vector<int32_t> pool;
+  try {
+    const tokenizer::Tokenizer tok = tokenizer::Tokenizer::from_gguf(gguf.metadata());
+    const int32_t n = std::min(n_vocab, tok.n_vocab());
+    for (int32_t id = 0; id < n; ++id) {
+      if (!tok.is_control(id) && !tok.is_eog(id) && id != tok.bos() && id != tok.pad()) pool.push_back(id);
+    }
+  } catch (const Error&) {
+    pool.clear();
+  }
+  if (pool.empty()) {
+    for (int32_t id = 0; id < n_vocab; ++id) pool.push_back(id);
+  }
+  return pool;
+}
+
+int32_t argmax(std::span<const float> logits) {
+  return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+}
+
+void validate(const ModelBenchConfig& cfg) {
+  if (cfg.model_path.empty()) throw Error("-m: no model file given");
+  if (cfg.n_prompt < 1) throw Error("-p: prompt length must be >= 1 (got " + std::to_string(cfg.n_prompt) + ")");
+  if (cfg.n_gen < 1) throw Error("-n: decode steps must be >= 1 (got " + std::to_string(cfg.n_gen) + ")");
+  if (cfg.reps < 1) throw Error("-r: repetitions must be >= 1 (got " + std::to_string(cfg.reps) + ")");
+  if (cfg.threads.empty()) throw Error("-t: no thread counts given");
+  if (cfg.io_threads.empty()) throw Error("--io-threads: no lane counts given");
+  if (cfg.dense_weights.empty()) throw Error("--dense-weights: no modes given");
+  for (int t : cfg.threads)
+    if (t < 1) throw Error("-t: thread count must be >= 1 (got " + std::to_string(t) + ")");
+  for (int t : cfg.io_threads)
+    if (t < 1) throw Error("--io-threads: must be >= 1 (got " + std::to_string(t) + ")");
+  for (const std::string& d : cfg.dense_weights) moe::parse_dense_mode(d);  // throws naming --dense-weights
+}
+
+void progress(const ModelBenchConfig& cfg, const std::string& line) {
+  if (cfg.on_progress) cfg.on_progress(line);
+}
+
+ModelBenchRow run_point(const ModelBenchConfig& cfg, const BenchPoint& pt) {
+  model::ModelConfig mc;
+  mc.dense_mode = moe::parse_dense_mode(pt.dense_weights);
+  mc.odirect = cfg.odirect;
+  mc.io_threads = pt.io_threads;
+  mc.load_all = cfg.load_all;
+  mc.threads = pt.threads;
+  mc.kv_type = model::parse_kv_type(cfg.kv_type);
+  mc.n_ctx = cfg.n_prompt + cfg.n_gen;
+
+  reset_peak_rss();
+  Session session = Session::open(cfg.model_path, mc);
+  const std::vector<int32_t> pool = prompt_token_pool(session.gguf(), session.n_vocab());
+
+  ModelBenchRow row;
+  row.model = std::filesystem::path(cfg.model_path).filename().string();
+  row.point = pt;
+  row.odirect = cfg.odirect;
+  row.load_all = cfg.load_all;
+  row.cold = cfg.cold;
+  row.n_prompt = cfg.n_prompt;
+  row.n_gen = cfg.n_gen;
+  row.reps = cfg.reps;
+
+  std::vector<double> pp_tps, tg_tps;
+  for (int rep = 0; rep < cfg.reps; ++rep) {
+    // Same prompts for every configuration: the RNG depends on (seed, rep) only.
+    std::mt19937_64 rng(cfg.seed * 1000003u + static_cast<uint64_t>(rep));
+    std::uniform_int_distribution<size_t> pick(0, pool.size() - 1);
+    std::vector<int32_t> prompt(static_cast<size_t>(cfg.n_prompt));
+    for (int32_t& id : prompt) id = pool[pick(rng)];
+
+    session.reset();
+    if (cfg.cold) {
+      for (const std::string& p : session.gguf().paths()) io::drop_file_pages(p);
+    }
+
+    auto t0 = std::chrono::steady_clock::now();
+    std::span<const float> logits = session.feed(prompt);
+    const double pp_s = seconds_since(t0);
+
+    const moe::ExpertIoStats before = session.model().stats().io;
+    t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < cfg.n_gen; ++i) {
+      const int32_t next[1] = {argmax(logits)};
+      logits = session.feed(next);
+    }
+    const double tg_s = seconds_since(t0);
+    const moe::ExpertIoStats after = session.model().stats().io;
+
+    pp_tps.push_back(pp_s > 0 ? cfg.n_prompt / pp_s : kNaN);
+    tg_tps.push_back(tg_s > 0 ? cfg.n_gen / tg_s : kNaN);
+    row.decode_tokens += static_cast<uint64_t>(cfg.n_gen);
+    row.decode_seconds += tg_s;
+    row.decode_bytes_read += after.bytes_read - before.bytes_read;
+    row.decode_reads += after.reads - before.reads;
+    row.decode_experts_read += after.experts_read - before.experts_read;
+    row.decode_experts_hit += after.experts_hit - before.experts_hit;
+    row.decode_io_seconds += after.io_seconds - before.io_seconds;
+
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "  rep %d/%d: pp %.2f tok/s, tg %.2f tok/s, %.1f MiB read in decode", rep + 1,
+                  cfg.reps, pp_tps.back(), tg_tps.back(), (after.bytes_read - before.bytes_read) / 1048576.0);
+    progress(cfg, buf);
+  }
+  mean_sd(pp_tps, row.prefill_tps, row.prefill_tps_sd);
+  mean_sd(tg_tps, row.decode_tps, row.decode_tps_sd);
+  row.peak_rss_MiB = peak_rss_mib();
+  derive_figures(row, cfg.ceiling);
+  return row;
+}
+
+IoMode mode_of(const std::string& s, const std::string& where) {
+  if (s == "direct") return IoMode::Direct;
+  if (s == "buffered") return IoMode::Buffered;
+  fail(where, "unknown mode '" + s + "' (expected direct or buffered)");
+}
+
+}  // namespace
+
+std::vector<BenchPoint> bench_points(const ModelBenchConfig& cfg) {
+  std::vector<BenchPoint> out;
+  for (int t : cfg.threads)
+    for (int io : cfg.io_threads)
+      for (const std::string& d : cfg.dense_weights) out.push_back({t, io, d});
+  return out;
+}
+
+void derive_figures(ModelBenchRow& r, const std::vector<IoBenchRow>& ceiling) {
+  const double bytes = static_cast<double>(r.decode_bytes_read);
+  r.mib_read_per_token = r.decode_tokens ? bytes / 1048576.0 / static_cast<double>(r.decode_tokens) : kNaN;
+  r.read_GBps = r.decode_seconds > 0 ? bytes / r.decode_seconds / 1e9 : kNaN;
+  const double lane_busy_s = r.decode_io_seconds / std::max(1, r.point.io_threads);
+  r.read_GBps_io = lane_busy_s > 0 ? bytes / lane_busy_s / 1e9 : kNaN;
+  const uint64_t asked = r.decode_experts_read + r.decode_experts_hit;
+  r.cache_hit_pct = asked ? 100.0 * static_cast<double>(r.decode_experts_hit) / static_cast<double>(asked) : kNaN;
+  r.read_size_bytes = r.decode_reads ? bytes / static_cast<double>(r.decode_reads) : kNaN;
+
+  r.ceiling_GBps = r.io_efficiency = r.roofline_efficiency = kNaN;
+  if (ceiling.empty() || !(r.read_size_bytes > 0)) return;
+  const IoMode want = r.odirect ? IoMode::Direct : IoMode::Buffered;
+  const bool have_mode = std::any_of(ceiling.begin(), ceiling.end(), [&](const IoBenchRow& c) { return c.mode == want; });
+  if (!have_mode) return;
+  r.ceiling_GBps = ceiling_GBps(ceiling, static_cast<uint64_t>(std::llround(r.read_size_bytes)), r.point.io_threads,
+                                r.odirect);
+  if (!(r.ceiling_GBps > 0)) {
+    r.ceiling_GBps = kNaN;
+    return;
+  }
+  r.io_efficiency = r.read_GBps_io / r.ceiling_GBps;  // NaN propagates when there was no io time
+  const double gb_per_token = bytes / 1e9 / static_cast<double>(r.decode_tokens);
+  r.roofline_efficiency = r.decode_tps / (r.ceiling_GBps / gb_per_token);
+}
+
+std::vector<ModelBenchRow> run_model_bench(const ModelBenchConfig& cfg) {
+  validate(cfg);
+  const std::vector<BenchPoint> points = bench_points(cfg);
+  std::vector<ModelBenchRow> rows;
+  for (size_t i = 0; i < points.size(); ++i) {
+    const BenchPoint& p = points[i];
+    progress(cfg, "config " + std::to_string(i + 1) + "/" + std::to_string(points.size()) + ": threads " +
+                      std::to_string(p.threads) + ", io-threads " + std::to_string(p.io_threads) +
+                      ", dense-weights " + p.dense_weights);
+    rows.push_back(run_point(cfg, p));
+  }
+  return rows;
+}
+
+std::vector<IoBenchRow> parse_io_bench_json(std::string_view text, const std::string& where) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    fail(where, std::string("not valid JSON (") + e.what() + ")");
+  }
+  if (!j.is_array()) fail(where, "expected a JSON array of io bench rows (from `sluice bench --io FILE -o json`)");
+  std::vector<IoBenchRow> rows;
+  for (size_t i = 0; i < j.size(); ++i) {
+    const nlohmann::json& o = j[i];
+    const std::string at = where + ": row " + std::to_string(i);
+    if (!o.is_object()) fail(at, "is not an object");
+    for (const char* key : {"mode", "size_bytes", "lanes", "GBps"}) {
+      if (!o.contains(key)) fail(at, std::string("missing \"") + key + "\"");
+    }
+    if (!o["mode"].is_string()) fail(at, "\"mode\" is not a string");
+    if (!o["size_bytes"].is_number_unsigned() || !o["lanes"].is_number_integer() || !o["GBps"].is_number()) {
+      fail(at, "\"size_bytes\", \"lanes\" and \"GBps\" must be numbers");
+    }
+    IoBenchRow r;
+    r.mode = mode_of(o["mode"].get<std::string>(), at);
+    r.size_bytes = o["size_bytes"].get<uint64_t>();
+    r.lanes = o["lanes"].get<int>();
+    r.GBps = o["GBps"].get<double>();
+    if (r.size_bytes == 0 || r.lanes < 1 || !(r.GBps >= 0)) fail(at, "size_bytes, lanes must be > 0 and GBps >= 0");
+    rows.push_back(r);
+  }
+  if (rows.empty()) fail(where, "holds no io bench rows");
+  return rows;
+}
+
+std::vector<IoBenchRow> load_io_ceiling(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw Error("--io-ceiling: cannot open " + path);
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  return parse_io_bench_json(ss.str(), "--io-ceiling " + path);
+}
+
+std::vector<IoBenchRow> measure_ceiling(const std::string& model_path, const std::vector<int>& lanes, bool direct,
+                                        double seconds, const std::function<void(const IoBenchRow&)>& on_row) {
+  const gguf::GgufModel model = gguf::GgufModel::open(model_path);
+  IoBenchConfig io;
+  io.path = model.paths().front();
+  io.sizes = expert_slice_sizes(model);
+  if (io.sizes.empty()) fail(model_path, "has no expert tensors (*_exps), so there is no expert read ceiling to measure");
+  io.lanes = lanes;
+  std::sort(io.lanes.begin(), io.lanes.end());
+  io.lanes.erase(std::unique(io.lanes.begin(), io.lanes.end()), io.lanes.end());
+  io.modes = {direct ? IoMode::Direct : IoMode::Buffered};
+  io.seconds_per_point = seconds;
+  io.on_row = on_row;
+  return run_io_bench(io);
+}
+
+std::vector<int> parse_int_list(std::string_view csv, const std::string& flag, int lo, int hi) {
+  std::vector<int> out;
+  size_t pos = 0;
+  while (true) {
+    const size_t comma = csv.find(',', pos);
+    std::string part(csv.substr(pos, comma == std::string_view::npos ? std::string_view::npos : comma - pos));
+    while (!part.empty() && part.front() == ' ') part.erase(part.begin());
+    while (!part.empty() && part.back() == ' ') part.pop_back();
+    if (part.empty()) fail(flag, "empty entry in list '" + std::string(csv) + "'");
+    size_t used = 0;
+    long v = 0;
+    try {
+      v = std::stol(part, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != part.size()) fail(flag, "'" + part + "' is not an integer");
+    if (v < lo || v > hi) {
+      fail(flag, "'" + part + "' is out of range [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+    }
+    out.push_back(static_cast<int>(v));
+    if (comma == std::string_view::npos) break;
+    pos = comma + 1;
+  }
+  return out;
+}
+
+std::vector<std::string> parse_dense_list(std::string_view csv, const std::string& flag) {
+  std::vector<std::string> out;
+  size_t pos = 0;
+  while (true) {
+    const size_t comma = csv.find(',', pos);
+    std::string part(csv.substr(pos, comma == std::string_view::npos ? std::string_view::npos : comma - pos));
+    while (!part.empty() && part.front() == ' ') part.erase(part.begin());
+    while (!part.empty() && part.back() == ' ') part.pop_back();
+    if (part != "mmap" && part != "warm" && part != "anon") {
+      fail(flag, "'" + part + "' is not a dense-weight mode (expected mmap, warm or anon)");
+    }
+    out.push_back(part);
+    if (comma == std::string_view::npos) break;
+    pos = comma + 1;
+  }
+  return out;
+}
+
+}  // namespace sluice::runtime

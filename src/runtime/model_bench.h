@@ -1,0 +1,147 @@
+// model_bench — `sluice bench -m MODEL`, in the manner of llama-bench: sweep
+// engine settings, and for each configuration load the model once and time
+// -r repetitions of (prefill of a -p token random prompt, then -n single-token
+// decode steps). Reports throughput, expert bytes read per decoded token, the
+// achieved expert read bandwidth, cache hits, peak RSS, and — given the
+// device's random-read ceiling from `sluice bench --io` — how close the reads
+// and the decode come to that ceiling.
+//
+// Definitions (all per configuration, decode phase only unless named):
+//   prefill_tps / decode_tps   mean over reps of tokens / wall seconds (sd: sample
+//                              standard deviation, 0 for one rep).
+//   mib_read_per_token         decode expert bytes read / decode tokens, all reps.
+//   read_GBps                  decode expert bytes read / decode WALL seconds
+//                              (decimal GB, like the io bench).
+//   read_GBps_io               decode expert bytes read / (io_seconds / io_threads):
+//                              io_seconds is time inside pread summed over lanes, so
+//                              this is the bandwidth while the lanes were reading
+//                              (exact when the lanes read concurrently).
+//   cache_hit_pct              experts_hit / (experts_hit + experts_read) * 100.
+//   ceiling_GBps               io-bench GB/s nearest to (mean decode read size,
+//                              io_threads) in the run's mode (direct / buffered).
+//   io_efficiency              read_GBps_io / ceiling_GBps: how well the reads
+//                              themselves use the device.
+//   roofline_efficiency        decode_tps / (ceiling_GBps / GB read per token):
+//                              how close the whole decode comes to the I/O bound.
+// Values that cannot be computed (no ceiling, no reads, no decode) are NaN and
+// print as "n/a" (null in JSON).
+//
+// Thread-safety: run_model_bench blocks and owns its Sessions; the other
+// functions are pure.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "runtime/io_bench.h"
+
+namespace sluice::runtime {
+
+struct ModelBenchConfig {
+  std::string model_path;
+  int n_prompt = 512;  // -p: prompt tokens per rep (>= 1)
+  int n_gen = 128;     // -n: decode steps per rep (>= 1)
+  int reps = 3;        // -r (>= 1)
+  // Swept parameters: every combination runs, threads outermost.
+  std::vector<int> threads = {1};
+  std::vector<int> io_threads = {4};
+  std::vector<std::string> dense_weights = {"anon"};
+  // Fixed for the whole run.
+  bool odirect = true;
+  bool load_all = false;
+  bool cold = false;          // drop the model files' cached pages before each rep
+  std::string kv_type = "f16";
+  uint64_t seed = 1;          // prompt token ids are a function of (seed, rep)
+  // The device ceiling (io bench rows); empty = none, efficiencies are n/a.
+  std::vector<IoBenchRow> ceiling;
+  // Progress lines (stderr in the CLI). May be empty.
+  std::function<void(const std::string&)> on_progress;
+};
+
+// One swept combination.
+struct BenchPoint {
+  int threads = 1;
+  int io_threads = 4;
+  std::string dense_weights = "anon";
+};
+
+// The cartesian product of the swept lists: threads outermost, then
+// io_threads, then dense_weights innermost; each list in the order given.
+std::vector<BenchPoint> bench_points(const ModelBenchConfig& cfg);
+
+struct ModelBenchRow {
+  std::string model;  // file name of the model (no directory)
+  BenchPoint point;
+  bool odirect = true, load_all = false, cold = false;
+  int n_prompt = 0, n_gen = 0, reps = 0;
+
+  double prefill_tps = 0, prefill_tps_sd = 0;
+  double decode_tps = 0, decode_tps_sd = 0;
+  // Decode totals over all reps (the basis of the derived figures).
+  uint64_t decode_tokens = 0;
+  double decode_seconds = 0;
+  uint64_t decode_bytes_read = 0;
+  uint64_t decode_reads = 0;
+  uint64_t decode_experts_read = 0;
+  uint64_t decode_experts_hit = 0;
+  double decode_io_seconds = 0;
+
+  double mib_read_per_token = 0;
+  double read_GBps = 0;     // wall based
+  double read_GBps_io = 0;  // io_seconds based (NaN when no io time)
+  double cache_hit_pct = 0; // NaN when no expert was requested
+  double peak_rss_MiB = 0;  // of this configuration (see run_model_bench)
+
+  double read_size_bytes = 0;  // mean decode read size (NaN when no reads)
+  double ceiling_GBps = 0;     // NaN when unknown
+  double io_efficiency = 0;
+  double roofline_efficiency = 0;
+};
+
+// Fills the derived figures (mib_read_per_token, read_GBps, read_GBps_io,
+// cache_hit_pct, read_size_bytes) from the decode totals, then the ceiling
+// figures from `ceiling` (empty: NaN). Pure; used by run_model_bench and tests.
+void derive_figures(ModelBenchRow& row, const std::vector<IoBenchRow>& ceiling);
+
+// Runs every configuration. Throws sluice::Error naming the flag for a bad
+// config (-p, -n, -r, -t, --io-threads, --dense-weights) and propagates load /
+// I/O errors. Peak RSS is the process's high-water mark while the
+// configuration ran (reset between configurations through
+// /proc/self/clear_refs where the kernel allows; otherwise getrusage's
+// lifetime maximum).
+std::vector<ModelBenchRow> run_model_bench(const ModelBenchConfig& cfg);
+
+// ---- the device ceiling ------------------------------------------------------
+
+// Parses the JSON that `sluice bench --io FILE -o json` writes (an array of
+// objects with at least "mode", "size_bytes", "lanes", "GBps"). `where` names
+// the source in errors.
+std::vector<IoBenchRow> parse_io_bench_json(std::string_view text, const std::string& where);
+// Reads and parses FILE (errors name --io-ceiling and FILE).
+std::vector<IoBenchRow> load_io_ceiling(const std::string& path);
+// A quick ceiling measurement on the model's first file: its expert slice
+// sizes, the given lane counts, one mode (direct iff `direct`), `seconds` per
+// point. Throws Error when the model has no expert tensors.
+std::vector<IoBenchRow> measure_ceiling(const std::string& model_path, const std::vector<int>& lanes, bool direct,
+                                        double seconds, const std::function<void(const IoBenchRow&)>& on_row);
+
+// ---- flag parsing (throw Error("FLAG: ...")) ---------------------------------
+
+// Comma list of integers, each in [lo, hi].
+std::vector<int> parse_int_list(std::string_view csv, const std::string& flag, int lo, int hi);
+// Comma list of dense-weight modes (mmap|warm|anon).
+std::vector<std::string> parse_dense_list(std::string_view csv, const std::string& flag);
+
+// ---- output --------------------------------------------------------------------
+
+// Markdown table, one row per configuration, then a legend line.
+std::string format_bench_markdown(const std::vector<ModelBenchRow>& rows);
+// JSON array of row objects (config + figures; NaN as null).
+std::string format_bench_json(const std::vector<ModelBenchRow>& rows);
+// CSV: a header line, then one line per row; NaN as an empty field.
+std::string format_bench_csv(const std::vector<ModelBenchRow>& rows);
+
+}  // namespace sluice::runtime

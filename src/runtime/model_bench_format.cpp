@@ -1,0 +1,120 @@
+// model_bench — output: markdown table, JSON rows, CSV.
+//
+// Markdown and CSV print fixed precision so the text is stable and diffable;
+// JSON carries full doubles (NaN -> null). A figure that could not be computed
+// is "n/a" in markdown, empty in CSV, null in JSON.
+#include <cmath>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "runtime/model_bench.h"
+
+namespace sluice::runtime {
+namespace {
+
+std::string fixed(double v, int decimals, const char* missing) {
+  if (!std::isfinite(v)) return missing;
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
+std::string pct(double ratio) {
+  if (!std::isfinite(ratio)) return "n/a";
+  return fixed(ratio * 100.0, 1, "n/a") + "%";
+}
+
+std::string mean_sd(double mean, double sd) {
+  if (!std::isfinite(mean)) return "n/a";
+  return fixed(mean, 2, "n/a") + " ± " + fixed(sd, 2, "0.00");
+}
+
+nlohmann::json num(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
+
+}  // namespace
+
+std::string format_bench_markdown(const std::vector<ModelBenchRow>& rows) {
+  std::string out =
+      "| model | threads | io-threads | dense | pp tok/s | tg tok/s | MiB/tok | read GB/s | read GB/s (io) | hit % "
+      "| peak RSS MiB | io eff | roofline eff |\n"
+      "|---|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n";
+  for (const ModelBenchRow& r : rows) {
+    out += "| " + r.model + " | " + std::to_string(r.point.threads) + " | " + std::to_string(r.point.io_threads) +
+           " | " + r.point.dense_weights + " | " + mean_sd(r.prefill_tps, r.prefill_tps_sd) + " | " +
+           mean_sd(r.decode_tps, r.decode_tps_sd) + " | " + fixed(r.mib_read_per_token, 2, "n/a") + " | " +
+           fixed(r.read_GBps, 3, "n/a") + " | " + fixed(r.read_GBps_io, 3, "n/a") + " | " +
+           fixed(r.cache_hit_pct, 1, "n/a") + " | " + fixed(r.peak_rss_MiB, 1, "n/a") + " | " +
+           pct(r.io_efficiency) + " | " + pct(r.roofline_efficiency) + " |\n";
+  }
+  if (!rows.empty()) {
+    const ModelBenchRow& r = rows.front();
+    out += "\n> pp: " + std::to_string(r.n_prompt) + "-token random prompt; tg: " + std::to_string(r.n_gen) +
+           " decode steps; " + std::to_string(r.reps) + " rep(s), mean ± sd; " +
+           (r.odirect ? "O_DIRECT" : "buffered") + " expert reads" + (r.load_all ? ", all experts resident" : "") +
+           (r.cold ? ", page cache dropped before each rep" : "") +
+           ". read GB/s = decode bytes / decode wall time; (io) = decode bytes / (pread time / io-threads). "
+           "io eff = read GB/s (io) / device ceiling; roofline eff = tg tok/s / (ceiling / GB per token).\n";
+  }
+  return out;
+}
+
+std::string format_bench_json(const std::vector<ModelBenchRow>& rows) {
+  nlohmann::json arr = nlohmann::json::array();
+  for (const ModelBenchRow& r : rows) {
+    nlohmann::json o;
+    o["model"] = r.model;
+    o["threads"] = r.point.threads;
+    o["io_threads"] = r.point.io_threads;
+    o["dense_weights"] = r.point.dense_weights;
+    o["odirect"] = r.odirect;
+    o["load_all"] = r.load_all;
+    o["cold"] = r.cold;
+    o["n_prompt"] = r.n_prompt;
+    o["n_gen"] = r.n_gen;
+    o["reps"] = r.reps;
+    o["prefill_tps"] = num(r.prefill_tps);
+    o["prefill_tps_sd"] = num(r.prefill_tps_sd);
+    o["decode_tps"] = num(r.decode_tps);
+    o["decode_tps_sd"] = num(r.decode_tps_sd);
+    o["decode_tokens"] = r.decode_tokens;
+    o["decode_seconds"] = num(r.decode_seconds);
+    o["decode_bytes_read"] = r.decode_bytes_read;
+    o["decode_reads"] = r.decode_reads;
+    o["decode_experts_read"] = r.decode_experts_read;
+    o["decode_experts_hit"] = r.decode_experts_hit;
+    o["decode_io_seconds"] = num(r.decode_io_seconds);
+    o["mib_read_per_token"] = num(r.mib_read_per_token);
+    o["read_GBps"] = num(r.read_GBps);
+    o["read_GBps_io"] = num(r.read_GBps_io);
+    o["cache_hit_pct"] = num(r.cache_hit_pct);
+    o["peak_rss_MiB"] = num(r.peak_rss_MiB);
+    o["read_size_bytes"] = num(r.read_size_bytes);
+    o["ceiling_GBps"] = num(r.ceiling_GBps);
+    o["io_efficiency"] = num(r.io_efficiency);
+    o["roofline_efficiency"] = num(r.roofline_efficiency);
+    arr.push_back(std::move(o));
+  }
+  return arr.dump(2) + "\n";
+}
+
+std::string format_bench_csv(const std::vector<ModelBenchRow>& rows) {
+  std::string out =
+      "model,threads,io_threads,dense_weights,odirect,load_all,cold,n_prompt,n_gen,reps,prefill_tps,prefill_tps_sd,"
+      "decode_tps,decode_tps_sd,mib_read_per_token,read_GBps,read_GBps_io,cache_hit_pct,peak_rss_MiB,"
+      "ceiling_GBps,io_efficiency,roofline_efficiency\n";
+  for (const ModelBenchRow& r : rows) {
+    out += r.model + "," + std::to_string(r.point.threads) + "," + std::to_string(r.point.io_threads) + "," +
+           r.point.dense_weights + "," + (r.odirect ? "1" : "0") + "," + (r.load_all ? "1" : "0") + "," +
+           (r.cold ? "1" : "0") + "," + std::to_string(r.n_prompt) + "," + std::to_string(r.n_gen) + "," +
+           std::to_string(r.reps) + "," + fixed(r.prefill_tps, 3, "") + "," + fixed(r.prefill_tps_sd, 3, "") + "," +
+           fixed(r.decode_tps, 3, "") + "," + fixed(r.decode_tps_sd, 3, "") + "," +
+           fixed(r.mib_read_per_token, 4, "") + "," + fixed(r.read_GBps, 4, "") + "," +
+           fixed(r.read_GBps_io, 4, "") + "," + fixed(r.cache_hit_pct, 2, "") + "," + fixed(r.peak_rss_MiB, 1, "") +
+           "," + fixed(r.ceiling_GBps, 4, "") + "," + fixed(r.io_efficiency, 4, "") + "," +
+           fixed(r.roofline_efficiency, 4, "") + "\n";
+  }
+  return out;
+}
+
+}  // namespace sluice::runtime
