@@ -153,7 +153,8 @@ RunSummary summarize(const SummaryInput& in) {
   s.ttft_ms = in.ttft_ms > 0 ? in.ttft_ms : (in.records.empty() ? 0.0 : in.records.front().ms);
   s.token_demand_bytes = token_demand_bytes(in.expert_bytes, in.top_k);
   s.layer_demand_bytes = layer_demand_bytes(in.expert_bytes, in.top_k, in.n_expert, 1);
-  s.cache_budget_bytes = in.opts.cache_budget_bytes;
+  // The budget the store really uses (fixed or sized by --cache-mb auto), unless the caller overrides it.
+  s.cache_budget_bytes = in.opts.cache_budget_bytes ? in.opts.cache_budget_bytes : in.stats.io.cache_budget_bytes;
   s.expert_budget = in.opts.expert_budget;
   s.dense_resident_frac = in.dense_resident_frac;
   s.dense_bytes = in.stats.dense_bytes;
