@@ -1,9 +1,13 @@
-// Registers the engine flags shared by `run` and `logits` on a subcommand,
-// writing into an EngineOptions the caller owns (it must outlive parsing).
+// Registers the engine flags shared by `run`, `logits` and `eval` on a
+// subcommand, writing into an EngineOptions the caller owns (it must outlive
+// parsing and the callback). The routing-trim flags are among them; their
+// environment fallbacks are applied when the command calls
+// EngineOptions::to_model_config() (through o.resolve_trims).
 #pragma once
 
 #include <CLI/CLI.hpp>
 
+#include "cli/trim_flags.h"
 #include "runtime/engine_options.h"
 
 namespace sluice::cli {
@@ -19,6 +23,12 @@ inline void add_engine_flags(CLI::App* cmd, runtime::EngineOptions& o) {
   cmd->add_option("--kv-type", o.kv_type, "KV cache element type: f16|f32")->capture_default_str();
   cmd->add_option("-c,--ctx-size", o.n_ctx, "context size in tokens (0: min(model context, 4096))")
       ->capture_default_str();
+  cmd->add_option("--ubatch", o.ubatch,
+                  "positions per forward micro-batch in prefill; each routed expert is read once per layer "
+                  "per micro-batch (and --expert-budget applies per micro-batch)")
+      ->capture_default_str();
+  const TrimFlags trim_flags = add_trim_flags(cmd, o.trims);
+  o.resolve_trims = [trim_flags](moe::TrimConfig& cfg) { finalize_trim_flags(trim_flags, cfg); };
 }
 
 }  // namespace sluice::cli

@@ -14,6 +14,8 @@
 #include "gguf/gguf.h"
 #include "model/hparams.h"
 #include "model/kv_cache.h"
+#include "moe/trim_config.h"
+#include "moe/trims.h"
 #include "moe/weight_store.h"
 
 namespace sluice::model {
@@ -26,12 +28,22 @@ struct ModelConfig {
   int threads = 1;         // compute threads (results do not depend on it)
   KvType kv_type = KvType::F16;
   int n_ctx = 0;           // KV cache positions; 0 = min(context_length, 4096)
+  // Routing trims (moe/trims.h); all off by default. `normalize` is ignored:
+  // the architecture decides it. Validated by load_model (Error names the flag).
+  moe::TrimConfig trims;
+  // Positions per forward micro-batch: an eval of T tokens runs in ceil(T/ubatch)
+  // passes. Per layer and ubatch, each distinct routed expert is read once and
+  // applied to every position routed to it, and --expert-budget caps the
+  // distinct experts of one ubatch. 512 is llama.cpp's default n_ubatch; logits
+  // do not depend on it unless a batch-level trim (the budget) is on.
+  int ubatch = 512;
 };
 
 struct ModelStats {
   uint64_t tokens_evaluated = 0;
   uint64_t dense_bytes = 0;
   moe::ExpertIoStats io;  // zero for dense models
+  moe::TrimStats trims;   // routing-table entries, summed over positions x MoE layers
 };
 
 class Model {

@@ -5,12 +5,16 @@
 // own per-(token, slot) buffer; the weighted sum is then taken in routing slot
 // order. So the result is bit-identical whatever the I/O timing, io-thread
 // count or dense/expert storage mode.
+//
+// Rows of the routing table may have any length (routing trims shorten them);
+// a position with an empty row gets a zero routed-expert output.
 #pragma once
 
 #include <vector>
 
 #include "model/ffn.h"
 #include "model/router.h"
+#include "moe/trims.h"
 #include "moe/weight_store.h"
 
 namespace sluice::model {
@@ -22,15 +26,17 @@ struct ExpertTemplate {
 
 class MoeFfn {
  public:
-  // xn: n_tokens rows of n_embd (normed input); out: n_tokens rows of n_embd,
-  // overwritten with sum_s weight(t, s) * expert_{expert(t, s)}(xn_t).
-  void run(int layer, const ExpertTemplate& tmpl, const float* xn, int n_tokens, const Routing& routing,
+  // xn: routing.n_positions() rows of n_embd (normed input); out: as many rows
+  // of n_embd, overwritten with sum over row t's slots s of
+  // weight(t, s) * expert_{expert(t, s)}(xn_t), summed in slot order (0 for an empty row).
+  void run(int layer, const ExpertTemplate& tmpl, const float* xn, const moe::RoutingTable& routing,
            moe::ExpertStore& store, float* out, ThreadPool& pool);
 
  private:
   QuantizedRows act_gate_, act_up_;
   SwiGlu swiglu_;
-  std::vector<float> slot_out_;    // [n_tokens * k][n_embd]
+  std::vector<float> slot_out_;    // [routing entries][n_embd], row-major by (position, slot)
+  std::vector<size_t> row_start_;  // first entry of each position in slot_out_
   std::vector<float> expert_out_;  // [tokens of one expert][n_embd]
   std::vector<const void*> rows_gate_, rows_up_;
 };

@@ -45,4 +45,15 @@ void route_softmax_topk(const float* logits, int n_tokens, int n_expert, int k, 
   }
 }
 
+moe::TrimStats route_layer(const float* logits, int n_tokens, int n_expert, int k, const moe::TrimConfig& trims,
+                           const moe::ExpertCachedFn& is_cached, Routing& dense, moe::RoutingTable& out) {
+  route_softmax_topk(logits, n_tokens, n_expert, k, trims.normalize, dense);
+  out = moe::RoutingTable::from_dense(dense.experts.data(), dense.weights.data(), n_tokens, k);
+  if (trims.any_table_trim()) return moe::apply_trims(out, trims, is_cached);
+  moe::TrimStats st;
+  st.positions = n_tokens;
+  st.routed = st.kept = static_cast<int64_t>(n_tokens) * k;
+  return st;
+}
+
 }  // namespace sluice::model

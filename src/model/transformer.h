@@ -52,6 +52,8 @@ class Transformer final : public Model {
 
   void bind_weights();
   void run(std::span<const int32_t> tokens, int pos0, float* logits_out, bool all_rows);
+  // One ubatch of run(): every layer, then the logits of rows [first_row, T).
+  void run_ubatch(std::span<const int32_t> tokens, int pos0, int first_row, float* logits_out);
   void forward_layer(int il, int n_tokens, int pos0);
 
   std::shared_ptr<const gguf::GgufModel> gguf_;
@@ -76,7 +78,10 @@ class Transformer final : public Model {
   Attention attention_;
   SwiGlu swiglu_;
   MoeFfn moe_ffn_;
-  Routing routing_;
+  Routing routing_;             // router scratch (dense top-k)
+  moe::RoutingTable routes_;    // one layer's routing for the current ubatch, after trims
+  int moe_k_ = 0;               // experts selected per token (model value or --moe-top-k)
+  moe::TrimStats trim_stats_;
   uint64_t tokens_evaluated_ = 0;
 };
 

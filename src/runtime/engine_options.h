@@ -3,6 +3,7 @@
 // to a ModelConfig (errors name the flag).
 #pragma once
 
+#include <functional>
 #include <string>
 
 #include "model/model.h"
@@ -18,7 +19,15 @@ struct EngineOptions {
   bool load_all = false;             // --load-all
   std::string kv_type = "f16";       // --kv-type f16|f32
   int n_ctx = 0;                     // -c (0: min(context_length, 4096))
+  int ubatch = 512;                  // --ubatch: positions per forward micro-batch
+  moe::TrimConfig trims;             // --moe-top-k, --moe-top-p, --expert-budget, --drop-cold-experts
+  // Set by the CLI: applies the TOPK / TOPP / EXPERT_BUDGET environment
+  // fallbacks for trim flags not given, then validates (Error names the flag
+  // or variable). Empty: `trims` is only validated. Keeps getenv in the CLI.
+  std::function<void(moe::TrimConfig&)> resolve_trims;
 
+  // Validated ModelConfig; runs resolve_trims (so the environment is read
+  // once per call: call it once per command).
   model::ModelConfig to_model_config() const;
 };
 
