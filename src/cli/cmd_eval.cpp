@@ -91,6 +91,7 @@ void print_table(const runtime::EvalResult& r, const nlohmann::json& j) {
 
 void run_eval(EvalCmdOptions& o) {
   const model::ModelConfig user_cfg = o.engine.to_model_config();  // reads the trim env once
+  const std::string text = read_text(o.text_path);                 // fail before loading anything
   const moe::TrimConfig trims = user_cfg.trims;
   std::shared_ptr<const gguf::GgufModel> g =
       std::make_shared<const gguf::GgufModel>(gguf::GgufModel::open(o.engine.model_path));
@@ -109,7 +110,6 @@ void run_eval(EvalCmdOptions& o) {
     reference = model::load_model(g, ref_cfg);
   }
 
-  const std::string text = read_text(o.text_path);
   const std::vector<int32_t> ids = tok.encode(text, false, false);
   runtime::EvalOptions eo;
   eo.ctx = ctx;
