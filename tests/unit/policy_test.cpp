@@ -153,6 +153,26 @@ TEST(PolicyTrims, TopK1ChangesLogitsAndReadsFewerExperts) {
       Error);
 }
 
+// With k = 2 and renormalised weights the top-1 always holds >= half the mass,
+// so top-p 0.5 trims every row to its top-1 with weight 1 — the same table
+// (bit for bit) as selecting k = 1. This checks the variable-length-row path
+// of the forward pass against the fixed-k one.
+TEST(PolicyTrims, TopP05EqualsTopK1ForTopTwoRouting) {
+  REQUIRE_SHARED(kStories);
+  const auto tokens = corpus_tokens(100);
+  model::ModelConfig cfg = streaming_config();
+  cfg.ubatch = 16;
+  cfg.trims.top_k = 1;
+  auto k1 = load(shared_path(kStories), cfg);
+  ASSERT_EQ(k1->hparams().n_expert_used, 2u);
+  cfg.trims.top_k = 0;
+  cfg.trims.top_p = 0.5f;
+  auto p05 = load(shared_path(kStories), cfg);
+  EXPECT_TRUE(same_bits(eval_all(*k1, tokens), eval_all(*p05, tokens)));
+  EXPECT_EQ(p05->stats().trims.dropped_by_top_p, p05->stats().trims.kept);  // one of two dropped everywhere
+  EXPECT_EQ(p05->stats().io.experts_read, k1->stats().io.experts_read);
+}
+
 TEST(PolicyTrims, BudgetOneReadsAtMostOneExpertPerLayerPerUbatch) {
   REQUIRE_SHARED(kStories);
   const auto tokens = corpus_tokens(200);
