@@ -14,5 +14,6 @@ void register_logits(CLI::App& app);
 void register_tokenize(CLI::App& app);
 void register_cache_sim(CLI::App& app);
 void register_bench(CLI::App& app);
+void register_eval(CLI::App& app);
 
 }  // namespace sluice::cli

@@ -1,9 +1,13 @@
-// Registers the engine flags shared by `run` and `logits` on a subcommand,
-// writing into an EngineOptions the caller owns (it must outlive parsing).
+// Registers the engine flags shared by `run`, `logits` and `eval` on a
+// subcommand, writing into an EngineOptions the caller owns (it must outlive
+// parsing and the callback). The routing-trim flags are among them; their
+// environment fallbacks are applied when the command calls
+// EngineOptions::to_model_config() (through o.resolve_trims).
 #pragma once
 
 #include <CLI/CLI.hpp>
 
+#include "cli/trim_flags.h"
 #include "runtime/engine_options.h"
 
 namespace sluice::cli {
@@ -25,6 +29,12 @@ inline void add_engine_flags(CLI::App* cmd, runtime::EngineOptions& o) {
   cmd->add_option("--cache-ceil-mb", o.cache_ceil_mb, "--cache-mb auto: never above M MiB (0: every expert)")
       ->capture_default_str();
   cmd->add_option("--route-trace", o.route_trace, "write expert routing + cache hits as JSONL to FILE");
+  cmd->add_option("--ubatch", o.ubatch,
+                  "positions per forward micro-batch in prefill; each routed expert is read once per layer "
+                  "per micro-batch (and --expert-budget applies per micro-batch)")
+      ->capture_default_str();
+  const TrimFlags trim_flags = add_trim_flags(cmd, o.trims);
+  o.resolve_trims = [trim_flags](moe::TrimConfig& cfg) { finalize_trim_flags(trim_flags, cfg); };
 }
 
 }  // namespace sluice::cli

@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   sluice::cli::register_tokenize(app);
   sluice::cli::register_cache_sim(app);
   sluice::cli::register_bench(app);
+  sluice::cli::register_eval(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -17,6 +17,8 @@
 #include "model/hparams.h"
 #include "model/kv_cache.h"
 #include "moe/route_trace.h"
+#include "moe/trim_config.h"
+#include "moe/trims.h"
 #include "moe/weight_store.h"
 
 namespace sluice::model {
@@ -29,6 +31,15 @@ struct ModelConfig {
   int threads = 1;         // compute threads (results do not depend on it)
   KvType kv_type = KvType::F16;
   int n_ctx = 0;           // KV cache positions; 0 = min(context_length, 4096)
+  // Routing trims (moe/trims.h); all off by default. `normalize` is ignored:
+  // the architecture decides it. Validated by load_model (Error names the flag).
+  moe::TrimConfig trims;
+  // Positions per forward micro-batch: an eval of T tokens runs in ceil(T/ubatch)
+  // passes. Per layer and ubatch, each distinct routed expert is read once and
+  // applied to every position routed to it, and --expert-budget caps the
+  // distinct experts of one ubatch. 512 is llama.cpp's default n_ubatch; logits
+  // do not depend on it unless a batch-level trim (the budget) is on.
+  int ubatch = 512;
   moe::LoadProgressFn on_dense_progress;  // optional: dense-weight loading progress (see weight_store.h)
 
   // Expert cache (MoE models; ignored with load_all). Sized ONCE at load.
@@ -85,6 +96,8 @@ struct ModelStats {
   moe::ExpertIoStats io;  // zero for dense models
   ExpertCounters experts;  // zero for dense models
   TimeProfile time;
+  moe::TrimStats trims;   // routing-table entries, summed over positions x MoE layers
+  int expert_budget = 0;  // --expert-budget in force (0 = off), for the summary
 };
 
 class Model {

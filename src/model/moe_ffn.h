@@ -5,6 +5,9 @@
 // own per-(token, slot) buffer; the weighted sum is then taken in routing slot
 // order. So the result is bit-identical whatever the I/O timing, io-thread
 // count or dense/expert storage mode.
+//
+// Rows of the routing table may have any length (routing trims shorten them);
+// a position with an empty row gets a zero routed-expert output.
 #pragma once
 
 #include <vector>
@@ -12,6 +15,7 @@
 #include "model/ffn.h"
 #include "model/model.h"
 #include "model/router.h"
+#include "moe/trims.h"
 #include "moe/weight_store.h"
 
 namespace sluice::model {
@@ -23,10 +27,14 @@ struct ExpertTemplate {
 
 class MoeFfn {
  public:
-  // xn: n_tokens rows of n_embd (normed input); out: n_tokens rows of n_embd,
-  // overwritten with sum_s weight(t, s) * expert_{expert(t, s)}(xn_t).
-  void run(int layer, const ExpertTemplate& tmpl, const float* xn, int n_tokens, const Routing& routing,
-           moe::ExpertStore& store, float* out, ThreadPool& pool);
+  // xn: routing.n_positions() rows of n_embd (normed input); out: as many rows
+  // of n_embd, overwritten with sum over row t's slots s of
+  // weight(t, s) * expert_{expert(t, s)}(xn_t), summed in slot order (0 for an empty row).
+  // `drops`: the distinct experts the trims removed from this batch (counted
+  // as routed and dropped; their bytes count as saved only when they were not
+  // cached, since dropping a cache hit saves no I/O).
+  void run(int layer, const ExpertTemplate& tmpl, const float* xn, const moe::RoutingTable& routing,
+           const RouteDrops& drops, moe::ExpertStore& store, float* out, ThreadPool& pool);
 
   // Totals over every run() (never reset). Counters follow ExpertCounters'
   // contract; `read` is this layer batch's delta of the store's experts_read,
@@ -41,7 +49,8 @@ class MoeFfn {
   double matmul_s_ = 0;
   QuantizedRows act_gate_, act_up_;
   SwiGlu swiglu_;
-  std::vector<float> slot_out_;    // [n_tokens * k][n_embd]
+  std::vector<float> slot_out_;    // [routing entries][n_embd], row-major by (position, slot)
+  std::vector<size_t> row_start_;  // first entry of each position in slot_out_
   std::vector<float> expert_out_;  // [tokens of one expert][n_embd]
   std::vector<const void*> rows_gate_, rows_up_;
 };

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <numeric>
 
 namespace sluice::model {
@@ -43,6 +44,55 @@ void route_softmax_topk(const float* logits, int n_tokens, int n_expert, int k, 
       for (int s = 0; s < k; ++s) w[s] = w[s] / denom;
     }
   }
+}
+
+moe::TrimStats route_layer(const float* logits, int n_tokens, int n_expert, int k, const moe::TrimConfig& trims,
+                           const moe::ExpertCachedFn& is_cached, Routing& dense, moe::RoutingTable& out,
+                           RouteDrops* drops) {
+  route_softmax_topk(logits, n_tokens, n_expert, k, trims.normalize, dense);
+  out = moe::RoutingTable::from_dense(dense.experts.data(), dense.weights.data(), n_tokens, k);
+  if (drops) *drops = RouteDrops{};
+  if (trims.any_table_trim()) {
+    if (!drops) return moe::apply_trims(out, trims, is_cached);
+    // The trims one at a time (same order and result as apply_trims) so each
+    // distinct expert that leaves the batch is charged to the trim that removed it.
+    auto distinct = [&out] {
+      std::vector<int32_t> ids;
+      for (const moe::DistinctExpert& d : moe::expert_union(out)) ids.push_back(d.expert);
+      return ids;
+    };
+    std::vector<int32_t> before = distinct();
+    const std::vector<int32_t> initial = before;
+    moe::TrimStats total;
+    uint64_t* charge[3] = {&drops->top_p, &drops->budget, &drops->cold};
+    for (int stage = 0; stage < 3; ++stage) {
+      moe::TrimConfig one = trims;
+      if (stage != 0) one.top_p = 1.0f;
+      if (stage != 1) one.expert_budget = 0;
+      if (stage != 2) one.drop_cold = 0.0f;
+      if (!one.any_table_trim()) continue;
+      const moe::TrimStats st = moe::apply_trims(out, one, is_cached);
+      if (total.positions == 0) {
+        total = st;
+      } else {  // same positions and entries: only the drops add up
+        total.kept = st.kept;
+        total.dropped_by_top_p += st.dropped_by_top_p;
+        total.dropped_by_budget += st.dropped_by_budget;
+        total.dropped_by_cold += st.dropped_by_cold;
+        total.positions_emptied += st.positions_emptied;
+      }
+      const std::vector<int32_t> after = distinct();
+      *charge[stage] += before.size() - after.size();
+      before = after;
+    }
+    std::set_difference(initial.begin(), initial.end(), before.begin(), before.end(),
+                        std::back_inserter(drops->experts));
+    return total;
+  }
+  moe::TrimStats st;
+  st.positions = n_tokens;
+  st.routed = st.kept = static_cast<int64_t>(n_tokens) * k;
+  return st;
 }
 
 }  // namespace sluice::model

@@ -133,6 +133,11 @@ Transformer::Transformer(std::shared_ptr<const gguf::GgufModel> gguf, const Mode
   if (cfg.io_threads < 1)
     throw Error("--io-threads: must be >= 1 (got " + std::to_string(cfg.io_threads) + ")");
   if (cfg.n_ctx < 0) throw Error("-c: context size must be >= 0 (got " + std::to_string(cfg.n_ctx) + ")");
+  if (cfg.ubatch < 1) throw Error("--ubatch: must be >= 1 (got " + std::to_string(cfg.ubatch) + ")");
+  moe::validate_trim_config(cfg.trims);
+  cfg_.trims.normalize = spec_.renormalize_topk;  // the architecture's, not the user's
+  if (hp_.is_moe())
+    moe_k_ = moe::effective_top_k(cfg_.trims, static_cast<int>(hp_.n_expert_used), static_cast<int>(hp_.n_expert));
   const int n_ctx = cfg.n_ctx > 0 ? cfg.n_ctx : static_cast<int>(std::min<uint32_t>(hp_.n_ctx_train, 4096));
 
   moe::DenseConfig dc;
@@ -222,6 +227,8 @@ ModelStats Transformer::stats() const {
   s.time.attention_s = attention_s_;
   s.time.expert_io_s = moe_ffn_.io_seconds();
   s.time.expert_matmul_s = moe_ffn_.matmul_seconds();
+  s.trims = trim_stats_;
+  s.expert_budget = cfg_.trims.expert_budget;
   return s;
 }
 
@@ -254,6 +261,34 @@ void Transformer::run(std::span<const int32_t> tokens, int pos0, float* logits_o
     throw Error("context full: " + std::to_string(pos0 + T) + " positions needed, context size is " +
                 std::to_string(kv_->n_ctx()) + " (raise -c)");
 
+  // Ubatches of cfg_.ubatch positions. Every op is row-independent except
+  // attention (which reads earlier positions from the KV cache either way) and
+  // the expert budget (per ubatch by definition), so without the budget the
+  // logits do not depend on the ubatch size.
+  const int64_t n_vocab = hp_.n_vocab;
+  const int S = cfg_.ubatch;
+  try {
+    for (int c0 = 0; c0 < T; c0 += S) {
+      const int n = std::min(S, T - c0);
+      const bool last = c0 + n == T;
+      if (!all_rows && !last) {
+        run_ubatch(tokens.subspan(c0, n), pos0 + c0, n, nullptr);  // no logits wanted
+      } else if (all_rows) {
+        run_ubatch(tokens.subspan(c0, n), pos0 + c0, 0, logits_out + c0 * n_vocab);
+      } else {
+        run_ubatch(tokens.subspan(c0, n), pos0 + c0, n - 1, logits_out);
+      }
+    }
+  } catch (...) {
+    kv_->set_filled(pos0);  // the new positions are incomplete
+    eval_s_ += seconds_since(t_eval);  // keeps TimeProfile's parts within eval_s
+    throw;
+  }
+  eval_s_ += seconds_since(t_eval);
+}
+
+void Transformer::run_ubatch(std::span<const int32_t> tokens, int pos0, int first_row, float* logits_out) {
+  const int T = static_cast<int>(tokens.size());
   const int64_t n_embd = hp_.n_embd;
   x_.resize(static_cast<size_t>(T) * n_embd);
   xn_.resize(x_.size());
@@ -264,13 +299,7 @@ void Transformer::run(std::span<const int32_t> tokens, int pos0, float* logits_o
 
   kv_->set_filled(pos0 + T);
   trace_buf_.clear();
-  try {
-    for (int il = 0; il < static_cast<int>(hp_.n_layer); ++il) forward_layer(il, T, pos0);
-  } catch (...) {
-    kv_->set_filled(pos0);  // the new positions are incomplete
-    eval_s_ += seconds_since(t_eval);  // keeps TimeProfile's parts within eval_s
-    throw;
-  }
+  for (int il = 0; il < static_cast<int>(hp_.n_layer); ++il) forward_layer(il, T, pos0);
   if (cfg_.route_trace) {
     // Collected layer by layer; the file is token-major.
     std::stable_sort(trace_buf_.begin(), trace_buf_.end(),
@@ -279,12 +308,13 @@ void Transformer::run(std::span<const int32_t> tokens, int pos0, float* logits_o
     trace_buf_.clear();
   }
 
-  const int first = all_rows ? 0 : T - 1;
-  const int n_out = T - first;
-  rms_norm_rows(&x_[static_cast<size_t>(first) * n_embd], output_norm_, n_out, n_embd, hp_.rms_eps, xn_.data());
-  matmul_f32(output_, xn_.data(), n_out, logits_out, pool_, act_);
+  const int n_out = T - first_row;
+  if (n_out > 0) {
+    rms_norm_rows(&x_[static_cast<size_t>(first_row) * n_embd], output_norm_, n_out, n_embd, hp_.rms_eps,
+                  xn_.data());
+    matmul_f32(output_, xn_.data(), n_out, logits_out, pool_, act_);
+  }
   tokens_evaluated_ += static_cast<uint64_t>(T);
-  eval_s_ += seconds_since(t_eval);
 }
 
 void Transformer::forward_layer(int il, int T, int pos0) {
@@ -324,9 +354,11 @@ void Transformer::forward_layer(int il, int T, int pos0) {
   if (L.moe) {
     router_logits_.resize(static_cast<size_t>(T) * hp_.n_expert);
     matmul_f32(L.router, xn_.data(), T, router_logits_.data(), pool_, act_);
-    route_softmax_topk(router_logits_.data(), T, static_cast<int>(hp_.n_expert), static_cast<int>(hp_.n_expert_used),
-                       spec_.renormalize_topk, routing_);
-    moe_ffn_.run(il, L.experts, xn_.data(), T, routing_, *store_, tmp_.data(), pool_);
+    const moe::ExpertStore& store = *store_;
+    const moe::ExpertCachedFn is_cached = [&store, il](int32_t e) { return store.is_cached(il, e); };
+    trim_stats_ += route_layer(router_logits_.data(), T, static_cast<int>(hp_.n_expert), moe_k_, cfg_.trims,
+                               is_cached, routing_, routes_, &drops_);
+    moe_ffn_.run(il, L.experts, xn_.data(), routes_, drops_, *store_, tmp_.data(), pool_);
     if (cfg_.route_trace) record_route(il, T, pos0);
   } else {
     QuantizedRows& gate_act = act_;
@@ -352,10 +384,10 @@ void Transformer::record_route(int il, int T, int pos0) {
     moe::RouteRecord r;
     r.pos = pos0 + t;
     r.layer = il;
-    for (int s = 0; s < routing_.k; ++s) {
-      const int e = routing_.expert(t, s);
+    for (const moe::ExpertWeight& ew : routes_.row(t)) {  // after trims
+      const int e = ew.expert;
       r.experts.push_back(e);
-      r.weights.push_back(routing_.weight(t, s));
+      r.weights.push_back(ew.weight);
       const auto it = std::find(f.experts.begin(), f.experts.end(), e);
       r.hit.push_back(it != f.experts.end() && f.hit[static_cast<size_t>(it - f.experts.begin())] != 0);
     }

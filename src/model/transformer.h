@@ -54,6 +54,8 @@ class Transformer final : public Model {
 
   void bind_weights();
   void run(std::span<const int32_t> tokens, int pos0, float* logits_out, bool all_rows);
+  // One ubatch of run(): every layer, then the logits of rows [first_row, T).
+  void run_ubatch(std::span<const int32_t> tokens, int pos0, int first_row, float* logits_out);
   void forward_layer(int il, int n_tokens, int pos0);
   void record_route(int il, int n_tokens, int pos0);  // --route-trace: appends to trace_buf_
 
@@ -79,7 +81,11 @@ class Transformer final : public Model {
   Attention attention_;
   SwiGlu swiglu_;
   MoeFfn moe_ffn_;
-  Routing routing_;
+  Routing routing_;             // router scratch (dense top-k)
+  moe::RoutingTable routes_;    // one layer's routing for the current ubatch, after trims
+  int moe_k_ = 0;               // experts selected per token (model value or --moe-top-k)
+  moe::TrimStats trim_stats_;
+  RouteDrops drops_;            // distinct experts the trims removed from the current layer batch
   std::vector<moe::RouteRecord> trace_buf_;  // --route-trace: this eval's records, written token-major
   uint64_t tokens_evaluated_ = 0;
   double eval_s_ = 0;       // TimeProfile::eval_s

@@ -471,6 +471,17 @@ uint64_t ExpertStore::expert_bytes(int layer) const {
   return total;
 }
 
+bool ExpertStore::is_cached(int layer, int expert) const {
+  const Impl& s = *impl_;
+  s.check_layer(layer);
+  const uint64_t n_expert = s.parts(layer)[0]->ne[2];
+  if (expert < 0 || static_cast<uint64_t>(expert) >= n_expert)
+    throw Error("expert store: expert " + std::to_string(expert) + " out of range for layer " +
+                std::to_string(layer) + " (" + std::to_string(n_expert) + " experts)");
+  // No expert cache yet: only load_all keeps experts resident.
+  return s.cfg.load_all;
+}
+
 ExpertIoStats ExpertStore::stats() const {
   const Impl& s = *impl_;
   ExpertIoStats r;

@@ -144,6 +144,10 @@ class ExpertStore {
   Batch fetch(int layer, std::span<const int> experts);
 
   uint64_t expert_bytes(int layer) const;  // gate+up+down bytes of one expert
+  // Whether fetching (layer, expert) now would be served without a read (the
+  // routing trim --drop-cold-experts asks this). Cache off: false for every
+  // expert; load_all: true. Throws Error for a bad layer or expert id.
+  bool is_cached(int layer, int expert) const;
   ExpertIoStats stats() const;
   bool direct_io() const;  // true when O_DIRECT is in use for every file (false after a fallback)
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "model/model.h"
@@ -22,6 +23,12 @@ struct EngineOptions {
   bool load_all = false;             // --load-all
   std::string kv_type = "f16";       // --kv-type f16|f32
   int n_ctx = 0;                     // -c (0: min(context_length, 4096))
+  int ubatch = 512;                  // --ubatch: positions per forward micro-batch
+  moe::TrimConfig trims;             // --moe-top-k, --moe-top-p, --expert-budget, --drop-cold-experts
+  // Set by the CLI: applies the TOPK / TOPP / EXPERT_BUDGET environment
+  // fallbacks for trim flags not given, then validates (Error names the flag
+  // or variable). Empty: `trims` is only validated. Keeps getenv in the CLI.
+  std::function<void(moe::TrimConfig&)> resolve_trims;
   std::string cache_mb = "off";      // --cache-mb N|auto|off (MiB; 0 = off)
   int64_t cache_floor_mb = 0;        // --cache-floor-mb (auto: lower clamp; 0 = mechanical floor)
   int64_t cache_ceil_mb = 0;         // --cache-ceil-mb (auto: upper clamp; 0 = every expert)
@@ -29,7 +36,8 @@ struct EngineOptions {
 
   // Validates and converts. With --cache-mb auto it reads /proc/meminfo now
   // (before the model loads); with --route-trace it creates FILE. Log lines
-  // from loading go to stderr.
+  // from loading go to stderr. Runs resolve_trims, so the environment is read
+  // once per call: call it once per command.
   model::ModelConfig to_model_config() const;
 };
 

@@ -155,7 +155,7 @@ RunSummary summarize(const SummaryInput& in) {
   s.layer_demand_bytes = layer_demand_bytes(in.expert_bytes, in.top_k, in.n_expert, 1);
   // The budget the store really uses (fixed or sized by --cache-mb auto), unless the caller overrides it.
   s.cache_budget_bytes = in.opts.cache_budget_bytes ? in.opts.cache_budget_bytes : in.stats.io.cache_budget_bytes;
-  s.expert_budget = in.opts.expert_budget;
+  s.expert_budget = in.opts.expert_budget ? in.opts.expert_budget : in.stats.expert_budget;
   s.dense_resident_frac = in.dense_resident_frac;
   s.dense_bytes = in.stats.dense_bytes;
   s.peak_rss_mib = in.peak_rss_mib;
