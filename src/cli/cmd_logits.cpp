@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/id_list.h"
 #include "cli/engine_flags.h"
 #include "cli/telemetry_output.h"
 #include "runtime/session.h"
@@ -22,31 +23,8 @@ struct LogitsOptions {
   TelemetryFlags telemetry;
 };
 
-std::vector<int32_t> parse_token_list(const std::string& s) {
-  std::vector<int32_t> ids;
-  size_t i = 0;
-  while (i < s.size()) {
-    if (s[i] == ',' || s[i] == ' ') {
-      ++i;
-      continue;
-    }
-    size_t used = 0;
-    long long v = 0;
-    try {
-      v = std::stoll(s.substr(i), &used);
-    } catch (const std::exception&) {
-      throw Error("--tokens: expected comma-separated token ids, got '" + s + "'");
-    }
-    if (v < 0 || v > 0x7fffffffLL) throw Error("--tokens: token id " + std::to_string(v) + " is out of range");
-    ids.push_back(static_cast<int32_t>(v));
-    i += used;
-  }
-  if (ids.empty()) throw Error("--tokens: no token ids given");
-  return ids;
-}
-
 void run_logits(const LogitsOptions& o) {
-  const std::vector<int32_t> ids = parse_token_list(o.tokens);
+  const std::vector<int32_t> ids = parse_id_list(o.tokens, "--tokens");
   runtime::Session session = runtime::Session::open(o.engine.model_path, o.engine.to_model_config());
   const size_t n_vocab = static_cast<size_t>(session.n_vocab());
   std::vector<float> logits(ids.size() * n_vocab);

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/id_list.h"
 #include "gguf/gguf.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
@@ -21,32 +22,6 @@ struct TokenizeOptions {
   bool no_bos = false;
   bool parse_special = false;
 };
-
-std::vector<int32_t> parse_id_list(const std::string& s, int32_t n_vocab) {
-  std::vector<int32_t> ids;
-  size_t i = 0;
-  while (i < s.size()) {
-    if (s[i] == ',' || s[i] == ' ') {
-      ++i;
-      continue;
-    }
-    size_t used = 0;
-    long long v = 0;
-    try {
-      v = std::stoll(s.substr(i), &used);
-    } catch (const std::exception&) {
-      throw Error("--decode: expected comma-separated token ids, got '" + s + "'");
-    }
-    if (v < 0 || v >= n_vocab) {
-      throw Error("--decode: token id " + std::to_string(v) + " is out of range (vocab has " +
-                  std::to_string(n_vocab) + " tokens)");
-    }
-    ids.push_back(static_cast<int32_t>(v));
-    i += used;
-  }
-  if (ids.empty()) throw Error("--decode: no token ids given");
-  return ids;
-}
 
 // Piece bytes made visible: control characters, and bytes that are not part
 // of a complete UTF-8 character inside this piece (a character split across
@@ -97,7 +72,7 @@ void run_tokenize(const TokenizeOptions& o) {
   }
 
   if (have_decode) {
-    const std::vector<int32_t> ids = parse_id_list(o.decode_ids, tok.n_vocab());
+    const std::vector<int32_t> ids = parse_id_list(o.decode_ids, "--decode", tok.n_vocab());
     const std::string text = tok.decode(ids);
     std::fwrite(text.data(), 1, text.size(), stdout);
     std::fputc('\n', stdout);
