@@ -16,7 +16,7 @@
 #include "moe/route_trace.h"
 #include "util/error.h"
 
-namespace sluice::testing {
+namespace sluice::test {
 namespace {
 
 const char* kModel = "golden/qwen3moe-q8_0-q4_0.gguf";
@@ -247,4 +247,4 @@ TEST_F(CacheEngine, CliLogitsWithCacheAutoPrintsTheSizingLine) {
 }
 
 }  // namespace
-}  // namespace sluice::testing
+}  // namespace sluice::test

@@ -109,8 +109,8 @@ TEST(CliRunFlags, DefaultThreadCountIsOnlineCpus) {
 const std::string kModel = "models/stories-moe-8x-q8_0.gguf";
 
 TEST(CliRunModel, FileFlagGivesTheSameTextAsPromptFlag) {
-  if (!sluice::testing::shared_has(kModel)) GTEST_SKIP() << kModel << " not present in " << SLUICE_SHARED_DIR;
-  const std::string model = sluice::testing::shared_path(kModel);
+  if (!sluice::test::shared_has(kModel)) GTEST_SKIP() << kModel << " not present in " << SLUICE_SHARED_DIR;
+  const std::string model = sluice::test::shared_path(kModel);
   // A trailing newline is dropped, as llama.cpp's -f does.
   ScratchFile prompt("story.txt", "Once upon a time\n");
   const std::string common = "run -m " + model + " -n 12 --temp 0 -t 1";
@@ -124,8 +124,8 @@ TEST(CliRunModel, FileFlagGivesTheSameTextAsPromptFlag) {
 }
 
 TEST(CliRunModel, SeedFlagsAndThreadCountDoNotChangeSampledText) {
-  if (!sluice::testing::shared_has(kModel)) GTEST_SKIP() << kModel << " not present in " << SLUICE_SHARED_DIR;
-  const std::string common = "run -m " + sluice::testing::shared_path(kModel) + " -p 'Once upon' -n 16 --temp 0.9";
+  if (!sluice::test::shared_has(kModel)) GTEST_SKIP() << kModel << " not present in " << SLUICE_SHARED_DIR;
+  const std::string common = "run -m " + sluice::test::shared_path(kModel) + " -p 'Once upon' -n 16 --temp 0.9";
   const CliResult a = run_sluice(common + " -s 7 -t 1", "2>/dev/null");
   const CliResult b = run_sluice(common + " --seed 7 -t 3", "2>/dev/null");
   const CliResult c = run_sluice(common + " -s 7", "2>/dev/null");  // default -t
@@ -140,8 +140,8 @@ TEST(CliRunModel, SeedFlagsAndThreadCountDoNotChangeSampledText) {
 }
 
 TEST(CliRunModel, SummaryReportsDecodeReadRates) {
-  if (!sluice::testing::shared_has(kModel)) GTEST_SKIP() << kModel << " not present in " << SLUICE_SHARED_DIR;
-  const CliResult r = run_sluice("run -m " + sluice::testing::shared_path(kModel) +
+  if (!sluice::test::shared_has(kModel)) GTEST_SKIP() << kModel << " not present in " << SLUICE_SHARED_DIR;
+  const CliResult r = run_sluice("run -m " + sluice::test::shared_path(kModel) +
                                      " -p 'Once upon' -n 4 --temp 0 --ignore-eos",
                                  "2>&1 >/dev/null");
   ASSERT_EQ(r.status, 0) << r.out;

@@ -41,8 +41,8 @@ std::vector<Call> load_with_progress(const sluice::gguf::GgufModel& m, DenseMode
 
 TEST(DenseLoadProgress, MonotoneAndEndsAtTotalInEveryMode) {
   const std::string rel = "models/stories-moe-8x-q8_0.gguf";
-  if (!sluice::testing::shared_has(rel)) GTEST_SKIP() << rel << " not present in " << SLUICE_SHARED_DIR;
-  const auto m = sluice::gguf::GgufModel::open(sluice::testing::shared_path(rel));
+  if (!sluice::test::shared_has(rel)) GTEST_SKIP() << rel << " not present in " << SLUICE_SHARED_DIR;
+  const auto m = sluice::gguf::GgufModel::open(sluice::test::shared_path(rel));
   for (DenseMode mode : {DenseMode::Anon, DenseMode::Warm, DenseMode::Mmap}) {
     SCOPED_TRACE(sluice::moe::dense_mode_name(mode));
     uint64_t dense_bytes = 0;

@@ -12,6 +12,7 @@
 #include "moe/cache_budget.h"
 #include "moe/expert_cache.h"
 #include "util/error.h"
+#include "test_support.h"
 
 namespace sluice::moe {
 namespace {
@@ -20,14 +21,7 @@ using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using sluice::test::error_of;
 
 // A payload that counts its live instances, to see memory really released.
 struct CountedPayload final : CachePayload {

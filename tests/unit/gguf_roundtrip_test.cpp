@@ -13,6 +13,7 @@
 #include "gguf/writer.h"
 #include "io/file.h"
 #include "util/error.h"
+#include "test_support.h"
 
 namespace sluice::gguf {
 namespace {
@@ -37,14 +38,7 @@ class TempDir {
   fs::path path_;
 };
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using sluice::test::error_of;
 
 Value scalar(ValueType t, uint64_t u, int64_t i = 0, double f = 0) {
   Value v;

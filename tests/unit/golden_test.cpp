@@ -9,7 +9,7 @@
 
 #include "model_test_support.h"
 
-namespace sluice::testing {
+namespace sluice::test {
 namespace {
 
 struct GoldenResult {
@@ -117,4 +117,4 @@ TEST(GoldenSelfCheck, DetectsWrongLogits) {
 }
 
 }  // namespace
-}  // namespace sluice::testing
+}  // namespace sluice::test

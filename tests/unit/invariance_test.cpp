@@ -8,7 +8,7 @@
 
 #include "model_test_support.h"
 
-namespace sluice::testing {
+namespace sluice::test {
 namespace {
 
 class InvarianceTest : public ::testing::TestWithParam<std::string> {
@@ -109,4 +109,4 @@ INSTANTIATE_TEST_SUITE_P(Cases, InvarianceTest, ::testing::Values("qwen3moe-q8_0
                          });
 
 }  // namespace
-}  // namespace sluice::testing
+}  // namespace sluice::test

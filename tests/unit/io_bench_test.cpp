@@ -345,7 +345,7 @@ TEST(IoBenchNotes, SmallFileIsFlaggedForBufferedOnly) {
 }
 
 TEST(IoBenchModel, ExpertSliceSizesOfSharedModel) {
-  const std::string path = testing::shared_path("models/stories-moe-8x-q8_0.gguf");
+  const std::string path = test::shared_path("models/stories-moe-8x-q8_0.gguf");
   if (!fs::exists(path)) GTEST_SKIP() << "shared model absent: " << path;
   const gguf::GgufModel model = gguf::GgufModel::open(path);
   std::set<uint64_t> expected;

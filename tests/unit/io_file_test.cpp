@@ -7,6 +7,7 @@
 
 #include "io/file.h"
 #include "util/error.h"
+#include "test_support.h"
 
 namespace sluice::io {
 namespace {
@@ -18,14 +19,7 @@ std::filesystem::path temp_path(const std::string& name) {
   return std::filesystem::temp_directory_path() / ("sluice_io_" + std::to_string(::getpid()) + "_" + name);
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using sluice::test::error_of;
 
 TEST(IoFile, ReadsExactBytesAtOffsets) {
   const auto p = temp_path("read.bin");

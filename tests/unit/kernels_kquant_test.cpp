@@ -520,11 +520,11 @@ TEST(KquantQuantize, MatchesLlamaQuantizeByteForByte) {
       const uint64_t qbytes = *ggml_row_bytes(type, n);
       ASSERT_EQ(qbytes, t.bytes) << name;
       std::vector<float> src(n);
-      const std::vector<uint8_t> master_bytes = testing::read_tensor_bytes(master, *m);
+      const std::vector<uint8_t> master_bytes = test::read_tensor_bytes(master, *m);
       std::memcpy(src.data(), master_bytes.data(), 4 * n);
       std::vector<uint8_t> ours(qbytes);
       scalar_kernels(type).quantize(src.data(), ours.data(), static_cast<int64_t>(n));
-      const std::vector<uint8_t> q_bytes = testing::read_tensor_bytes(q, t);
+      const std::vector<uint8_t> q_bytes = test::read_tensor_bytes(q, t);
       const uint8_t* theirs = q_bytes.data();
       const size_t bb = block_bytes(type);
       size_t bad_blocks = 0, first_bad = 0;

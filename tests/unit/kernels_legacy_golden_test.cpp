@@ -43,8 +43,8 @@ struct Mismatch {
 Mismatch compare_tensor(const gguf::GgufModel& mm, const gguf::TensorInfo& master,
                         const gguf::GgufModel& qm, const gguf::TensorInfo& quantized) {
   const GgmlType t = quantized.type;
-  const std::vector<uint8_t> master_bytes = testing::read_tensor_bytes(mm, master);
-  const std::vector<uint8_t> quantized_bytes = testing::read_tensor_bytes(qm, quantized);
+  const std::vector<uint8_t> master_bytes = test::read_tensor_bytes(mm, master);
+  const std::vector<uint8_t> quantized_bytes = test::read_tensor_bytes(qm, quantized);
   const GgmlTypeInfo& info = ggml_type_info(t);
   const uint64_t ne0 = quantized.ne[0];
   uint64_t rows = 1;

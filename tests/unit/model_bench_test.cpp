@@ -217,9 +217,9 @@ TEST(ModelBenchFlags, ListErrorsNameTheFlag) {
 
 TEST(ModelBenchRun, TinyRealRunOnStories) {
   const std::string rel = "models/stories-moe-8x-q8_0.gguf";
-  if (!testing::shared_has(rel)) GTEST_SKIP() << "missing " << testing::shared_path(rel);
+  if (!test::shared_has(rel)) GTEST_SKIP() << "missing " << test::shared_path(rel);
   ModelBenchConfig cfg;
-  cfg.model_path = testing::shared_path(rel);
+  cfg.model_path = test::shared_path(rel);
   cfg.n_prompt = 16;
   cfg.n_gen = 4;
   cfg.reps = 2;

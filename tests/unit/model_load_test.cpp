@@ -12,7 +12,7 @@
 #include "runtime/session.h"
 #include "util/error.h"
 
-namespace sluice::testing {
+namespace sluice::test {
 namespace {
 
 struct TinySpec {
@@ -154,4 +154,4 @@ TEST(CliLogits, WritesExactlyTheLibraryLogits) {
 }
 
 }  // namespace
-}  // namespace sluice::testing
+}  // namespace sluice::test

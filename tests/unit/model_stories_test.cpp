@@ -6,7 +6,7 @@
 #include "model_test_support.h"
 #include "tokenizer/tokenizer.h"
 
-namespace sluice::testing {
+namespace sluice::test {
 namespace {
 
 const std::vector<int32_t> kPrompt = {1, 403, 407, 261, 378};
@@ -55,4 +55,4 @@ TEST(ModelStories, TokenizedPromptAndDecodedText) {
 }
 
 }  // namespace
-}  // namespace sluice::testing
+}  // namespace sluice::test

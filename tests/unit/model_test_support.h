@@ -14,7 +14,7 @@
 #include "gguf/gguf.h"
 #include "model/model.h"
 
-namespace sluice::testing {
+namespace sluice::test {
 
 inline std::string shared_path(const std::string& rel) { return std::string(SLUICE_SHARED_DIR) + "/" + rel; }
 
@@ -74,4 +74,4 @@ inline std::vector<int32_t> greedy(model::Model& m, const std::vector<int32_t>& 
   return out;
 }
 
-}  // namespace sluice::testing
+}  // namespace sluice::test

@@ -17,7 +17,7 @@
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
 
-namespace sluice::testing {
+namespace sluice::test {
 namespace {
 
 const char* const kStories = "models/stories-moe-8x-f32.gguf";
@@ -314,4 +314,4 @@ TEST(PolicyCli, EvalPrintsTheComparisonLine) {
 }
 
 }  // namespace
-}  // namespace sluice::testing
+}  // namespace sluice::test

@@ -18,6 +18,7 @@
 #include "io/file.h"
 #include "io/residency.h"
 #include "util/error.h"
+#include "test_support.h"
 
 namespace sluice::io {
 namespace {
@@ -26,14 +27,7 @@ namespace fs = std::filesystem;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using sluice::test::error_of;
 
 // A file in the working directory (the build dir: a real disk) with bytes b[k] = k*7+3.
 struct TestFile {

@@ -26,14 +26,7 @@ using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using sluice::test::error_of;
 
 RouteTrace parse(const std::string& text) {
   std::istringstream in(text);
@@ -112,8 +105,8 @@ TEST(RouteTrace, MixtralFormatIsReplayedTokenMajor) {
 TEST(RouteTrace, SharedMixtralTracesLoadWithReadmeCounts) {
   const std::string gsm = "data/routing/mixtral-8x7b/gsm8k_2_routing.jsonl";
   const std::string he = "data/routing/mixtral-8x7b/humaneval_2_routing.jsonl";
-  if (!testing::shared_has(gsm) || !testing::shared_has(he)) GTEST_SKIP() << "shared Mixtral traces absent";
-  const RouteTrace g = read_route_trace(testing::shared_path(gsm));
+  if (!test::shared_has(gsm) || !test::shared_has(he)) GTEST_SKIP() << "shared Mixtral traces absent";
+  const RouteTrace g = read_route_trace(test::shared_path(gsm));
   EXPECT_EQ(g.format, "mixtral");
   EXPECT_EQ(g.records.size(), 7889u);
   size_t p0 = 0;
@@ -131,7 +124,7 @@ TEST(RouteTrace, SharedMixtralTracesLoadWithReadmeCounts) {
   }
   EXPECT_THAT(g.records[0].experts, ElementsAre(7, 0));
   EXPECT_FLOAT_EQ(g.records[0].weights[0], 0.8003801107406616f);
-  const RouteTrace h = read_route_trace(testing::shared_path(he));
+  const RouteTrace h = read_route_trace(test::shared_path(he));
   EXPECT_EQ(h.records.size(), 10779u);
   EXPECT_EQ(h.n_tokens(), 83u + 255u);
 }
@@ -139,13 +132,13 @@ TEST(RouteTrace, SharedMixtralTracesLoadWithReadmeCounts) {
 TEST(RouteTrace, SharedAlignedAndQwenTracesLoad) {
   const std::string al = "data/routing/mixtral-8x7b/humaneval_p0_aligned_per_token.jsonl";
   const std::string qw = "data/routing/qwen1.5-moe-a2.7b/moe_routes.jsonl";
-  if (!testing::shared_has(al) || !testing::shared_has(qw)) GTEST_SKIP() << "shared routing traces absent";
-  const RouteTrace a = read_route_trace(testing::shared_path(al));
+  if (!test::shared_has(al) || !test::shared_has(qw)) GTEST_SKIP() << "shared routing traces absent";
+  const RouteTrace a = read_route_trace(test::shared_path(al));
   EXPECT_EQ(a.format, "mixtral-aligned");
   EXPECT_EQ(a.records.size(), 218u * 32 - 122 - 8);  // minus the README's null entries
   EXPECT_EQ(a.n_tokens(), 135u + 83u);
   EXPECT_EQ(a.records.back().pos, 135 + 82);
-  const RouteTrace q = read_route_trace(testing::shared_path(qw));
+  const RouteTrace q = read_route_trace(test::shared_path(qw));
   EXPECT_EQ(q.format, "qwen-moe");
   EXPECT_EQ(q.records.size(), 18818u);
   EXPECT_EQ(q.records.back().seq, 105);  // 106 fused-MoE calls

@@ -22,7 +22,7 @@
 #include "runtime/telemetry.h"
 #include "util/error.h"
 
-namespace sluice::testing {
+namespace sluice::test {
 namespace {
 
 using runtime::EvalKind;
@@ -417,4 +417,4 @@ TEST(TelemetryCli, LogitsPrintsTheSummaryToo) {
 }
 
 }  // namespace
-}  // namespace sluice::testing
+}  // namespace sluice::test

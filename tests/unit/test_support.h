@@ -3,18 +3,30 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <filesystem>
 #include <string>
 #include <vector>
 
 #include "gguf/gguf.h"
 #include "io/file.h"
+#include "util/error.h"
 
-namespace sluice::testing {
+namespace sluice::test {
 
 // Absolute path of a file under the shared reference data folder.
 inline std::string shared_path(const std::string& rel) { return std::string(SLUICE_SHARED_DIR) + "/" + rel; }
 inline bool shared_has(const std::string& rel) { return std::filesystem::exists(shared_path(rel)); }
+
+// The message of the sluice::Error that f throws, or "(no error)".
+inline std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
 
 inline std::vector<uint8_t> read_tensor_bytes(const gguf::GgufModel& m, const gguf::TensorInfo& t) {
   std::vector<uint8_t> bytes(t.bytes);
@@ -22,4 +34,4 @@ inline std::vector<uint8_t> read_tensor_bytes(const gguf::GgufModel& m, const gg
   return bytes;
 }
 
-}  // namespace sluice::testing
+}  // namespace sluice::test

@@ -21,6 +21,7 @@
 #include "io/file.h"
 #include "moe/weight_store.h"
 #include "util/error.h"
+#include "test_support.h"
 
 namespace sluice::moe {
 namespace {
@@ -172,14 +173,7 @@ void drain_and_check(const gguf::GgufModel& m, const LayerExperts& le, ExpertSto
   EXPECT_EQ(b.next_ready(), -1);  // stays exhausted
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using sluice::test::error_of;
 
 // ---- ExpertStore: every expert of every layer, over the config matrix ----
 
