@@ -2,8 +2,8 @@
 
 #include <cstring>
 
+#include "kernels/quant.h"
 #include "util/error.h"
-#include "util/fp16.h"
 
 namespace sluice::model {
 
@@ -52,8 +52,9 @@ void KvCache::store(int layer, int pos, const float* k, const float* v) {
   } else {
     uint16_t* kd = &k16_[k_index(layer, pos)];
     uint16_t* vd = &v16_[v_index(layer, pos)];
-    for (int i = 0; i < k_dim_; ++i) kd[i] = fp32_to_fp16(k[i]);
-    for (int i = 0; i < v_dim_; ++i) vd[i] = fp32_to_fp16(v[i]);
+    // The F16 kernels (F16C where available) convert exactly as fp16.h does.
+    kernels::quantize_row(GgmlType::F16, k, kd, k_dim_);
+    kernels::quantize_row(GgmlType::F16, v, vd, v_dim_);
   }
 }
 
@@ -62,8 +63,7 @@ void KvCache::load_k(int layer, int pos, float* dst) const {
   if (type_ == KvType::F32) {
     std::memcpy(dst, &k32_[k_index(layer, pos)], sizeof(float) * k_dim_);
   } else {
-    const uint16_t* s = &k16_[k_index(layer, pos)];
-    for (int i = 0; i < k_dim_; ++i) dst[i] = fp16_to_fp32(s[i]);
+    kernels::dequantize_row(GgmlType::F16, &k16_[k_index(layer, pos)], dst, k_dim_);
   }
 }
 
@@ -72,8 +72,7 @@ void KvCache::load_v(int layer, int pos, float* dst) const {
   if (type_ == KvType::F32) {
     std::memcpy(dst, &v32_[v_index(layer, pos)], sizeof(float) * v_dim_);
   } else {
-    const uint16_t* s = &v16_[v_index(layer, pos)];
-    for (int i = 0; i < v_dim_; ++i) dst[i] = fp16_to_fp32(s[i]);
+    kernels::dequantize_row(GgmlType::F16, &v16_[v_index(layer, pos)], dst, v_dim_);
   }
 }
 
