@@ -357,19 +357,7 @@ TEST(IoBenchModel, ExpertSliceSizesOfSharedModel) {
   EXPECT_EQ(sizes, std::vector<uint64_t>(expected.begin(), expected.end()));
 }
 
-std::string run_cmd(const std::string& cmd, int* rc) {
-  std::string out;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (p == nullptr) {
-    *rc = -1;
-    return out;
-  }
-  char buf[4096];
-  for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
-  const int status = pclose(p);
-  *rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return out;
-}
+using sluice::test::run_cmd;
 
 TEST(IoBenchCli, FlagErrorsAndCsvOutput) {
   TempFile file(1 * kMiB);

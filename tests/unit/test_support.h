@@ -2,7 +2,10 @@
 // tensor's bytes through the engine's own GGUF layer.
 #pragma once
 
+#include <sys/wait.h>
+
 #include <cstdint>
+#include <cstdio>
 #include <functional>
 #include <filesystem>
 #include <string>
@@ -26,6 +29,21 @@ inline std::string error_of(const std::function<void()>& f) {
     return e.what();
   }
   return "(no error)";
+}
+
+// Runs a shell command; returns its stdout and sets *rc to the exit status.
+inline std::string run_cmd(const std::string& cmd, int* rc) {
+  std::string out;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) {
+    *rc = -1;
+    return out;
+  }
+  char buf[4096];
+  for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+  const int status = pclose(p);
+  *rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return out;
 }
 
 inline std::vector<uint8_t> read_tensor_bytes(const gguf::GgufModel& m, const gguf::TensorInfo& t) {

@@ -20,6 +20,7 @@
 #include "gguf/gguf.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
+#include "test_support.h"
 
 namespace {
 
@@ -336,20 +337,7 @@ namespace {
 
 // ---- `sluice tokenize` CLI ---------------------------------------------------
 
-// Runs a shell command; returns stdout and sets *rc to the exit status.
-std::string run_cmd(const std::string& cmd, int* rc) {
-  std::string out;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (p == nullptr) {
-    *rc = -1;
-    return out;
-  }
-  char buf[4096];
-  for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
-  const int status = pclose(p);
-  *rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return out;
-}
+using sluice::test::run_cmd;
 
 TEST(TokenizerCli, IdsOnlyDecodeAndErrors) {
   const fs::path model = fs::path(SLUICE_SHARED_DIR) / "models" / "stories-moe-8x-q8_0.gguf";
