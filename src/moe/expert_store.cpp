@@ -478,8 +478,8 @@ bool ExpertStore::is_cached(int layer, int expert) const {
   if (expert < 0 || static_cast<uint64_t>(expert) >= n_expert)
     throw Error("expert store: expert " + std::to_string(expert) + " out of range for layer " +
                 std::to_string(layer) + " (" + std::to_string(n_expert) + " experts)");
-  // No expert cache yet: only load_all keeps experts resident.
-  return s.cfg.load_all;
+  if (s.cfg.load_all) return true;
+  return s.cache && s.cache->contains({layer, expert});
 }
 
 ExpertIoStats ExpertStore::stats() const {

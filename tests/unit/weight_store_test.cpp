@@ -451,6 +451,35 @@ TEST(WeightStoreCache, HitsAreReadyAtOnceAndCountBytes) {
   EXPECT_EQ(st.bytes_hit, 2 * store.expert_bytes(2));
 }
 
+// --drop-cold-experts asks is_cached(): it must follow the cache, or cached
+// experts would be dropped (and their bytes counted as saved) for nothing.
+TEST(WeightStoreCache, IsCachedFollowsTheCache) {
+  const gguf::GgufModel m = gguf::GgufModel::open(files().single);
+  const auto layers = expert_layers(m);
+  ExpertStoreConfig cfg;
+  cfg.cache_bytes = 64 << 20;
+  ExpertStore cached(m, layers, cfg);
+  EXPECT_FALSE(cached.is_cached(2, 1));
+  {
+    const std::vector<int> want = {1};
+    auto b = cached.fetch(2, want);
+    drain_and_check(m, layers[2], b, want);
+  }
+  EXPECT_TRUE(cached.is_cached(2, 1));
+  EXPECT_FALSE(cached.is_cached(2, 0));
+  cfg.cache_bytes = 0;
+  ExpertStore uncached(m, layers, cfg);
+  {
+    const std::vector<int> want = {1};
+    auto b = uncached.fetch(2, want);
+    drain_and_check(m, layers[2], b, want);
+  }
+  EXPECT_FALSE(uncached.is_cached(2, 1));
+  cfg.load_all = true;
+  ExpertStore all(m, layers, cfg);
+  EXPECT_TRUE(all.is_cached(2, 0));
+}
+
 TEST(WeightStoreCache, PinnedWhileABatchUsesThem) {
   const gguf::GgufModel m = gguf::GgufModel::open(files().single);
   const auto layers = expert_layers(m);
