@@ -1,50 +1,109 @@
 #include "model/thread_pool.h"
 
 #include <algorithm>
+#include <chrono>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
 
 namespace sluice::model {
+namespace {
+
+// Chunks per thread: enough that a thread which was descheduled (shared
+// machine) or started late leaves work for the others, few enough that the
+// claims (one compare-exchange each) stay cheap. Speed only.
+constexpr int64_t kChunksPerThread = 4;
+constexpr int64_t kMaxChunks = 0xFFFF;  // fits the 16-bit fields of the claim word
+
+constexpr uint64_t pack(uint64_t gen, uint64_t n_chunks, uint64_t next) {
+  return (gen << 32) | (n_chunks << 16) | next;
+}
+constexpr uint64_t gen_of(uint64_t w) { return w >> 32; }
+constexpr int64_t chunks_of(uint64_t w) { return static_cast<int64_t>((w >> 16) & 0xFFFF); }
+constexpr int64_t next_of(uint64_t w) { return static_cast<int64_t>(w & 0xFFFF); }
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+}  // namespace
+
+template <class Pred>
+bool ThreadPool::spin_until(Pred pred) {
+  using Clock = std::chrono::steady_clock;
+  const auto t0 = Clock::now();
+  constexpr auto kBudget = std::chrono::microseconds(kSpinMicros);
+  for (;;) {
+    for (int i = 0; i < 64; ++i) {
+      if (pred()) return true;
+      cpu_relax();
+    }
+    const auto waited = Clock::now() - t0;
+    if (waited >= kBudget) return pred();
+    // Past the first quarter, give the core away between checks: on an
+    // oversubscribed machine the thread we wait for may need it.
+    if (waited >= kBudget / 4) std::this_thread::yield();
+  }
+}
 
 ThreadPool::ThreadPool(int n_threads) : n_threads_(std::max(1, n_threads)) {
   workers_.reserve(n_threads_ - 1);
-  for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
+  for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this] { worker_loop(); });
 }
 
 ThreadPool::~ThreadPool() {
+  stop_.store(true);
   {
     std::lock_guard<std::mutex> lock(mu_);
-    stop_ = true;
   }
   start_cv_.notify_all();
   for (auto& t : workers_) t.join();
 }
 
-void ThreadPool::run_chunk(int index) {
-  // Contiguous, balanced chunks: chunk i is [n*i/T, n*(i+1)/T).
-  const int64_t begin = n_ * index / n_threads_;
-  const int64_t end = n_ * (index + 1) / n_threads_;
-  if (begin >= end) return;
-  try {
-    (*fn_)(begin, end);
-  } catch (...) {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!error_) error_ = std::current_exception();
+uint64_t ThreadPool::run_chunks() {
+  uint64_t w = claim_.load(std::memory_order_acquire);
+  for (;;) {
+    const int64_t c = chunks_of(w);
+    const int64_t k = next_of(w);
+    if (k >= c) return gen_of(w);
+    if (!claim_.compare_exchange_weak(w, w + 1, std::memory_order_acq_rel, std::memory_order_acquire)) continue;
+    // Chunk k of job gen_of(w) is ours: the job cannot complete before we
+    // report it done, so fn_ and n_ are that job's.
+    const int64_t begin = n_ * k / c;
+    const int64_t end = n_ * (k + 1) / c;
+    if (begin < end) {
+      try {
+        (*fn_)(begin, end);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(error_mu_);
+        if (!error_) error_ = std::current_exception();
+      }
+    }
+    if (done_chunks_.fetch_add(1) + 1 == c && caller_sleeping_.load()) {
+      std::lock_guard<std::mutex> lock(mu_);  // the caller is in (or entering) its wait
+      done_cv_.notify_one();
+    }
+    ++w;  // expected next word; the compare-exchange corrects it if others claimed
   }
 }
 
-void ThreadPool::worker_loop(int index) {
+void ThreadPool::worker_loop() {
   uint64_t seen = 0;
   for (;;) {
-    {
+    const auto has_news = [&] { return stop_.load(std::memory_order_relaxed) || gen_of(claim_.load()) != seen; };
+    if (!spin_until(has_news)) {
       std::unique_lock<std::mutex> lock(mu_);
-      start_cv_.wait(lock, [&] { return stop_ || generation_ != seen; });
-      if (stop_) return;
-      seen = generation_;
+      sleeping_workers_.fetch_add(1);
+      start_cv_.wait(lock, has_news);
+      sleeping_workers_.fetch_sub(1);
     }
-    run_chunk(index);
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (--pending_ == 0) done_cv_.notify_one();
-    }
+    if (stop_.load()) return;
+    seen = run_chunks();
   }
 }
 
@@ -54,21 +113,29 @@ void ThreadPool::parallel_for(int64_t n, const RangeFn& fn) {
     fn(0, n);
     return;
   }
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    fn_ = &fn;
-    n_ = n;
-    error_ = nullptr;
-    pending_ = n_threads_ - 1;
-    ++generation_;
+  const int64_t n_chunks = std::min({n, kChunksPerThread * n_threads_, kMaxChunks});
+  fn_ = &fn;
+  n_ = n;
+  error_ = nullptr;
+  done_chunks_.store(0, std::memory_order_relaxed);
+  const uint64_t gen = gen_of(claim_.load(std::memory_order_relaxed)) + 1;
+  claim_.store(pack(gen & 0xFFFFFFFFu, static_cast<uint64_t>(n_chunks), 0));  // publishes the job
+  if (sleeping_workers_.load() > 0) {
+    { std::lock_guard<std::mutex> lock(mu_); }  // a worker between its check and its wait gets the notify
+    start_cv_.notify_all();
   }
-  start_cv_.notify_all();
-  run_chunk(0);
+  run_chunks();
+  const auto all_done = [&] { return done_chunks_.load() == n_chunks; };
+  if (!spin_until(all_done)) {
+    std::unique_lock<std::mutex> lock(mu_);
+    caller_sleeping_.store(true);
+    done_cv_.wait(lock, all_done);
+    caller_sleeping_.store(false);
+  }
+  fn_ = nullptr;
   std::exception_ptr err;
   {
-    std::unique_lock<std::mutex> lock(mu_);
-    done_cv_.wait(lock, [&] { return pending_ == 0; });
-    fn_ = nullptr;
+    std::lock_guard<std::mutex> lock(error_mu_);
     err = error_;
     error_ = nullptr;
   }
