@@ -43,7 +43,8 @@ void Attention::run(const float* q, int n_tokens, int pos0, int layer, const KvC
 
   const kernels::OpsKernels& ops = kernels::ops();
   auto body = [&](int64_t b, int64_t e) {
-    std::vector<float> p(static_cast<size_t>(n_keys_max));
+    thread_local std::vector<float> p;  // scores; reused across calls (no per-chunk allocation)
+    if (p.size() < static_cast<size_t>(n_keys_max)) p.resize(static_cast<size_t>(n_keys_max));
     for (int64_t item = b; item < e; ++item) {
       const int t = static_cast<int>(item / n_head);
       const int h = static_cast<int>(item % n_head);

@@ -40,7 +40,7 @@ void SwiGlu::run(const FfnMatrices& m, std::span<const void* const> act_gate, st
   };
   const int64_t work = 2 * n * n_ff * m.gate.n_in;
   if (n >= kMinPositionsPerThread * pool.size() && worth_parallel(pool, n, work)) {
-    pool.parallel_for(n, by_positions);
+    pool.parallel_for(n, by_positions, kernels::kMaxDotCols);  // whole multi-column dots
   } else {
     if (worth_parallel(pool, n_ff, work)) {
       pool.parallel_for(n_ff, by_units);

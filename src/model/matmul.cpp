@@ -16,10 +16,23 @@ constexpr int64_t kMinParallelWork = 512 * 1024;
 // Same for converting activations (a few ns per element with its rounding).
 constexpr int64_t kMinParallelQuantize = 64 * 1024;
 
-// Positions per tile in matmul: small enough that a tile's converted
-// activation rows stay in L2 while every weight row of a thread's range
-// passes over them. Only affects speed.
-constexpr int64_t kPositionTile = 64;
+// Positions per tile in matmul: a tile's converted activation rows should
+// stay in L1 while every weight row of the thread's range passes over them
+// (each weight row is read once per tile, from L2; each activation byte is
+// used by one weight row per load, so it must come from L1 for the dot to be
+// compute-bound). Only affects speed.
+constexpr size_t kTileActivationBytes = 32 * 1024;
+constexpr int64_t kMinPositionTile = 2 * kernels::kMaxDotCols;
+constexpr int64_t kMaxPositionTile = 64;
+// Weight rows per block: a block is read from memory once and then from L2
+// for every position tile. Only affects speed.
+constexpr size_t kRowBlockBytes = 256 * 1024;
+
+int64_t position_tile(size_t act_row_bytes) {
+  int64_t tile = static_cast<int64_t>(kTileActivationBytes / std::max<size_t>(act_row_bytes, 1));
+  tile -= tile % kernels::kMaxDotCols;
+  return std::clamp(tile, kMinPositionTile, kMaxPositionTile);
+}
 
 }  // namespace
 
@@ -96,21 +109,28 @@ void matmul_rows(const WeightMatrix& w, std::span<const void* const> act, float*
     for (int64_t r = r0; r < r1; ++r) out[r] = kern.vec_dot(n_in, w.row(r), acts[0]);
     return;
   }
-  // Positions are taken in tiles of kPositionTile (their converted rows stay
-  // in cache) and, inside a tile, kMaxDotCols at a time through the
-  // multi-column dot, which decodes each weight block once for all of them.
-  // Every output element is the same vec_dot result whichever path or tile
-  // computes it (quant.h contract), so the result is independent of tiling
-  // and of the thread split.
+  // Loop nest (speed only): weight rows in blocks that stay in L2, positions
+  // in tiles whose converted rows stay in L1, and inside a tile kMaxDotCols
+  // positions at a time through the multi-column dot, which decodes each
+  // weight block once for all of them. Every output element is the same
+  // vec_dot result whichever path, block or tile computes it (quant.h
+  // contract), so the result is independent of blocking and of the thread
+  // split.
   float col[kernels::kMaxDotCols];
-  for (int64_t p0 = 0; p0 < n_act; p0 += kPositionTile) {
-    const int64_t p1 = std::min(n_act, p0 + kPositionTile);
-    for (int64_t r = r0; r < r1; ++r) {
-      const uint8_t* wr = w.row(r);
-      for (int64_t i = p0; i < p1; i += kernels::kMaxDotCols) {
-        const int m = static_cast<int>(std::min<int64_t>(kernels::kMaxDotCols, p1 - i));
-        kernels::dot_cols(kern, n_in, wr, acts + i, m, col);
-        for (int j = 0; j < m; ++j) out[(i + j) * out_stride + r] = col[j];
+  const auto act_row_bytes = ggml_row_bytes(kern.vec_dot_type, static_cast<uint64_t>(n_in));
+  const int64_t tile = position_tile(static_cast<size_t>(act_row_bytes.value_or(0)));
+  const int64_t row_block = std::max<int64_t>(1, static_cast<int64_t>(kRowBlockBytes / std::max<size_t>(w.row_bytes, 1)));
+  for (int64_t b0 = r0; b0 < r1; b0 += row_block) {
+    const int64_t b1 = std::min(r1, b0 + row_block);
+    for (int64_t p0 = 0; p0 < n_act; p0 += tile) {
+      const int64_t p1 = std::min(n_act, p0 + tile);
+      for (int64_t r = b0; r < b1; ++r) {
+        const uint8_t* wr = w.row(r);
+        for (int64_t i = p0; i < p1; i += kernels::kMaxDotCols) {
+          const int m = static_cast<int>(std::min<int64_t>(kernels::kMaxDotCols, p1 - i));
+          kernels::dot_cols(kern, n_in, wr, acts + i, m, col);
+          for (int j = 0; j < m; ++j) out[(i + j) * out_stride + r] = col[j];
+        }
       }
     }
   }

@@ -107,13 +107,13 @@ void ThreadPool::worker_loop() {
   }
 }
 
-void ThreadPool::parallel_for(int64_t n, const RangeFn& fn) {
+void ThreadPool::parallel_for(int64_t n, const RangeFn& fn, int64_t min_chunk) {
   if (n <= 0) return;
-  if (n_threads_ == 1 || n == 1) {
+  const int64_t n_chunks = std::min({n / std::max<int64_t>(min_chunk, 1), kChunksPerThread * n_threads_, kMaxChunks});
+  if (n_threads_ == 1 || n_chunks <= 1) {
     fn(0, n);
     return;
   }
-  const int64_t n_chunks = std::min({n, kChunksPerThread * n_threads_, kMaxChunks});
   fn_ = &fn;
   n_ = n;
   error_ = nullptr;

@@ -46,9 +46,11 @@ class ThreadPool {
 
   int size() const { return n_threads_; }
 
-  // fn(begin, end) is called for disjoint ranges covering [0, n).
+  // fn(begin, end) is called for disjoint ranges covering [0, n). Ranges hold
+  // at least min_chunk indices where n allows (for callers whose per-call
+  // efficiency grows with the range, e.g. the multi-column dot over positions).
   using RangeFn = std::function<void(int64_t begin, int64_t end)>;
-  void parallel_for(int64_t n, const RangeFn& fn);
+  void parallel_for(int64_t n, const RangeFn& fn, int64_t min_chunk = 1);
 
   // How long a waiting thread spins before it blocks. Speed only.
   static constexpr int kSpinMicros = 100;
