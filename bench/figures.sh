@@ -95,8 +95,9 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 
-for v in p n r tiny_p tiny_n tiny_r io_threads; do
-  [[ ${!v} =~ ^[1-9][0-9]*$ ]] || die "${v//_/-} must be a positive integer (got '${!v}')"
+for flag_var in -p:p -n:n -r:r --tiny-p:tiny_p --tiny-n:tiny_n --tiny-r:tiny_r --io-threads:io_threads; do
+  v=${flag_var#*:}
+  [[ ${!v} =~ ^[1-9][0-9]*$ ]] || die "${flag_var%%:*} must be a positive integer (got '${!v}')"
 done
 has_step() { [[ ,$steps, == *,$1,* ]]; }
 for s in ${steps//,/ }; do
@@ -143,17 +144,19 @@ can_cap=1
 if has_step cache || has_step cap; then
   if ! cap_err=$("$lowram" 64M -- true 2>&1); then
     can_cap=0
-    msg="cannot cap memory: ${cap_err##*lowram.sh: }"
+    msg="scripts/lowram.sh: ${cap_err##*lowram.sh: }"
     if ((skip_capped)); then
       warn "$msg; skipping every capped point (--skip-capped)"
     else
-      die "$msg. Run as root on a host with cgroups, or pass --skip-capped to run only the uncapped points"
+      die "$msg; or pass --skip-capped to run only the uncapped points"
     fi
   fi
 fi
 
 # ---- machine description (for the README's figures) --------------------------------
-{
+runs=0
+for s in ceiling cache cap cold tiny; do has_step $s && runs=1; done
+((runs)) && {
   echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
   echo "sluice: $(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo unknown)$(git -C "$repo" diff --quiet 2>/dev/null || echo ' (dirty)')"
   echo "kernel: $(uname -sr)"
@@ -238,7 +241,9 @@ if has_step tiny; then
     >"$out/tiny.csv.tmp" 2>>"$log" || die "sluice bench (tiny) failed; see $log"
   mv "$out/tiny.csv.tmp" "$out/tiny.csv"
 fi
-echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg); runs took $((SECONDS - start)) s" >>"$out/machine.txt"
+if ((runs)); then
+  echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg); runs took $((SECONDS - start)) s" >>"$out/machine.txt"
+fi
 
 # ---- merge and plot ----------------------------------------------------------------
 # all.csv: every sweep's rows under one header, with a leading `sweep` column
@@ -292,8 +297,15 @@ if has_step plot; then
   mv "$out/all.csv.tmp" "$out/all.csv"
   [[ $(wc -l <"$out/all.csv") -gt 1 ]] || die "no bench CSV in $out to plot (run the sweeps first)"
   plot_data
-  model_name=$(awk -F, '$1 == "cache" || $1 == "cap" {print $2; exit}' "$out/all.csv")
-  gnuplot -e "dir='$out'; png='$png'; model='$model_name'; sweep_cap='$sweep_cap'; settings='-p $p -n $n -r $r, -t $threads, io-threads $io_threads'" \
+  # The title describes the runs as the CSV records them (not this call's flags).
+  read -r model_name settings < <(awk -F, '
+    NR == 1 { for (i = 1; i <= NF; ++i) col[$i] = i; next }
+    $1 == "cache" || $1 == "cap" {
+      printf "%s -p %s -n %s -r %s, -t %s, io-threads %s\n", $col["model"], $col["n_prompt"], $col["n_gen"],
+             $col["reps"], $col["threads"], $col["io_threads"]
+      exit
+    }' "$out/all.csv")
+  gnuplot -e "dir='$out'; png='$png'; model='${model_name:-}'; sweep_cap='$sweep_cap'; settings='${settings:-}'" \
     "$repo/bench/plot.gp" || die "gnuplot failed on bench/plot.gp"
   say "wrote $out/all.csv and $png"
 fi

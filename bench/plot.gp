@@ -44,7 +44,7 @@ set offsets graph 0.04, graph 0.04, graph 0.12, 0
 # ---- left: tok/s against cache budget -------------------------------------------------
 set title sprintf("decode vs expert cache budget (memory cap %s)", sweep_cap)
 set xlabel "expert cache budget (MiB, as resolved; 0 = off)"
-set xrange [*:*]
+set xrange [0:*]
 if (rows(cache_dat) > 0) {
   plot cache_dat using 1:2:3 with yerrorlines lw 2 pt 7 title "--cache-mb sweep", \
        cache_dat using 1:2:(strcol(4) eq "auto" ? "auto" : "") with labels offset -2,1.2 notitle
@@ -54,6 +54,7 @@ if (rows(cache_dat) > 0) {
 
 # ---- right: tok/s against memory cap --------------------------------------------------
 set title "decode vs memory cap"
+set xrange [*:*]
 set xlabel "memory cap (GiB; 'none' = uncapped, at RAM size)"
 n_off = rows(off_dat)
 n_auto = rows(auto_dat)

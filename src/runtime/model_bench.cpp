@@ -145,9 +145,13 @@ void validate(const ModelBenchConfig& cfg) {
   if (cfg.moe_top_k.empty()) throw Error("--moe-top-k: no values given");
   if (cfg.cache_mb.empty()) throw Error("--cache-mb: no budgets given");
   // Every value the way the engine checks it (errors name the engine flag).
-  // With --cache-mb auto this reads /proc/meminfo; the budget is sized again
-  // when the point runs.
-  for (const BenchPoint& pt : bench_points(cfg)) (void)engine_options_for(cfg, pt).to_model_config();
+  // An auto budget is checked as a setting only: it is sized from memory when
+  // its point runs, and sizing it here too would repeat its log lines.
+  for (const BenchPoint& pt : bench_points(cfg)) {
+    EngineOptions o = engine_options_for(cfg, pt);
+    if (moe::parse_cache_mb(o.cache_mb).automatic) o.cache_mb = "off";
+    (void)o.to_model_config();
+  }
 
   // What needs the model's metadata: top-k against the expert count, fixed
   // budgets against the floor.
