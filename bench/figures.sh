@@ -272,6 +272,8 @@ merge() {
 #   plot_cap_off.dat    cap_GiB decode_tps sd label      (cap sweep + the cache sweep's row, cache off)
 #   plot_cap_auto.dat   the same with --cache-mb auto
 # An uncapped row (empty mem_cap_MiB) sits at the machine's RAM, labelled "none".
+# all.csv lists the cache sweep before the cap sweep, so a cap sweep row at the
+# same cap (from a run of --steps cap alone) replaces the cache sweep's row.
 plot_data() {
   local ram_gib f
   ram_gib=$(awk '/^MemTotal/ {printf "%.1f", $2 / 1048576}' /proc/meminfo)
@@ -286,9 +288,14 @@ plot_data() {
       if ($1 == "cache") printf "%s %s %s %s\n", mib, tps, sd, (c == "auto" ? "auto" : "-") >> (dir "/plot_cache.dat")
       if (($1 == "cap" || $1 == "cache") && (c == "off" || c == "auto")) {
         gib = cap == "" ? ram : cap / 1024
-        printf "%s %s %s %s\n", gib, tps, sd, (cap == "" ? "none" : sprintf("%g", gib)) >> (dir "/plot_cap_" c ".dat")
+        key = c SUBSEP gib
+        # A cap sweep row wins over the cache sweep row at the same cap and setting.
+        if ($1 == "cache" && (key in line)) next
+        line[key] = sprintf("%s %s %s %s", gib, tps, sd, (cap == "" ? "none" : sprintf("%g", gib)))
+        setting[key] = c
       }
-    }' "$out/all.csv"
+    }
+    END { for (k in line) print line[k] >> (dir "/plot_cap_" setting[k] ".dat") }' "$out/all.csv"
   for f in "$out"/plot_*.dat; do sort -g -o "$f" "$f"; done
 }
 
