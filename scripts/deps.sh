@@ -1,14 +1,20 @@
 #!/usr/bin/env bash
 # Installs the Debian packages sluice needs to build and test, if missing.
 # As root it runs apt-get; otherwise it prints the apt-get line to run.
-# Usage: scripts/deps.sh [--with-fuzz]
+# Usage: scripts/deps.sh [--with-fuzz] [--with-plot]
+#   --with-fuzz  clang + libFuzzer runtime (scripts/fuzz.sh)
+#   --with-plot  gnuplot-nox, for bench/figures.sh's plot (bench/plot.gp); CI does not need it
 set -euo pipefail
 
 pkgs=(g++ cmake ninja-build pkg-config libcli11-dev nlohmann-json3-dev libpcre2-dev
       liburing-dev libgtest-dev libgmock-dev libbenchmark-dev)
-if [[ "${1:-}" == "--with-fuzz" ]]; then
-  pkgs+=(clang libclang-rt-14-dev)
-fi
+for arg in "$@"; do
+  case $arg in
+    --with-fuzz) pkgs+=(clang libclang-rt-14-dev) ;;
+    --with-plot) pkgs+=(gnuplot-nox) ;;
+    *) echo "usage: scripts/deps.sh [--with-fuzz] [--with-plot]" >&2; exit 2 ;;
+  esac
+done
 
 missing=()
 for p in "${pkgs[@]}"; do

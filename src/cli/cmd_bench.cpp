@@ -43,6 +43,8 @@ struct BenchOptions {
   std::string threads = "1";
   std::string io_threads = "4";
   std::string dense_weights = "anon";
+  std::string moe_top_k;          // "" = the model's own k
+  std::string cache_mb = "off";
   bool no_odirect = false;
   bool load_all = false;
   bool cold = false;
@@ -121,6 +123,8 @@ runtime::ModelBenchConfig model_config_from(const BenchOptions& o) {
   cfg.threads = runtime::parse_int_list(o.threads, "-t", 1, 1024);
   cfg.io_threads = runtime::parse_int_list(o.io_threads, "--io-threads", 1, 256);
   cfg.dense_weights = runtime::parse_dense_list(o.dense_weights, "--dense-weights");
+  if (!o.moe_top_k.empty()) cfg.moe_top_k = runtime::parse_int_list(o.moe_top_k, "--moe-top-k", 1, 1 << 16);
+  cfg.cache_mb = runtime::parse_cache_mb_list(o.cache_mb);
   cfg.odirect = !o.no_odirect;
   cfg.load_all = o.load_all;
   cfg.cold = o.cold;
@@ -204,6 +208,13 @@ void register_bench(CLI::App& app) {
   cmd->add_option("--io-threads", opts->io_threads, "-m: expert read lanes, comma separated (swept)")
       ->capture_default_str();
   cmd->add_option("--dense-weights", opts->dense_weights, "-m: mmap|warm|anon, comma separated (swept)")
+      ->capture_default_str();
+  // Routing top-k. `sluice run` spells it --moe-top-k because --top-k is its
+  // sampling flag; bench does no sampling, so it also takes --top-k, the
+  // spelling llama-bench users and the issue use.
+  cmd->add_option("--moe-top-k,--top-k", opts->moe_top_k,
+                  "-m: routed experts per token, comma separated (swept; default: the model's own)");
+  cmd->add_option("--cache-mb", opts->cache_mb, "-m: expert cache budget in MiB: N|auto|off, comma separated (swept)")
       ->capture_default_str();
   cmd->add_flag("--no-odirect", opts->no_odirect, "-m: read experts through the page cache");
   cmd->add_flag("--load-all", opts->load_all, "-m: keep every expert resident");

@@ -17,7 +17,11 @@
 
 #include "gguf/gguf.h"
 #include "io/residency.h"
+#include "model/hparams.h"
+#include "moe/cache_budget.h"
+#include "moe/trim_config.h"
 #include "moe/weight_store.h"
+#include "runtime/engine_options.h"
 #include "runtime/session.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
@@ -95,6 +99,41 @@ int32_t argmax(std::span<const float> logits) {
   return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
 }
 
+// The engine settings of one point, as `sluice run` would receive them, so
+// that bench validates and converts them with the engine's own code.
+EngineOptions engine_options_for(const ModelBenchConfig& cfg, const BenchPoint& pt) {
+  EngineOptions o;
+  o.model_path = cfg.model_path;
+  o.threads = pt.threads;
+  o.dense_weights = pt.dense_weights;
+  o.no_odirect = !cfg.odirect;
+  o.io_threads = pt.io_threads;
+  o.load_all = cfg.load_all;
+  o.kv_type = cfg.kv_type;
+  o.n_ctx = cfg.n_prompt + cfg.n_gen;
+  o.trims.top_k = pt.moe_top_k;
+  o.cache_mb = pt.cache_mb;
+  return o;
+}
+
+// The per-layer expert shapes the engine sizes its cache floor from: the
+// same derivation as model::Transformer (whole experts gate+up+down, the
+// model's own top-k, decode micro-batch 1). The check at load stays the
+// authority; this one only fails a sweep before its first point runs.
+std::vector<moe::MoeLayerShape> cache_floor_shapes(const gguf::GgufModel& g, const model::HParams& hp) {
+  std::vector<moe::MoeLayerShape> shapes;
+  for (uint32_t il = 0; il < hp.n_layer; ++il) {
+    const std::string p = "blk." + std::to_string(il) + ".";
+    moe::MoeLayerShape sh;
+    for (const char* part : {"ffn_gate_exps.weight", "ffn_up_exps.weight", "ffn_down_exps.weight"})
+      sh.expert_bytes += g.expert_range(g.require(p + part), 0).bytes;
+    sh.n_expert = static_cast<int>(hp.n_expert);
+    sh.top_k = static_cast<int>(hp.n_expert_used);
+    shapes.push_back(sh);
+  }
+  return shapes;
+}
+
 void validate(const ModelBenchConfig& cfg) {
   if (cfg.model_path.empty()) throw Error("-m: no model file given");
   if (cfg.n_prompt < 1) throw Error("-p: prompt length must be >= 1 (got " + std::to_string(cfg.n_prompt) + ")");
@@ -103,26 +142,44 @@ void validate(const ModelBenchConfig& cfg) {
   if (cfg.threads.empty()) throw Error("-t: no thread counts given");
   if (cfg.io_threads.empty()) throw Error("--io-threads: no lane counts given");
   if (cfg.dense_weights.empty()) throw Error("--dense-weights: no modes given");
-  for (int t : cfg.threads)
-    if (t < 1) throw Error("-t: thread count must be >= 1 (got " + std::to_string(t) + ")");
-  for (int t : cfg.io_threads)
-    if (t < 1) throw Error("--io-threads: must be >= 1 (got " + std::to_string(t) + ")");
-  for (const std::string& d : cfg.dense_weights) moe::parse_dense_mode(d);  // throws naming --dense-weights
+  if (cfg.moe_top_k.empty()) throw Error("--moe-top-k: no values given");
+  if (cfg.cache_mb.empty()) throw Error("--cache-mb: no budgets given");
+  // Every value the way the engine checks it (errors name the engine flag).
+  // An auto budget is checked as a setting only: it is sized from memory when
+  // its point runs, and sizing it here too would repeat its log lines.
+  for (const BenchPoint& pt : bench_points(cfg)) {
+    EngineOptions o = engine_options_for(cfg, pt);
+    if (moe::parse_cache_mb(o.cache_mb).automatic) o.cache_mb = "off";
+    (void)o.to_model_config();
+  }
+
+  // What needs the model's metadata: top-k against the expert count, fixed
+  // budgets against the floor.
+  const gguf::GgufModel g = gguf::GgufModel::open(cfg.model_path);
+  const model::HParams hp = model::HParams::from_gguf(g);
+  if (!hp.is_moe()) return;
+  for (int k : cfg.moe_top_k) {
+    moe::TrimConfig trims;
+    trims.top_k = k;
+    moe::effective_top_k(trims, static_cast<int>(hp.n_expert_used), static_cast<int>(hp.n_expert));
+  }
+  if (cfg.load_all) return;  // the cache is off with every expert resident
+  const std::vector<moe::MoeLayerShape> shapes = cache_floor_shapes(g, hp);
+  for (const std::string& c : cfg.cache_mb) {
+    const moe::CacheMbSetting setting = moe::parse_cache_mb(c);
+    if (!setting.automatic) moe::check_cache_floor(setting.mib * moe::kMiB, shapes, /*ubatch=*/1);
+  }
 }
 
 void progress(const ModelBenchConfig& cfg, const std::string& line) {
   if (cfg.on_progress) cfg.on_progress(line);
 }
 
-ModelBenchRow run_point(const ModelBenchConfig& cfg, const BenchPoint& pt) {
-  model::ModelConfig mc;
-  mc.dense_mode = moe::parse_dense_mode(pt.dense_weights);
-  mc.odirect = cfg.odirect;
-  mc.io_threads = pt.io_threads;
-  mc.load_all = cfg.load_all;
-  mc.threads = pt.threads;
-  mc.kv_type = model::parse_kv_type(cfg.kv_type);
-  mc.n_ctx = cfg.n_prompt + cfg.n_gen;
+ModelBenchRow run_point(const ModelBenchConfig& cfg, const BenchPoint& pt, std::optional<uint64_t> mem_cap) {
+  // Converted just before loading: --cache-mb auto sizes from memory as it is now.
+  model::ModelConfig mc = engine_options_for(cfg, pt).to_model_config();
+  mc.log = nullptr;
+  if (cfg.on_progress) mc.log = [&cfg](const std::string& line) { cfg.on_progress("  " + line); };
 
   reset_peak_rss();
   Session session = Session::open(cfg.model_path, mc);
@@ -137,6 +194,12 @@ ModelBenchRow run_point(const ModelBenchConfig& cfg, const BenchPoint& pt) {
   row.n_prompt = cfg.n_prompt;
   row.n_gen = cfg.n_gen;
   row.reps = cfg.reps;
+  const model::HParams& hp = session.model().hparams();
+  row.moe_top_k = hp.is_moe() ? moe::effective_top_k(mc.trims, static_cast<int>(hp.n_expert_used),
+                                                      static_cast<int>(hp.n_expert))
+                              : 0;
+  row.cache_MiB = static_cast<double>(session.model().stats().io.cache_budget_bytes) / static_cast<double>(moe::kMiB);
+  row.mem_cap_MiB = mem_cap ? static_cast<double>(*mem_cap) / static_cast<double>(moe::kMiB) : kNaN;
 
   std::vector<double> pp_tps, tg_tps;
   for (int rep = 0; rep < cfg.reps; ++rep) {
@@ -186,6 +249,39 @@ ModelBenchRow run_point(const ModelBenchConfig& cfg, const BenchPoint& pt) {
   return row;
 }
 
+// Replaces every point by one copy per value of `values` (in order) with
+// `field` set to it: applied outermost first, this builds the product.
+template <class T>
+void sweep(std::vector<BenchPoint>& points, const std::vector<T>& values, T BenchPoint::*field) {
+  std::vector<BenchPoint> out;
+  out.reserve(points.size() * values.size());
+  for (const BenchPoint& p : points) {
+    for (const T& v : values) {
+      out.push_back(p);
+      out.back().*field = v;
+    }
+  }
+  points = std::move(out);
+}
+
+// Splits a comma list, trimming spaces around each entry; an empty entry is
+// an error naming `flag`.
+std::vector<std::string> split_list(std::string_view csv, const std::string& flag) {
+  std::vector<std::string> out;
+  size_t pos = 0;
+  while (true) {
+    const size_t comma = csv.find(',', pos);
+    std::string part(csv.substr(pos, comma == std::string_view::npos ? std::string_view::npos : comma - pos));
+    while (!part.empty() && part.front() == ' ') part.erase(part.begin());
+    while (!part.empty() && part.back() == ' ') part.pop_back();
+    if (part.empty()) fail(flag, "empty entry in list '" + std::string(csv) + "'");
+    out.push_back(std::move(part));
+    if (comma == std::string_view::npos) break;
+    pos = comma + 1;
+  }
+  return out;
+}
+
 IoMode mode_of(const std::string& s, const std::string& where) {
   if (s == "direct") return IoMode::Direct;
   if (s == "buffered") return IoMode::Buffered;
@@ -195,11 +291,13 @@ IoMode mode_of(const std::string& s, const std::string& where) {
 }  // namespace
 
 std::vector<BenchPoint> bench_points(const ModelBenchConfig& cfg) {
-  std::vector<BenchPoint> out;
-  for (int t : cfg.threads)
-    for (int io : cfg.io_threads)
-      for (const std::string& d : cfg.dense_weights) out.push_back({t, io, d});
-  return out;
+  std::vector<BenchPoint> points(1);
+  sweep(points, cfg.threads, &BenchPoint::threads);
+  sweep(points, cfg.io_threads, &BenchPoint::io_threads);
+  sweep(points, cfg.dense_weights, &BenchPoint::dense_weights);
+  sweep(points, cfg.moe_top_k, &BenchPoint::moe_top_k);
+  sweep(points, cfg.cache_mb, &BenchPoint::cache_mb);
+  return points;
 }
 
 void derive_figures(ModelBenchRow& r, const std::vector<IoBenchRow>& ceiling) {
@@ -231,13 +329,15 @@ void derive_figures(ModelBenchRow& r, const std::vector<IoBenchRow>& ceiling) {
 std::vector<ModelBenchRow> run_model_bench(const ModelBenchConfig& cfg) {
   validate(cfg);
   const std::vector<BenchPoint> points = bench_points(cfg);
+  const std::optional<uint64_t> mem_cap = process_memory_cap_bytes();  // fixed for the process's life
   std::vector<ModelBenchRow> rows;
   for (size_t i = 0; i < points.size(); ++i) {
     const BenchPoint& p = points[i];
     progress(cfg, "config " + std::to_string(i + 1) + "/" + std::to_string(points.size()) + ": threads " +
                       std::to_string(p.threads) + ", io-threads " + std::to_string(p.io_threads) +
-                      ", dense-weights " + p.dense_weights);
-    rows.push_back(run_point(cfg, p));
+                      ", dense-weights " + p.dense_weights + ", moe-top-k " +
+                      (p.moe_top_k > 0 ? std::to_string(p.moe_top_k) : "model") + ", cache-mb " + p.cache_mb);
+    rows.push_back(run_point(cfg, p, mem_cap));
   }
   return rows;
 }
@@ -300,13 +400,7 @@ std::vector<IoBenchRow> measure_ceiling(const std::string& model_path, const std
 
 std::vector<int> parse_int_list(std::string_view csv, const std::string& flag, int lo, int hi) {
   std::vector<int> out;
-  size_t pos = 0;
-  while (true) {
-    const size_t comma = csv.find(',', pos);
-    std::string part(csv.substr(pos, comma == std::string_view::npos ? std::string_view::npos : comma - pos));
-    while (!part.empty() && part.front() == ' ') part.erase(part.begin());
-    while (!part.empty() && part.back() == ' ') part.pop_back();
-    if (part.empty()) fail(flag, "empty entry in list '" + std::string(csv) + "'");
+  for (const std::string& part : split_list(csv, flag)) {
     size_t used = 0;
     long v = 0;
     try {
@@ -319,26 +413,25 @@ std::vector<int> parse_int_list(std::string_view csv, const std::string& flag, i
       fail(flag, "'" + part + "' is out of range [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
     }
     out.push_back(static_cast<int>(v));
-    if (comma == std::string_view::npos) break;
-    pos = comma + 1;
   }
   return out;
 }
 
 std::vector<std::string> parse_dense_list(std::string_view csv, const std::string& flag) {
-  std::vector<std::string> out;
-  size_t pos = 0;
-  while (true) {
-    const size_t comma = csv.find(',', pos);
-    std::string part(csv.substr(pos, comma == std::string_view::npos ? std::string_view::npos : comma - pos));
-    while (!part.empty() && part.front() == ' ') part.erase(part.begin());
-    while (!part.empty() && part.back() == ' ') part.pop_back();
+  std::vector<std::string> out = split_list(csv, flag);
+  for (const std::string& part : out) {
     if (part != "mmap" && part != "warm" && part != "anon") {
       fail(flag, "'" + part + "' is not a dense-weight mode (expected mmap, warm or anon)");
     }
-    out.push_back(part);
-    if (comma == std::string_view::npos) break;
-    pos = comma + 1;
+  }
+  return out;
+}
+
+std::vector<std::string> parse_cache_mb_list(std::string_view csv) {
+  std::vector<std::string> out;
+  for (const std::string& part : split_list(csv, "--cache-mb")) {
+    const moe::CacheMbSetting c = moe::parse_cache_mb(part);
+    out.push_back(c.automatic ? "auto" : c.mib == 0 ? "off" : std::to_string(c.mib));
   }
   return out;
 }

@@ -23,6 +23,14 @@
 //                              themselves use the device.
 //   roofline_efficiency        decode_tps / (ceiling_GBps / GB read per token):
 //                              how close the whole decode comes to the I/O bound.
+//   moe_top_k                  experts per token in force (the swept --moe-top-k,
+//                              or the model's own k); 0 for a dense model.
+//   cache                      the --cache-mb setting as swept: "off", "auto" or MiB.
+//   cache_MiB                  the expert cache budget as resolved at load (auto
+//                              sized from MemAvailable / the cgroup's room); 0 = off.
+//   mem_cap_MiB                the memory limit this process ran under: the smallest
+//                              cgroup memory.max (v2) / memory.limit_in_bytes (v1)
+//                              on its cgroup path; NaN (null) when unlimited.
 // Values that cannot be computed (no ceiling, no reads, no decode) are NaN and
 // print as "n/a" (null in JSON).
 //
@@ -32,6 +40,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -45,10 +54,14 @@ struct ModelBenchConfig {
   int n_prompt = 512;  // -p: prompt tokens per rep (>= 1)
   int n_gen = 128;     // -n: decode steps per rep (>= 1)
   int reps = 3;        // -r (>= 1)
-  // Swept parameters: every combination runs, threads outermost.
+  // Swept parameters: every combination runs, in BenchPoint's field order
+  // (threads outermost, cache innermost). Each value has the meaning and
+  // validation of the engine flag of the same name (runtime::EngineOptions).
   std::vector<int> threads = {1};
   std::vector<int> io_threads = {4};
   std::vector<std::string> dense_weights = {"anon"};
+  std::vector<int> moe_top_k = {0};            // --moe-top-k; 0 = the model's own k
+  std::vector<std::string> cache_mb = {"off"};  // --cache-mb: "off", "auto" or MiB
   // Fixed for the whole run.
   bool odirect = true;
   bool load_all = false;
@@ -61,15 +74,20 @@ struct ModelBenchConfig {
   std::function<void(const std::string&)> on_progress;
 };
 
-// One swept combination.
+// One swept combination. Adding a swept engine setting: a field here, its
+// list in ModelBenchConfig, one `sweep(...)` line in bench_points, one line
+// in the EngineOptions/ModelConfig conversion, and its output column.
 struct BenchPoint {
   int threads = 1;
   int io_threads = 4;
   std::string dense_weights = "anon";
+  int moe_top_k = 0;          // 0 = the model's own k
+  std::string cache_mb = "off";
 };
 
-// The cartesian product of the swept lists: threads outermost, then
-// io_threads, then dense_weights innermost; each list in the order given.
+// The cartesian product of the swept lists, in BenchPoint's field order:
+// threads outermost, then io_threads, dense_weights, moe_top_k, and cache_mb
+// innermost; each list in the order given.
 std::vector<BenchPoint> bench_points(const ModelBenchConfig& cfg);
 
 struct ModelBenchRow {
@@ -99,6 +117,11 @@ struct ModelBenchRow {
   double ceiling_GBps = 0;     // NaN when unknown
   double io_efficiency = 0;
   double roofline_efficiency = 0;
+
+  // Resolved at load / read from the process (see the definitions above).
+  int moe_top_k = 0;                 // experts per token in force; 0: dense model
+  double cache_MiB = 0;              // resolved expert cache budget; 0 = off
+  double mem_cap_MiB = 0;            // NaN when the process has no memory limit
 };
 
 // Fills the derived figures (mib_read_per_token, read_GBps, read_GBps_io,
@@ -106,9 +129,12 @@ struct ModelBenchRow {
 // figures from `ceiling` (empty: NaN). Pure; used by run_model_bench and tests.
 void derive_figures(ModelBenchRow& row, const std::vector<IoBenchRow>& ceiling);
 
-// Runs every configuration. Throws sluice::Error naming the flag for a bad
-// config (-p, -n, -r, -t, --io-threads, --dense-weights) and propagates load /
-// I/O errors. Peak RSS is the process's high-water mark while the
+// Runs every configuration. Before running any, checks every point the way
+// the engine does (EngineOptions::to_model_config) and, on the model's
+// metadata, each --moe-top-k against the expert count and each fixed
+// --cache-mb against the mechanical floor; throws sluice::Error naming the flag
+// (-p, -n, -r, -t, --io-threads, --dense-weights, --moe-top-k, --cache-mb).
+// Propagates load / I/O errors. Peak RSS is the process's high-water mark while the
 // configuration ran (reset between configurations through
 // /proc/self/clear_refs where the kernel allows; otherwise getrusage's
 // lifetime maximum).
@@ -128,12 +154,32 @@ std::vector<IoBenchRow> load_io_ceiling(const std::string& path);
 std::vector<IoBenchRow> measure_ceiling(const std::string& model_path, const std::vector<int>& lanes, bool direct,
                                         double seconds, const std::function<void(const IoBenchRow&)>& on_row);
 
+// ---- the memory cap -----------------------------------------------------------
+
+// Returns a file's text, or nullopt when it cannot be read.
+using TextFileReader = std::function<std::optional<std::string>(const std::string& path)>;
+
+// The memory limit of the cgroups a process is in, from the text of its
+// /proc/self/cgroup and /proc/mounts: the smallest limit found walking from
+// its cgroup up to each hierarchy's mount point, over the cgroup v2 mounts
+// (memory.max; "max" = none) and the v1 memory mount (memory.limit_in_bytes;
+// >= 2^60 = none). nullopt when no limit applies. Walking up also finds the
+// limit of a container whose own cgroup is mounted at the root. Pure.
+std::optional<uint64_t> memory_cap_bytes(std::string_view proc_self_cgroup, std::string_view proc_mounts,
+                                         const TextFileReader& read);
+// The same for this process (reads /proc and /sys/fs/cgroup; nullopt when unreadable).
+std::optional<uint64_t> process_memory_cap_bytes();
+
 // ---- flag parsing (throw Error("FLAG: ...")) ---------------------------------
 
 // Comma list of integers, each in [lo, hi].
 std::vector<int> parse_int_list(std::string_view csv, const std::string& flag, int lo, int hi);
 // Comma list of dense-weight modes (mmap|warm|anon).
 std::vector<std::string> parse_dense_list(std::string_view csv, const std::string& flag);
+// Comma list of --cache-mb settings, each parsed by the engine's
+// moe::parse_cache_mb (errors name --cache-mb) and written canonically:
+// "auto", "off" (for "off" and "0") or the MiB number without leading zeros.
+std::vector<std::string> parse_cache_mb_list(std::string_view csv);
 
 // ---- output --------------------------------------------------------------------
 

@@ -32,20 +32,56 @@ std::string mean_sd(double mean, double sd) {
 
 nlohmann::json num(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
 
+// Columns added after the first release of the formats: appended to the CSV
+// and JSON (so older columns keep their positions) and to the end of the
+// markdown table. One entry feeds all three formats; a future swept setting
+// is one more line here.
+struct ExtraColumn {
+  const char* key;         // CSV column and JSON key
+  const char* md_title;    // markdown header
+  const char* md_missing;  // markdown text for a missing (null) value
+  nlohmann::json (*value)(const ModelBenchRow&);
+};
+
+const ExtraColumn kExtraColumns[] = {
+    {"moe_top_k", "top-k", "n/a", [](const ModelBenchRow& r) { return nlohmann::json(r.moe_top_k); }},
+    {"cache", "cache", "n/a", [](const ModelBenchRow& r) { return nlohmann::json(r.point.cache_mb); }},
+    {"cache_MiB", "cache MiB", "n/a", [](const ModelBenchRow& r) { return num(r.cache_MiB); }},
+    {"mem_cap_MiB", "cap MiB", "none", [](const ModelBenchRow& r) { return num(r.mem_cap_MiB); }},
+};
+
+// A value as CSV / markdown text: integers in full, other numbers with one
+// decimal, booleans as 1/0, null as `missing`.
+std::string cell(const nlohmann::json& v, const char* missing) {
+  if (v.is_null()) return missing;
+  if (v.is_boolean()) return v.get<bool>() ? "1" : "0";
+  if (v.is_number_integer()) return v.dump();
+  if (v.is_number()) return fixed(v.get<double>(), 1, missing);
+  if (v.is_string()) return v.get<std::string>();
+  return v.dump();
+}
+
 }  // namespace
 
 std::string format_bench_markdown(const std::vector<ModelBenchRow>& rows) {
   std::string out =
       "| model | threads | io-threads | dense | pp tok/s | tg tok/s | MiB/tok | read GB/s | read GB/s (io) | hit % "
-      "| peak RSS MiB | io eff | roofline eff |\n"
-      "|---|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n";
+      "| peak RSS MiB | io eff | roofline eff |";
+  std::string rule = "|---|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|";
+  for (const ExtraColumn& c : kExtraColumns) {
+    out += std::string(" ") + c.md_title + " |";
+    rule += "--:|";
+  }
+  out += "\n" + rule + "\n";
   for (const ModelBenchRow& r : rows) {
     out += "| " + r.model + " | " + std::to_string(r.point.threads) + " | " + std::to_string(r.point.io_threads) +
            " | " + r.point.dense_weights + " | " + mean_sd(r.prefill_tps, r.prefill_tps_sd) + " | " +
            mean_sd(r.decode_tps, r.decode_tps_sd) + " | " + fixed(r.mib_read_per_token, 2, "n/a") + " | " +
            fixed(r.read_GBps, 3, "n/a") + " | " + fixed(r.read_GBps_io, 3, "n/a") + " | " +
            fixed(r.cache_hit_pct, 1, "n/a") + " | " + fixed(r.peak_rss_MiB, 1, "n/a") + " | " +
-           pct(r.io_efficiency) + " | " + pct(r.roofline_efficiency) + " |\n";
+           pct(r.io_efficiency) + " | " + pct(r.roofline_efficiency) + " |";
+    for (const ExtraColumn& c : kExtraColumns) out += " " + cell(c.value(r), c.md_missing) + " |";
+    out += "\n";
   }
   if (!rows.empty()) {
     const ModelBenchRow& r = rows.front();
@@ -54,7 +90,9 @@ std::string format_bench_markdown(const std::vector<ModelBenchRow>& rows) {
            (r.odirect ? "O_DIRECT" : "buffered") + " expert reads" + (r.load_all ? ", all experts resident" : "") +
            (r.cold ? ", page cache dropped before each rep" : "") +
            ". read GB/s = decode bytes / decode wall time; (io) = decode bytes / (pread time / io-threads). "
-           "io eff = read GB/s (io) / device ceiling; roofline eff = tg tok/s / (ceiling / GB per token).\n";
+           "io eff = read GB/s (io) / device ceiling; roofline eff = tg tok/s / (ceiling / GB per token). "
+           "top-k: experts per token in force; cache: --cache-mb as swept, cache MiB: the budget it resolved to "
+           "(0 = off); cap MiB: the cgroup memory limit the run was under.\n";
   }
   return out;
 }
@@ -93,6 +131,7 @@ std::string format_bench_json(const std::vector<ModelBenchRow>& rows) {
     o["ceiling_GBps"] = num(r.ceiling_GBps);
     o["io_efficiency"] = num(r.io_efficiency);
     o["roofline_efficiency"] = num(r.roofline_efficiency);
+    for (const ExtraColumn& c : kExtraColumns) o[c.key] = c.value(r);
     arr.push_back(std::move(o));
   }
   return arr.dump(2) + "\n";
@@ -102,7 +141,9 @@ std::string format_bench_csv(const std::vector<ModelBenchRow>& rows) {
   std::string out =
       "model,threads,io_threads,dense_weights,odirect,load_all,cold,n_prompt,n_gen,reps,prefill_tps,prefill_tps_sd,"
       "decode_tps,decode_tps_sd,mib_read_per_token,read_GBps,read_GBps_io,cache_hit_pct,peak_rss_MiB,"
-      "ceiling_GBps,io_efficiency,roofline_efficiency\n";
+      "ceiling_GBps,io_efficiency,roofline_efficiency";
+  for (const ExtraColumn& c : kExtraColumns) out += std::string(",") + c.key;
+  out += "\n";
   for (const ModelBenchRow& r : rows) {
     out += r.model + "," + std::to_string(r.point.threads) + "," + std::to_string(r.point.io_threads) + "," +
            r.point.dense_weights + "," + (r.odirect ? "1" : "0") + "," + (r.load_all ? "1" : "0") + "," +
@@ -112,7 +153,9 @@ std::string format_bench_csv(const std::vector<ModelBenchRow>& rows) {
            fixed(r.mib_read_per_token, 4, "") + "," + fixed(r.read_GBps, 4, "") + "," +
            fixed(r.read_GBps_io, 4, "") + "," + fixed(r.cache_hit_pct, 2, "") + "," + fixed(r.peak_rss_MiB, 1, "") +
            "," + fixed(r.ceiling_GBps, 4, "") + "," + fixed(r.io_efficiency, 4, "") + "," +
-           fixed(r.roofline_efficiency, 4, "") + "\n";
+           fixed(r.roofline_efficiency, 4, "");
+    for (const ExtraColumn& c : kExtraColumns) out += "," + cell(c.value(r), "");
+    out += "\n";
   }
   return out;
 }

@@ -1,16 +1,23 @@
 // model_bench: configuration product, derived figures worked out by hand,
-// exact markdown/CSV text, ceiling lookup from io-bench JSON, flag errors, and a
-// tiny real run on the shared stories MoE model (no timing assertions).
+// exact markdown/CSV text, ceiling lookup from io-bench JSON, flag errors, the
+// cgroup memory cap from fake /proc and /sys text, the engine's --cache-mb /
+// --moe-top-k checks before a sweep runs, and a tiny real run on the shared
+// stories MoE model (no timing assertions).
 #include "runtime/model_bench.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
+#include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "gguf/gguf.h"
 #include "test_support.h"
+#include "tools/synth.h"
 #include "util/error.h"
 
 namespace sluice::runtime {
@@ -59,6 +66,20 @@ ModelBenchRow hand_row() {
   r.decode_experts_hit = 4;
   r.decode_io_seconds = 0.4;
   r.peak_rss_MiB = 123.456;
+  r.point.moe_top_k = 0;
+  r.point.cache_mb = "auto";
+  r.moe_top_k = 8;
+  r.cache_MiB = 5685;
+  r.mem_cap_MiB = 8192;
+  return r;
+}
+
+// hand_row() as run uncapped with the cache off.
+ModelBenchRow hand_row_uncached() {
+  ModelBenchRow r = hand_row();
+  r.point.cache_mb = "off";
+  r.cache_MiB = 0;
+  r.mem_cap_MiB = std::nan("");
   return r;
 }
 
@@ -83,6 +104,29 @@ TEST(ModelBenchConfig, ProductCountAndOrder) {
   EXPECT_EQ(pts[11].threads, 2);
   EXPECT_EQ(pts[11].io_threads, 8);
   EXPECT_EQ(pts[11].dense_weights, "mmap");
+  for (const BenchPoint& p : pts) {
+    EXPECT_EQ(p.moe_top_k, 0);  // defaults: the model's k, cache off
+    EXPECT_EQ(p.cache_mb, "off");
+  }
+}
+
+TEST(ModelBenchConfig, CacheAndTopKAreTheInnermostAxes) {
+  ModelBenchConfig cfg;
+  cfg.threads = {1, 2};
+  cfg.moe_top_k = {4, 8};
+  cfg.cache_mb = {"off", "2000", "auto"};
+  const std::vector<BenchPoint> pts = bench_points(cfg);
+  ASSERT_EQ(pts.size(), 12u);
+  const std::vector<std::tuple<int, int, std::string>> want = {
+      {1, 4, "off"}, {1, 4, "2000"}, {1, 4, "auto"}, {1, 8, "off"}, {1, 8, "2000"}, {1, 8, "auto"},
+      {2, 4, "off"}, {2, 4, "2000"}, {2, 4, "auto"}, {2, 8, "off"}, {2, 8, "2000"}, {2, 8, "auto"}};
+  for (size_t i = 0; i < pts.size(); ++i) {
+    EXPECT_EQ(std::make_tuple(pts[i].threads, pts[i].moe_top_k, pts[i].cache_mb), want[i]) << "point " << i;
+    EXPECT_EQ(pts[i].io_threads, 4);
+    EXPECT_EQ(pts[i].dense_weights, "anon");
+  }
+  cfg.cache_mb.clear();
+  EXPECT_TRUE(bench_points(cfg).empty());
 }
 
 TEST(ModelBenchFigures, DerivedFromTotalsAndCeiling) {
@@ -140,30 +184,32 @@ TEST(ModelBenchFormat, MarkdownExact) {
   const std::string md = format_bench_markdown({r});
   const std::string expected_head =
       "| model | threads | io-threads | dense | pp tok/s | tg tok/s | MiB/tok | read GB/s | read GB/s (io) | hit % "
-      "| peak RSS MiB | io eff | roofline eff |\n"
-      "|---|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n"
-      "| m.gguf | 2 | 4 | anon | 100.50 ± 2.25 | 10.00 ± 0.50 | 3.00 | 0.031 | 0.252 | 25.0 | 123.5 | 12.6% | 1.6% |\n";
+      "| peak RSS MiB | io eff | roofline eff | top-k | cache | cache MiB | cap MiB |\n"
+      "|---|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n"
+      "| m.gguf | 2 | 4 | anon | 100.50 ± 2.25 | 10.00 ± 0.50 | 3.00 | 0.031 | 0.252 | 25.0 | 123.5 | 12.6% | 1.6% "
+      "| 8 | auto | 5685.0 | 8192.0 |\n";
   EXPECT_EQ(md.substr(0, expected_head.size()), expected_head);
   EXPECT_NE(md.find("> pp: 16-token random prompt; tg: 4 decode steps; 2 rep(s)"), std::string::npos) << md;
 
-  ModelBenchRow no_ceiling = hand_row();
+  ModelBenchRow no_ceiling = hand_row_uncached();
   derive_figures(no_ceiling, {});
   const std::string md2 = format_bench_markdown({no_ceiling});
-  EXPECT_NE(md2.find("| 123.5 | n/a | n/a |\n"), std::string::npos) << md2;
+  EXPECT_NE(md2.find("| 123.5 | n/a | n/a | 8 | off | 0.0 | none |\n"), std::string::npos) << md2;
 }
 
 TEST(ModelBenchFormat, CsvExact) {
   ModelBenchRow r = hand_row();
   derive_figures(r, parse_io_bench_json(kCeilingJson, "test"));
-  ModelBenchRow n = hand_row();
+  ModelBenchRow n = hand_row_uncached();
   derive_figures(n, {});
+  // The original 22 columns keep their names and positions; the new ones follow.
   EXPECT_EQ(format_bench_csv({r, n}),
             "model,threads,io_threads,dense_weights,odirect,load_all,cold,n_prompt,n_gen,reps,prefill_tps,"
             "prefill_tps_sd,decode_tps,decode_tps_sd,mib_read_per_token,read_GBps,read_GBps_io,cache_hit_pct,"
-            "peak_rss_MiB,ceiling_GBps,io_efficiency,roofline_efficiency\n"
+            "peak_rss_MiB,ceiling_GBps,io_efficiency,roofline_efficiency,moe_top_k,cache,cache_MiB,mem_cap_MiB\n"
             "m.gguf,2,4,anon,1,0,0,16,4,2,100.500,2.250,10.000,0.500,3.0000,0.0315,0.2517,25.00,123.5,2.0000,0.1258,"
-            "0.0157\n"
-            "m.gguf,2,4,anon,1,0,0,16,4,2,100.500,2.250,10.000,0.500,3.0000,0.0315,0.2517,25.00,123.5,,,\n");
+            "0.0157,8,auto,5685.0,8192.0\n"
+            "m.gguf,2,4,anon,1,0,0,16,4,2,100.500,2.250,10.000,0.500,3.0000,0.0315,0.2517,25.00,123.5,,,,8,off,0.0,\n");
 }
 
 TEST(ModelBenchFormat, JsonNullsForMissing) {
@@ -177,6 +223,15 @@ TEST(ModelBenchFormat, JsonNullsForMissing) {
   EXPECT_DOUBLE_EQ(j[0]["mib_read_per_token"].get<double>(), 3.0);
   EXPECT_EQ(j[0]["threads"].get<int>(), 2);
   EXPECT_EQ(j[0]["dense_weights"].get<std::string>(), "anon");
+  EXPECT_EQ(j[0]["moe_top_k"].get<int>(), 8);
+  EXPECT_EQ(j[0]["cache"].get<std::string>(), "auto");
+  EXPECT_DOUBLE_EQ(j[0]["cache_MiB"].get<double>(), 5685.0);
+  EXPECT_DOUBLE_EQ(j[0]["mem_cap_MiB"].get<double>(), 8192.0);
+
+  const nlohmann::json u = nlohmann::json::parse(format_bench_json({hand_row_uncached()}));
+  EXPECT_EQ(u[0]["cache"].get<std::string>(), "off");
+  EXPECT_DOUBLE_EQ(u[0]["cache_MiB"].get<double>(), 0.0);
+  EXPECT_TRUE(u[0]["mem_cap_MiB"].is_null()) << "no cgroup limit is null, not 0";
 }
 
 TEST(ModelBenchCeiling, JsonErrorsNameTheSource) {
@@ -199,6 +254,16 @@ TEST(ModelBenchFlags, ListErrorsNameTheFlag) {
   expect_error_prefix([] { parse_int_list("4x", "--io-threads", 1, 64); }, "--io-threads: '4x' is not an integer");
   expect_error_prefix([] { parse_int_list("0", "--io-threads", 1, 64); }, "--io-threads: '0' is out of range");
   expect_error_prefix([] { parse_dense_list("anon,ram", "--dense-weights"); }, "--dense-weights: 'ram'");
+  expect_error_prefix([] { parse_dense_list("anon,", "--dense-weights"); }, "--dense-weights: empty entry");
+
+  // --cache-mb: the engine's parser per entry, written canonically.
+  EXPECT_EQ(parse_cache_mb_list("off,0, 1000 ,auto,0042"),
+            (std::vector<std::string>{"off", "off", "1000", "auto", "42"}));
+  EXPECT_EQ(parse_cache_mb_list("auto"), (std::vector<std::string>{"auto"}));
+  expect_error_prefix([] { parse_cache_mb_list("1000,2G"); },
+                      "--cache-mb: expected a whole number of MiB, 'auto' or 'off' (got '2G')");
+  expect_error_prefix([] { parse_cache_mb_list("-5"); }, "--cache-mb: expected a whole number");
+  expect_error_prefix([] { parse_cache_mb_list("0,,auto"); }, "--cache-mb: empty entry");
 
   ModelBenchConfig cfg;
   cfg.model_path = "/nonexistent.gguf";
@@ -213,6 +278,125 @@ TEST(ModelBenchFlags, ListErrorsNameTheFlag) {
   cfg.reps = 1;
   cfg.dense_weights = {"ram"};
   expect_error_prefix([&] { run_model_bench(cfg); }, "--dense-weights");
+  cfg.dense_weights = {"anon"};
+  // Engine checks on every point before the model is even opened.
+  cfg.moe_top_k = {4, -1};
+  expect_error_prefix([&] { run_model_bench(cfg); }, "--moe-top-k");
+  cfg.moe_top_k = {0};
+  cfg.cache_mb = {"auto", "lots"};
+  expect_error_prefix([&] { run_model_bench(cfg); }, "--cache-mb: expected a whole number");
+  cfg.cache_mb = {};
+  expect_error_prefix([&] { run_model_bench(cfg); }, "--cache-mb: no budgets given");
+}
+
+// ---- the memory cap ------------------------------------------------------------
+
+// A fake file system for memory_cap_bytes.
+TextFileReader fake_files(std::map<std::string, std::string> files) {
+  return [files = std::move(files)](const std::string& path) -> std::optional<std::string> {
+    const auto it = files.find(path);
+    if (it == files.end()) return std::nullopt;
+    return it->second;
+  };
+}
+
+constexpr const char* kV2Mounts = "cgroup2 /sys/fs/cgroup cgroup2 rw,nosuid,nodev,noexec,relatime 0 0\n";
+constexpr const char* kHybridMounts =
+    "tmpfs /sys/fs/cgroup tmpfs rw,relatime,mode=755 0 0\n"
+    "cgroup /sys/fs/cgroup/cpu cgroup rw,relatime,cpu 0 0\n"
+    "cgroup /sys/fs/cgroup/memory cgroup rw,relatime,memory 0 0\n"
+    "cgroup2 /sys/fs/cgroup/unified cgroup2 rw,relatime 0 0\n";
+
+TEST(ModelBenchMemCap, CgroupV2SmallestOnThePath) {
+  // lowram.sh 8G under a parent limited to 16 GiB: the smaller wins.
+  const auto read = fake_files({{"/sys/fs/cgroup/a/memory.max", "17179869184\n"},
+                                {"/sys/fs/cgroup/a/sluice-lowram.1/memory.max", "8589934592\n"}});
+  EXPECT_EQ(memory_cap_bytes("0::/a/sluice-lowram.1\n", kV2Mounts, read), std::optional<uint64_t>(8589934592ull));
+  // A parent limit below the child's also applies.
+  const auto tight_parent = fake_files({{"/sys/fs/cgroup/a/memory.max", "1073741824\n"},
+                                        {"/sys/fs/cgroup/a/b/memory.max", "max\n"}});
+  EXPECT_EQ(memory_cap_bytes("0::/a/b\n", kV2Mounts, tight_parent), std::optional<uint64_t>(1073741824ull));
+  // "max" all the way up: no cap.
+  const auto unlimited = fake_files({{"/sys/fs/cgroup/a/memory.max", "max\n"}});
+  EXPECT_EQ(memory_cap_bytes("0::/a\n", kV2Mounts, unlimited), std::nullopt);
+  // A container with its own cgroup mounted at the root and a host path in /proc/self/cgroup.
+  const auto container = fake_files({{"/sys/fs/cgroup/memory.max", "4294967296\n"}});
+  EXPECT_EQ(memory_cap_bytes("0::/docker/abc\n", kV2Mounts, container), std::optional<uint64_t>(4294967296ull));
+}
+
+TEST(ModelBenchMemCap, CgroupV1MemoryHierarchy) {
+  // This project's VM: v1 memory controller, v2 mounted as "unified" without it.
+  const std::string self =
+      "9:name=systemd:/\n4:memory:/process_api/x/sluice-lowram.7\n1:cpu:/\n0::/\n";
+  const auto capped =
+      fake_files({{"/sys/fs/cgroup/memory/memory.limit_in_bytes", "9223372036854771712\n"},
+                  {"/sys/fs/cgroup/memory/process_api/x/memory.limit_in_bytes", "9223372036854771712\n"},
+                  {"/sys/fs/cgroup/memory/process_api/x/sluice-lowram.7/memory.limit_in_bytes", "4294967296\n"}});
+  EXPECT_EQ(memory_cap_bytes(self, kHybridMounts, capped), std::optional<uint64_t>(4294967296ull));
+  const auto uncapped =
+      fake_files({{"/sys/fs/cgroup/memory/memory.limit_in_bytes", "9223372036854771712\n"}});
+  EXPECT_EQ(memory_cap_bytes("4:memory:/process_api/x\n0::/\n", kHybridMounts, uncapped), std::nullopt);
+  // Controllers listed together ("cpu,memory") still count; garbage is no limit.
+  const auto joint = fake_files({{"/sys/fs/cgroup/memory/g/memory.limit_in_bytes", "2147483648"},
+                                 {"/sys/fs/cgroup/memory/memory.limit_in_bytes", "lots"}});
+  EXPECT_EQ(memory_cap_bytes("3:cpu,memory:/g\n",
+                             "cgroup /sys/fs/cgroup/memory cgroup rw,cpu,memory 0 0\n", joint),
+            std::optional<uint64_t>(2147483648ull));
+  // No memory controller anywhere.
+  EXPECT_EQ(memory_cap_bytes("1:cpu:/\n", "cgroup /sys/fs/cgroup/cpu cgroup rw,cpu 0 0\n", fake_files({})),
+            std::nullopt);
+}
+
+// ---- engine checks that need the model -----------------------------------------
+
+// A small synthetic qwen3moe with experts big enough for a floor above 1 MiB:
+// one layer, 8 experts of 3 x 512 x 1024 Q4_0 (864 KiB each), top-4, so the
+// floor is 4 x 864 KiB = 3.375 MiB (reported as 4 MiB).
+class ModelBenchFloor : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    path_ = (std::filesystem::temp_directory_path() /
+             ("sluice_model_bench_floor_" + std::to_string(::getpid()) + ".gguf"))
+                .string();
+    tools::SynthConfig s = tools::synth_preset("tiny");
+    s.n_layer = 1;
+    s.n_expert = 8;
+    s.n_expert_used = 4;
+    s.n_embd = 512;
+    s.n_ff_exp = 1024;
+    tools::synth_model(s, path_, 2);
+  }
+  static void TearDownTestSuite() { std::filesystem::remove(path_); }
+  static std::string path_;
+};
+std::string ModelBenchFloor::path_;
+
+TEST_F(ModelBenchFloor, FixedBudgetBelowTheFloorFailsBeforeAnyPointRuns) {
+  const gguf::GgufModel g = gguf::GgufModel::open(path_);
+  EXPECT_EQ(g.expert_range(g.require("blk.0.ffn_down_exps.weight"), 0).bytes, 294912u);  // 512 x 1024 x 18/32
+
+  ModelBenchConfig cfg;
+  cfg.model_path = path_;
+  cfg.n_prompt = cfg.n_gen = cfg.reps = 1;
+  int points_run = 0;
+  cfg.on_progress = [&](const std::string& line) { points_run += line.rfind("config ", 0) == 0; };
+  cfg.cache_mb = {"off", "auto", "3"};
+  expect_error_prefix([&] { run_model_bench(cfg); }, "--cache-mb 3: below the mechanical floor of 4 MiB");
+  cfg.moe_top_k = {4, 9};
+  cfg.cache_mb = {"4"};
+  expect_error_prefix([&] { run_model_bench(cfg); }, "--moe-top-k: top-k 9 is outside 1..8");
+  EXPECT_EQ(points_run, 0);
+
+  // --load-all turns the cache off, so no budget is checked against the floor (as in the engine).
+  cfg.moe_top_k = {0};
+  cfg.cache_mb = {"3"};
+  cfg.load_all = true;
+  const std::vector<ModelBenchRow> rows = run_model_bench(cfg);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].moe_top_k, 4);
+  EXPECT_EQ(rows[0].point.cache_mb, "3");
+  EXPECT_DOUBLE_EQ(rows[0].cache_MiB, 0.0);
+  EXPECT_EQ(points_run, 1);
 }
 
 TEST(ModelBenchRun, TinyRealRunOnStories) {
@@ -229,6 +413,7 @@ TEST(ModelBenchRun, TinyRealRunOnStories) {
   cfg.ceiling = parse_io_bench_json(kCeilingJson, "test");
   const std::vector<ModelBenchRow> rows = run_model_bench(cfg);
   ASSERT_EQ(rows.size(), 2u);
+  const std::optional<uint64_t> cap = process_memory_cap_bytes();
   for (const ModelBenchRow& r : rows) {
     EXPECT_EQ(r.model, "stories-moe-8x-q8_0.gguf");
     EXPECT_TRUE(std::isfinite(r.prefill_tps) && r.prefill_tps > 0);
@@ -242,6 +427,14 @@ TEST(ModelBenchRun, TinyRealRunOnStories) {
     // than 1 by ratio (ties go larger), so the direct 4-lane row.
     EXPECT_DOUBLE_EQ(r.ceiling_GBps, 2.0);
     EXPECT_DOUBLE_EQ(r.io_efficiency, r.read_GBps_io / 2.0);
+    EXPECT_EQ(r.moe_top_k, 2) << "the model's own top-2";
+    EXPECT_EQ(r.point.cache_mb, "off");
+    EXPECT_DOUBLE_EQ(r.cache_MiB, 0.0);
+    if (cap) {
+      EXPECT_DOUBLE_EQ(r.mem_cap_MiB, static_cast<double>(*cap) / 1048576.0);
+    } else {
+      EXPECT_TRUE(std::isnan(r.mem_cap_MiB));
+    }
   }
   EXPECT_EQ(rows[0].point.threads, 1);
   EXPECT_EQ(rows[1].point.threads, 2);
@@ -251,9 +444,43 @@ TEST(ModelBenchRun, TinyRealRunOnStories) {
   for (const char* key : {"prefill_tps", "decode_tps", "prefill_tps_sd", "decode_tps_sd", "mib_read_per_token",
                           "read_GBps", "read_GBps_io", "cache_hit_pct", "peak_rss_MiB", "io_efficiency",
                           "roofline_efficiency", "threads", "io_threads", "dense_weights", "n_prompt", "n_gen",
-                          "reps"}) {
+                          "reps", "moe_top_k", "cache", "cache_MiB", "mem_cap_MiB"}) {
     EXPECT_TRUE(j[0].contains(key)) << key;
   }
+}
+
+TEST(ModelBenchRun, CacheAndTopKSweepOnStories) {
+  const std::string rel = "models/stories-moe-8x-q8_0.gguf";
+  if (!test::shared_has(rel)) GTEST_SKIP() << "missing " << test::shared_path(rel);
+  ModelBenchConfig cfg;
+  cfg.model_path = test::shared_path(rel);
+  cfg.n_prompt = 8;
+  cfg.n_gen = 4;
+  cfg.reps = 2;
+  cfg.moe_top_k = {1};
+  cfg.cache_mb = {"off", "1", "auto"};
+  const std::vector<ModelBenchRow> rows = run_model_bench(cfg);
+  ASSERT_EQ(rows.size(), 3u);
+  // Every expert of the model: 5 layers x 8 experts x (3 x 64 x 192 Q8_0 = 39168 bytes).
+  const gguf::GgufModel g = gguf::GgufModel::open(cfg.model_path);
+  EXPECT_EQ(g.expert_range(g.require("blk.0.ffn_up_exps.weight"), 0).bytes, 13056u);
+  const double all_experts_mib = 5.0 * 8 * 39168 / 1048576.0;
+  for (const ModelBenchRow& r : rows) EXPECT_EQ(r.moe_top_k, 1);
+  EXPECT_EQ(rows[0].point.cache_mb, "off");
+  EXPECT_DOUBLE_EQ(rows[0].cache_MiB, 0.0);
+  EXPECT_DOUBLE_EQ(rows[0].cache_hit_pct, 0.0) << "nothing is served from memory without a cache";
+  EXPECT_EQ(rows[1].point.cache_mb, "1");
+  EXPECT_DOUBLE_EQ(rows[1].cache_MiB, 1.0);
+  // auto: far more memory than the model, so the budget is capped at every expert, rounded up to
+  // a whole MiB (1.494 -> 2).
+  EXPECT_EQ(rows[2].point.cache_mb, "auto");
+  EXPECT_DOUBLE_EQ(rows[2].cache_MiB, std::ceil(all_experts_mib));
+  EXPECT_DOUBLE_EQ(rows[2].cache_MiB, 2.0);
+  // Top-1 decode reads at most one expert per layer per token.
+  for (const ModelBenchRow& r : rows) EXPECT_LE(r.decode_experts_read, 5u * r.decode_tokens);
+  // With every expert fitting nothing is evicted. Per layer, rep 1's prefill touches >= 1 expert
+  // and the two reps decode 8 tokens: >= 9 requests over 8 experts, so >= 1 decode hit per layer.
+  EXPECT_GE(rows[2].decode_experts_hit, 5u);
 }
 
 }  // namespace
