@@ -8,15 +8,22 @@
 // trained stories-moe-8x (5 layers, 8 experts, top-2; Q8_0 experts of
 // 39168 bytes, see telemetry_test.cpp).
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <memory>
+#include <sstream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "cli/engine_flags.h"
 #include "io/fault_file.h"
 #include "model_test_support.h"
+#include "runtime/session.h"
+#include "runtime/telemetry.h"
 #include "util/error.h"
 
 namespace sluice::test {
@@ -322,6 +329,75 @@ TEST(Prefetch, OffWhereItCannotHelpOrCouldChangeResults) {
   if (exists(shared_path("models/stories260k-f32.gguf"))) {
     EXPECT_FALSE(load(shared_path("models/stories260k-f32.gguf"), cfg)->stats().prefetch);  // dense
   }
+}
+
+// Route traces describe the routing (identical) and whether the cache served
+// each expert; with the cache off nothing is a hit, prefetched or not.
+TEST(Prefetch, RouteTraceIsUnchangedWithTheCacheOff) {
+  REQUIRE_SHARED(kStoriesQ8);
+  auto trace_of = [](bool prefetch) {
+    const std::string path =
+        (std::filesystem::temp_directory_path() / ("sluice_prefetch_trace_" + std::to_string(prefetch) + "_" +
+                                                   std::to_string(::getpid()) + ".jsonl"))
+            .string();
+    model::ModelConfig cfg = base_config();
+    cfg.prefetch = prefetch;
+    cfg.route_trace = std::make_shared<moe::RouteTraceWriter>(path);
+    {
+      auto m = load(shared_path(kStoriesQ8), cfg);
+      prefill_and_decode(*m, kStoriesPrompt, 4);
+    }
+    cfg.route_trace->close();
+    std::ifstream f(path);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    std::filesystem::remove(path);
+    return ss.str();
+  };
+  const std::string off = trace_of(false);
+  EXPECT_GT(off.size(), 100u);
+  EXPECT_EQ(trace_of(true), off);
+}
+
+// ---- flag and summary ---------------------------------------------------------
+
+TEST(Prefetch, FlagIsOffByDefaultAndReachesModelConfig) {
+  for (bool given : {false, true}) {
+    CLI::App app;
+    runtime::EngineOptions o;
+    cli::add_engine_flags(&app, o);
+    app.parse(std::string(given ? "--prefetch " : "") + "-m x.gguf", false);
+    EXPECT_EQ(o.to_model_config().prefetch, given);
+  }
+}
+
+TEST(Prefetch, SummaryCarriesTheCounters) {
+  REQUIRE_SHARED(kStoriesQ8);
+  model::ModelConfig cfg = base_config();
+  cfg.prefetch = true;
+  runtime::Session s = runtime::Session::open(shared_path(kStoriesQ8), cfg);
+  runtime::SamplerConfig sc;
+  sc.temperature = 0;
+  runtime::Sampler sampler(sc);
+  s.generate(kStoriesPrompt, 6, sampler, nullptr);
+  const model::PrefetchCounters p = s.model().stats().prefetch_counters;
+  ASSERT_GT(p.experts, 0u);
+  const runtime::RunSummary sum = s.summary();
+  const nlohmann::ordered_json j = runtime::summary_json(sum);
+  EXPECT_EQ(j["prefetch"].get<bool>(), true);
+  EXPECT_EQ(j["prefetch_experts"].get<uint64_t>(), p.experts);
+  EXPECT_EQ(j["prefetch_used"].get<uint64_t>(), p.used);
+  EXPECT_EQ(j["prefetch_wasted"].get<uint64_t>(), p.wasted);
+  EXPECT_EQ(j["prefetch_needed"].get<uint64_t>(), p.needed);
+  EXPECT_DOUBLE_EQ(j["prefetch_accuracy_pct"].get<double>(), std::round(100.0 * p.accuracy() * 1e4) / 1e4);
+  EXPECT_DOUBLE_EQ(j["prefetch_wasted_MiB"].get<double>(),
+                   std::round(1e4 * static_cast<double>(p.wasted_bytes) / 1048576.0) / 1e4);
+  EXPECT_NE(runtime::summary_human(sum).find("sluice: prefetch: " + std::to_string(p.experts) + " experts predicted, " +
+                                              std::to_string(p.used) + " used"),
+            std::string::npos)
+      << runtime::summary_human(sum);
+  // The existing keys keep their place; the prefetch ones come after them.
+  EXPECT_EQ(std::next(j.begin(), 34).key(), "prefetch");
 }
 
 }  // namespace
