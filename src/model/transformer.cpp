@@ -372,9 +372,9 @@ void Transformer::forward_layer(int il, int T, int pos0) {
     src.store = store_.get();
     src.all_resident = cfg_.load_all;
     src.prefetched = mine ? &*mine : nullptr;
-    // Prefetch runs for every micro-batch size: on a 44-token prefill of the
-    // 30B shape it cut the read stalls ~10x and was faster, like decode. Its
-    // price is memory: one more layer's predicted experts in flight (decode: ~k
+    // Prefetch runs for every micro-batch size: prefill gains the most (its
+    // long per-layer compute hides the next layer's reads entirely). Its price
+    // is memory: one more layer's predicted experts in flight (decode: about k
     // experts; a long prefill: up to the whole next layer).
     if (prefetch_on_) src.after_submit = [this, il, T] { start_prefetch(il, T); };
     moe_ffn_.run(il, L.experts, xn_.data(), routes_, drops_, src, tmp_.data(), pool_);
