@@ -33,6 +33,9 @@ inline void add_engine_flags(CLI::App* cmd, runtime::EngineOptions& o) {
                   "positions per forward micro-batch in prefill; each routed expert is read once per layer "
                   "per micro-batch (and --expert-budget applies per micro-batch)")
       ->capture_default_str();
+  cmd->add_flag("--prefetch", o.prefetch,
+                "after each MoE layer's attention, predict the next layer's experts and start reading them "
+                "early (results unchanged; off by default)");
   const TrimFlags trim_flags = add_trim_flags(cmd, o.trims);
   o.resolve_trims = [trim_flags](moe::TrimConfig& cfg) { finalize_trim_flags(trim_flags, cfg); };
 }

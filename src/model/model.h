@@ -59,6 +59,16 @@ struct ModelConfig {
   // Diagnostics at load (how the cache was sized, demand warnings): one line
   // per call, no trailing newline. Null: silent.
   std::function<void(const std::string&)> log;
+  // --prefetch: after a MoE layer's attention, route the hidden state through
+  // the NEXT layer's router and start reading its predicted experts while this
+  // layer's experts compute. Never changes results (see Transformer). Ignored
+  // (logged) where it cannot help or could change results: dense models,
+  // load_all, and --drop-cold-experts with an expert cache (drop-cold asks the
+  // cache, whose contents prefetch changes).
+  bool prefetch = false;
+  // Tests: wraps every file the expert store opens (ExpertStoreConfig::wrap_file,
+  // e.g. in an io::FaultFile). Empty: none.
+  std::function<std::shared_ptr<const io::File>(std::shared_ptr<const io::File>)> wrap_expert_file;
 };
 
 // Routed-expert accounting, counted per (layer, eval batch) over the DISTINCT
@@ -90,6 +100,24 @@ struct TimeProfile {
   double other_s() const { return eval_s - expert_io_s - expert_matmul_s - attention_s; }
 };
 
+// --prefetch accounting, over the MoE layer batches that had a prefetch
+// (every MoE layer but the first of each ubatch, when prefetch is on).
+// Invariant: experts == used + wasted.
+struct PrefetchCounters {
+  uint64_t layers = 0;   // layer batches that had a prefetch
+  uint64_t experts = 0;  // distinct experts prefetched (predicted)
+  uint64_t used = 0;     // of those, needed by the real routing (after trims) and served by the prefetch
+  uint64_t wasted = 0;   // of those, not used (mispredicted, or their read failed)
+  uint64_t needed = 0;   // distinct experts the real routing needed in those layer batches
+  uint64_t failed = 0;   // needed prefetched experts whose read failed and were read again
+  // Expert bytes (gate+up+down) of wasted experts the prefetch did not find in
+  // the cache: reads asked for and not used. A read still queued when its layer
+  // finished is cancelled, so at most this much was really read.
+  uint64_t wasted_bytes = 0;
+  // Fraction of the needed experts the prediction got right (0 when none were needed).
+  double accuracy() const { return needed ? static_cast<double>(used) / static_cast<double>(needed) : 0.0; }
+};
+
 struct ModelStats {
   uint64_t tokens_evaluated = 0;
   uint64_t dense_bytes = 0;
@@ -98,6 +126,8 @@ struct ModelStats {
   TimeProfile time;
   moe::TrimStats trims;   // routing-table entries, summed over positions x MoE layers
   int expert_budget = 0;  // --expert-budget in force (0 = off), for the summary
+  bool prefetch = false;  // --prefetch in force (after the load-time rules)
+  PrefetchCounters prefetch_counters;
 };
 
 class Model {

@@ -3,14 +3,72 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <optional>
 
 #include "util/error.h"
 
 namespace sluice::model {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// One batch this run reads experts from, and which distinct expert each of its
+// entries is (-1: not needed by this run, i.e. a mispredicted prefetch).
+struct Feed {
+  moe::ExpertStore::Batch* batch = nullptr;
+  std::vector<int> to_distinct;
+  size_t wanted = 0;  // entries with to_distinct >= 0
+};
+
+// Fetches `ids` (distinct experts indices of this run) as a new batch; returns
+// it with its cache hit flags (empty ids: no batch).
+std::optional<moe::ExpertStore::Batch> fetch_some(moe::ExpertStore& store, int layer,
+                                                   const std::vector<moe::DistinctExpert>& distinct,
+                                                   const std::vector<size_t>& ids, std::vector<uint8_t>& hit) {
+  hit.clear();
+  if (ids.empty()) return std::nullopt;
+  std::vector<int> experts(ids.size());
+  for (size_t j = 0; j < ids.size(); ++j) experts[j] = distinct[ids[j]].expert;
+  moe::ExpertStore::Batch b = store.fetch(layer, experts);
+  // fetch() recorded what it asked for and its hits; this thread is the only
+  // one fetching, so the record is this batch's.
+  hit = store.last_fetch(layer).hit;
+  hit.resize(ids.size(), 0);
+  return b;
+}
+
+}  // namespace
+
+void MoeFfn::compute_expert(size_t i, const moe::ExpertView& view, int layer, const ExpertTemplate& tmpl,
+                            const QuantizedRows& act_up, int64_t n_out, ThreadPool& pool) {
+  FfnMatrices m = tmpl.m;
+  m.gate.data = static_cast<const uint8_t*>(view.gate);
+  m.up.data = static_cast<const uint8_t*>(view.up);
+  m.down.data = static_cast<const uint8_t*>(view.down);
+  if (!m.gate.data || !m.up.data || !m.down.data)
+    throw Error("expert store returned no data for layer " + std::to_string(layer) + " expert " +
+                std::to_string(distinct_[i].expert));
+  const std::vector<moe::ExpertUse>& u = distinct_[i].uses;
+  rows_gate_.resize(u.size());
+  rows_up_.resize(u.size());
+  for (size_t j = 0; j < u.size(); ++j) {
+    rows_gate_[j] = act_gate_.row(u[j].position);
+    rows_up_[j] = act_up.row(u[j].position);
+  }
+  expert_out_.resize(u.size() * n_out);
+  swiglu_.run(m, rows_gate_, rows_up_, expert_out_.data(), n_out, pool);
+  for (size_t j = 0; j < u.size(); ++j) {
+    const size_t entry = row_start_[u[j].position] + static_cast<size_t>(u[j].slot);
+    std::memcpy(&slot_out_[entry * n_out], &expert_out_[j * n_out], sizeof(float) * n_out);
+  }
+}
 
 void MoeFfn::run(int layer, const ExpertTemplate& tmpl, const float* xn, const moe::RoutingTable& routing,
-                 const RouteDrops& drops, moe::ExpertStore& store, float* out, ThreadPool& pool) {
-  using Clock = std::chrono::steady_clock;
+                 const RouteDrops& drops, const ExpertSource& src, float* out, ThreadPool& pool) {
+  if (!src.store) throw Error("moe ffn: layer " + std::to_string(layer) + " has no expert store");
+  moe::ExpertStore& store = *src.store;
   const auto t_run = Clock::now();
   double io_s = 0;
   const int n_tokens = routing.n_positions();
@@ -27,60 +85,133 @@ void MoeFfn::run(int layer, const ExpertTemplate& tmpl, const float* xn, const m
   row_start_.resize(static_cast<size_t>(n_tokens) + 1);
   row_start_[0] = 0;
   for (int t = 0; t < n_tokens; ++t) row_start_[t + 1] = row_start_[t] + routing.row(t).size();
+  slot_out_.resize(row_start_[n_tokens] * static_cast<size_t>(n_out));
 
   // Distinct experts in ascending id order, each with its uses in (position, slot) order.
-  const std::vector<moe::DistinctExpert> distinct = moe::expert_union(routing);
-  std::vector<int> experts(distinct.size());
-  for (size_t i = 0; i < distinct.size(); ++i) experts[i] = distinct[i].expert;
+  distinct_ = moe::expert_union(routing);
+  const size_t n_distinct = distinct_.size();
+  std::vector<uint8_t> hit(n_distinct, 0);   // served by the cache (or load_all) without a read
+  std::vector<uint8_t> done(n_distinct, 0);  // computed
 
-  slot_out_.resize(row_start_[n_tokens] * static_cast<size_t>(n_out));
-  const uint64_t read_before = store.stats().experts_read;
-  if (!experts.empty()) {
+  // Which of them the prefetch holds; the others are this layer's own fetch.
+  PrefetchedExperts* pf = src.prefetched && src.prefetched->layer == layer ? src.prefetched : nullptr;
+  Feed pf_feed;
+  std::vector<size_t> own;
+  if (pf) {
+    pf_feed.batch = &pf->batch;
+    pf_feed.to_distinct.assign(pf->experts.size(), -1);
+  }
+  for (size_t i = 0; i < n_distinct; ++i) {
+    if (pf) {
+      const auto it = std::lower_bound(pf->experts.begin(), pf->experts.end(), distinct_[i].expert);
+      if (it != pf->experts.end() && *it == distinct_[i].expert) {
+        const size_t j = static_cast<size_t>(it - pf->experts.begin());
+        pf_feed.to_distinct[j] = static_cast<int>(i);
+        ++pf_feed.wanted;
+        hit[i] = j < pf->hit.size() && pf->hit[j];
+        continue;
+      }
+    }
+    own.push_back(i);
+  }
+
+  // Consumes `f` until every wanted entry is computed; returns false (and
+  // leaves the rest undone) when one of its reads failed.
+  auto consume = [&](Feed& f, bool tolerate_errors) {
+    size_t got = 0;
     auto t_io = Clock::now();
-    moe::ExpertStore::Batch batch = store.fetch(layer, experts);
-    for (;;) {
-      const int idx = batch.next_ready();
-      io_s += std::chrono::duration<double>(Clock::now() - t_io).count();
-      if (idx < 0) break;
-      const moe::ExpertView view = batch.view(idx);
-      FfnMatrices m = tmpl.m;
-      m.gate.data = static_cast<const uint8_t*>(view.gate);
-      m.up.data = static_cast<const uint8_t*>(view.up);
-      m.down.data = static_cast<const uint8_t*>(view.down);
-      if (!m.gate.data || !m.up.data || !m.down.data)
-        throw Error("expert store returned no data for layer " + std::to_string(layer) + " expert " +
-                    std::to_string(experts[idx]));
-      const std::vector<moe::ExpertUse>& u = distinct[idx].uses;
-      rows_gate_.resize(u.size());
-      rows_up_.resize(u.size());
-      for (size_t i = 0; i < u.size(); ++i) {
-        rows_gate_[i] = act_gate_.row(u[i].position);
-        rows_up_[i] = act_up.row(u[i].position);
+    try {
+      while (got < f.wanted) {
+        const int idx = f.batch->next_ready();
+        io_s += seconds_since(t_io);
+        if (idx < 0) break;
+        const int i = f.to_distinct[static_cast<size_t>(idx)];
+        if (i >= 0) {
+          compute_expert(static_cast<size_t>(i), f.batch->view(idx), layer, tmpl, act_up, n_out, pool);
+          done[static_cast<size_t>(i)] = 1;
+          ++got;
+        }
+        t_io = Clock::now();
       }
-      expert_out_.resize(u.size() * n_out);
-      swiglu_.run(m, rows_gate_, rows_up_, expert_out_.data(), n_out, pool);
-      for (size_t i = 0; i < u.size(); ++i) {
-        const size_t entry = row_start_[u[i].position] + static_cast<size_t>(u[i].slot);
-        std::memcpy(&slot_out_[entry * n_out], &expert_out_[i * n_out], sizeof(float) * n_out);
-      }
-      t_io = Clock::now();
+    } catch (const Error&) {
+      io_s += seconds_since(t_io);
+      if (!tolerate_errors) throw;
+      return false;
+    }
+    return true;
+  };
+
+  // This layer's own reads first, then the next layer's prefetch behind them.
+  auto t_io = Clock::now();
+  std::vector<uint8_t> own_hit;
+  std::optional<moe::ExpertStore::Batch> own_batch = fetch_some(store, layer, distinct_, own, own_hit);
+  io_s += seconds_since(t_io);
+  if (src.after_submit) src.after_submit();
+
+  // The prefetch's reads were queued earlier, so they are consumed first.
+  std::vector<size_t> retry;
+  if (pf && pf_feed.wanted > 0 && !consume(pf_feed, true)) {
+    // A prefetch read failed: read the needed experts it did not deliver again
+    // (a persistent fault then fails as it would have without prefetch).
+    for (size_t j = 0; j < pf_feed.to_distinct.size(); ++j) {
+      const int i = pf_feed.to_distinct[j];
+      if (i >= 0 && !done[static_cast<size_t>(i)]) retry.push_back(static_cast<size_t>(i));
     }
   }
-  // Every expert was taken, so every read of this batch has completed and
-  // been counted. Clamp: a store counting reads differently must not wrap
-  // the unsigned hit count (the telemetry tests check read against the store).
+  if (own_batch) {
+    Feed f;
+    f.batch = &*own_batch;
+    f.to_distinct.assign(own.begin(), own.end());
+    f.wanted = own.size();
+    consume(f, false);
+    for (size_t j = 0; j < own.size(); ++j) hit[own[j]] = own_hit[j];
+  }
+  if (!retry.empty()) {
+    t_io = Clock::now();
+    std::vector<uint8_t> retry_hit;
+    std::optional<moe::ExpertStore::Batch> rb = fetch_some(store, layer, distinct_, retry, retry_hit);
+    io_s += seconds_since(t_io);
+    Feed f;
+    f.batch = &*rb;
+    f.to_distinct.assign(retry.begin(), retry.end());
+    f.wanted = retry.size();
+    consume(f, false);
+    for (size_t j = 0; j < retry.size(); ++j) hit[retry[j]] = retry_hit[j];
+  }
+
+  // Every expert was computed, so every read that served one completed.
+  served_.experts.resize(n_distinct);
+  served_.hit = hit;
+  uint64_t n_hit = 0;
+  for (size_t i = 0; i < n_distinct; ++i) {
+    served_.experts[i] = distinct_[i].expert;
+    n_hit += (hit[i] || src.all_resident) ? 1 : 0;
+  }
   const uint64_t dropped = drops.total();
-  const uint64_t fetched = experts.size();
-  const uint64_t read = std::min<uint64_t>(store.stats().experts_read - read_before, fetched);
-  counters_.routed += fetched + dropped;
+  counters_.routed += n_distinct + dropped;
   counters_.dropped += dropped;
   counters_.dropped_top_p += drops.top_p;
   counters_.dropped_budget += drops.budget;
   counters_.dropped_cold += drops.cold;
   for (int32_t e : drops.experts)  // I/O saved: only what would have been read
     if (!store.is_cached(layer, e)) counters_.dropped_bytes += store.expert_bytes(layer);
-  counters_.read += read;
-  counters_.hit += fetched - read;
+  counters_.hit += n_hit;
+  counters_.read += n_distinct - n_hit;
+  if (pf) {
+    const uint64_t used = pf_feed.wanted - retry.size();
+    prefetch_.layers += 1;
+    prefetch_.experts += pf->experts.size();
+    prefetch_.used += used;
+    prefetch_.wasted += pf->experts.size() - used;
+    prefetch_.needed += n_distinct;
+    prefetch_.failed += retry.size();
+    for (size_t j = 0; j < pf->experts.size(); ++j) {
+      const int i = pf_feed.to_distinct[j];
+      const bool used_j = i >= 0 && std::find(retry.begin(), retry.end(), static_cast<size_t>(i)) == retry.end();
+      const bool hit_j = j < pf->hit.size() && pf->hit[j];
+      if (!used_j && !hit_j && !src.all_resident) prefetch_.wasted_bytes += store.expert_bytes(layer);
+    }
+  }
 
   // Weighted sum in slot order (fixed, independent of arrival order). Positions
   // are independent, so splitting them over threads changes no value.
@@ -109,7 +240,7 @@ void MoeFfn::run(int layer, const ExpertTemplate& tmpl, const float* xn, const m
     combine(0, n_tokens);
   }
   io_s_ += io_s;
-  matmul_s_ += std::chrono::duration<double>(Clock::now() - t_run).count() - io_s;
+  matmul_s_ += seconds_since(t_run) - io_s;
 }
 
 }  // namespace sluice::model

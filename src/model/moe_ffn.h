@@ -4,12 +4,14 @@
 // tokens) and computed in whatever order their reads complete, each into its
 // own per-(token, slot) buffer; the weighted sum is then taken in routing slot
 // order. So the result is bit-identical whatever the I/O timing, io-thread
-// count or dense/expert storage mode.
+// count, dense/expert storage mode, or which batch (a --prefetch batch started
+// a layer early, or this layer's own) delivered an expert.
 //
 // Rows of the routing table may have any length (routing trims shorten them);
 // a position with an empty row gets a zero routed-expert output.
 #pragma once
 
+#include <functional>
 #include <vector>
 
 #include "model/ffn.h"
@@ -25,6 +27,28 @@ struct ExpertTemplate {
   FfnMatrices m;  // gate/up/down with data == nullptr
 };
 
+// Experts of one layer whose reads were started before that layer was routed
+// (--prefetch). Owns the Batch: the views of its experts live as long as it.
+struct PrefetchedExperts {
+  int layer = -1;
+  std::vector<int> experts;  // distinct ids, ascending, as fetched
+  std::vector<uint8_t> hit;  // per expert: the cache served it without a read
+  moe::ExpertStore::Batch batch;
+};
+
+// Where one run() gets its experts from.
+struct ExpertSource {
+  moe::ExpertStore* store = nullptr;
+  bool all_resident = false;  // --load-all: every fetched expert counts as a hit
+  // This layer's prefetch (its experts are used, the rest fetched), or null.
+  // run() consumes what it needs; the caller destroys it afterwards.
+  PrefetchedExperts* prefetched = nullptr;
+  // Called once, right after this layer's own reads were submitted (so a
+  // prefetch it starts queues behind them), before any expert is computed.
+  // Must not throw.
+  std::function<void()> after_submit;
+};
+
 class MoeFfn {
  public:
   // xn: routing.n_positions() rows of n_embd (normed input); out: as many rows
@@ -33,22 +57,37 @@ class MoeFfn {
   // `drops`: the distinct experts the trims removed from this batch (counted
   // as routed and dropped; their bytes count as saved only when they were not
   // cached, since dropping a cache hit saves no I/O).
+  // Prefetch errors: a prefetched expert whose read failed is read again when
+  // needed (an error of that read surfaces as without prefetch); a failed
+  // prefetch of an unneeded expert is ignored.
   void run(int layer, const ExpertTemplate& tmpl, const float* xn, const moe::RoutingTable& routing,
-           const RouteDrops& drops, moe::ExpertStore& store, float* out, ThreadPool& pool);
+           const RouteDrops& drops, const ExpertSource& src, float* out, ThreadPool& pool);
 
   // Totals over every run() (never reset). Counters follow ExpertCounters'
-  // contract; `read` is this layer batch's delta of the store's experts_read,
-  // so it assumes no other Batch of the same store completes reads meanwhile.
+  // contract; an expert counts as read when the batch that served it (this
+  // layer's, or its prefetch) read it, as hit when the cache (or load_all) did.
   const ExpertCounters& counters() const { return counters_; }
+  const PrefetchCounters& prefetch_counters() const { return prefetch_; }
   double io_seconds() const { return io_s_; }          // blocked in fetch()/next_ready()
   double matmul_seconds() const { return matmul_s_; }  // the rest of run()
+  // The last run()'s distinct experts (ascending) and whether the cache served
+  // each without a read (load_all: never a hit), as ExpertStore::last_fetch
+  // would say had one fetch served them all (route traces).
+  const moe::ExpertStore::FetchRecord& served() const { return served_; }
 
  private:
+  // Computes distinct expert `i` of the current run from its bytes.
+  void compute_expert(size_t i, const moe::ExpertView& view, int layer, const ExpertTemplate& tmpl,
+                      const QuantizedRows& act_up, int64_t n_out, ThreadPool& pool);
+
   ExpertCounters counters_;
+  PrefetchCounters prefetch_;
+  moe::ExpertStore::FetchRecord served_;
   double io_s_ = 0;
   double matmul_s_ = 0;
   QuantizedRows act_gate_, act_up_;
   SwiGlu swiglu_;
+  std::vector<moe::DistinctExpert> distinct_;  // the current run's experts
   std::vector<float> slot_out_;    // [routing entries][n_embd], row-major by (position, slot)
   std::vector<size_t> row_start_;  // first entry of each position in slot_out_
   std::vector<float> expert_out_;  // [tokens of one expert][n_embd]

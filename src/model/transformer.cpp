@@ -160,6 +160,7 @@ Transformer::Transformer(std::shared_ptr<const gguf::GgufModel> gguf, const Mode
     sc.odirect = cfg.odirect;
     sc.io_threads = cfg.io_threads;
     sc.load_all = cfg.load_all;
+    sc.wrap_file = cfg.wrap_expert_file;
     std::vector<moe::MoeLayerShape> shapes;
     for (const moe::LayerExperts& l : le) {
       moe::MoeLayerShape sh;
@@ -171,6 +172,7 @@ Transformer::Transformer(std::shared_ptr<const gguf::GgufModel> gguf, const Mode
     sc.cache_bytes = resolve_cache_bytes(cfg, shapes, dense_->bytes(), kv_->bytes());
     store_ = std::make_unique<moe::ExpertStore>(*gguf_, std::move(le), sc);
   }
+  prefetch_on_ = resolve_prefetch(store_ ? store_->stats().cache_budget_bytes : 0);
 }
 
 Transformer::~Transformer() = default;
@@ -229,6 +231,8 @@ ModelStats Transformer::stats() const {
   s.time.expert_matmul_s = moe_ffn_.matmul_seconds();
   s.trims = trim_stats_;
   s.expert_budget = cfg_.trims.expert_budget;
+  s.prefetch = prefetch_on_;
+  s.prefetch_counters = moe_ffn_.prefetch_counters();
   return s;
 }
 
@@ -280,6 +284,7 @@ void Transformer::run(std::span<const int32_t> tokens, int pos0, float* logits_o
       }
     }
   } catch (...) {
+    prefetch_.reset();      // waits for its reads in flight, frees its slots
     kv_->set_filled(pos0);  // the new positions are incomplete
     eval_s_ += seconds_since(t_eval);  // keeps TimeProfile's parts within eval_s
     throw;
@@ -300,6 +305,7 @@ void Transformer::run_ubatch(std::span<const int32_t> tokens, int pos0, int firs
   kv_->set_filled(pos0 + T);
   trace_buf_.clear();
   for (int il = 0; il < static_cast<int>(hp_.n_layer); ++il) forward_layer(il, T, pos0);
+  prefetch_.reset();  // none after the last layer; never carried into the next ubatch
   if (cfg_.route_trace) {
     // Collected layer by layer; the file is token-major.
     std::stable_sort(trace_buf_.begin(), trace_buf_.end(),
@@ -358,7 +364,20 @@ void Transformer::forward_layer(int il, int T, int pos0) {
     const moe::ExpertCachedFn is_cached = [&store, il](int32_t e) { return store.is_cached(il, e); };
     trim_stats_ += route_layer(router_logits_.data(), T, static_cast<int>(hp_.n_expert), moe_k_, cfg_.trims,
                                is_cached, routing_, routes_, &drops_);
-    moe_ffn_.run(il, L.experts, xn_.data(), routes_, drops_, *store_, tmp_.data(), pool_);
+    // This layer's prefetch (if any) is consumed now; the next one is started
+    // by after_submit, behind this layer's own reads.
+    std::optional<PrefetchedExperts> mine = std::move(prefetch_);
+    prefetch_.reset();
+    ExpertSource src;
+    src.store = store_.get();
+    src.all_resident = cfg_.load_all;
+    src.prefetched = mine ? &*mine : nullptr;
+    // Prefetch runs for every micro-batch size: prefill gains the most (its
+    // long per-layer compute hides the next layer's reads entirely). Its price
+    // is memory: one more layer's predicted experts in flight (decode: about k
+    // experts; a long prefill: up to the whole next layer).
+    if (prefetch_on_) src.after_submit = [this, il, T] { start_prefetch(il, T); };
+    moe_ffn_.run(il, L.experts, xn_.data(), routes_, drops_, src, tmp_.data(), pool_);
     if (cfg_.route_trace) record_route(il, T, pos0);
   } else {
     QuantizedRows& gate_act = act_;
@@ -376,10 +395,60 @@ void Transformer::forward_layer(int il, int T, int pos0) {
   for (size_t i = 0; i < x_.size(); ++i) x_[i] += tmp_[i];
 }
 
+bool Transformer::resolve_prefetch(uint64_t cache_bytes) const {
+  if (!cfg_.prefetch) return false;
+  const auto say = [this](const std::string& line) {
+    if (cfg_.log) cfg_.log(line);
+  };
+  if (!store_) {
+    say("prefetch: off (dense model: no routed experts to read ahead)");
+    return false;
+  }
+  if (cfg_.load_all) {
+    say("prefetch: off (--load-all keeps every expert resident)");
+    return false;
+  }
+  if (cfg_.trims.drop_cold > 0.0f && cache_bytes > 0) {
+    // drop-cold routes by what the cache holds; prefetched (possibly
+    // mispredicted) experts would change that, and with it the results.
+    say("prefetch: off (--drop-cold-experts with an expert cache: prefetching would change what is cached, "
+        "and so which experts are dropped)");
+    return false;
+  }
+  return true;
+}
+
+void Transformer::start_prefetch(int il, int T) {
+  const int nl = il + 1;
+  if (nl >= static_cast<int>(layers_.size()) || !layers_[nl].moe) return;
+  const Layer& next = layers_[nl];
+  const int64_t n_embd = hp_.n_embd;
+  const int n_expert = static_cast<int>(hp_.n_expert);
+  try {
+    // x_ is layer il's hidden state after attention; layer nl will route
+    // rms_norm(x after its own attention): the prediction skips il's FFN and
+    // nl's attention, both residual updates.
+    pf_xn_.resize(static_cast<size_t>(T) * n_embd);
+    pf_logits_.resize(static_cast<size_t>(T) * n_expert);
+    rms_norm_rows(x_.data(), next.ffn_norm, T, n_embd, hp_.rms_eps, pf_xn_.data());
+    matmul_f32(next.router, pf_xn_.data(), T, pf_logits_.data(), pool_, act_);
+    route_softmax_topk(pf_logits_.data(), T, n_expert, moe_k_, cfg_.trims.normalize, pf_routing_);
+    std::vector<int> experts(pf_routing_.experts.begin(), pf_routing_.experts.end());
+    std::sort(experts.begin(), experts.end());
+    experts.erase(std::unique(experts.begin(), experts.end()), experts.end());
+    moe::ExpertStore::Batch batch = store_->fetch(nl, experts);
+    std::vector<uint8_t> hit = store_->last_fetch(nl).hit;
+    hit.resize(experts.size(), 0);
+    prefetch_.emplace(PrefetchedExperts{nl, std::move(experts), std::move(hit), std::move(batch)});
+  } catch (const std::exception&) {
+    prefetch_.reset();  // a prediction is optional: layer nl fetches what it needs itself
+  }
+}
+
 void Transformer::record_route(int il, int T, int pos0) {
   // The batch fetched the union of the tokens' experts once: a token's expert
   // was a hit when that fetch served it from the cache.
-  const moe::ExpertStore::FetchRecord f = store_->last_fetch(il);
+  const moe::ExpertStore::FetchRecord& f = moe_ffn_.served();
   for (int t = 0; t < T; ++t) {
     moe::RouteRecord r;
     r.pos = pos0 + t;

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "model/attention.h"
@@ -58,6 +59,12 @@ class Transformer final : public Model {
   void run_ubatch(std::span<const int32_t> tokens, int pos0, int first_row, float* logits_out);
   void forward_layer(int il, int n_tokens, int pos0);
   void record_route(int il, int n_tokens, int pos0);  // --route-trace: appends to trace_buf_
+  // --prefetch: whether it is on after the load-time rules (logs why not).
+  bool resolve_prefetch(uint64_t cache_bytes) const;
+  // --prefetch: predicts layer il+1's experts from the current hidden state x_
+  // (after layer il's attention) and starts reading them into prefetch_.
+  // Never throws: a prefetch that cannot start is simply not there.
+  void start_prefetch(int il, int n_tokens);
 
   std::shared_ptr<const gguf::GgufModel> gguf_;
   ModelConfig cfg_;
@@ -87,6 +94,12 @@ class Transformer final : public Model {
   moe::TrimStats trim_stats_;
   RouteDrops drops_;            // distinct experts the trims removed from the current layer batch
   std::vector<moe::RouteRecord> trace_buf_;  // --route-trace: this eval's records, written token-major
+  // --prefetch: on after the load-time rules; the next layer's experts in
+  // flight (reset at the end of each ubatch and on errors); prediction scratch.
+  bool prefetch_on_ = false;
+  std::optional<PrefetchedExperts> prefetch_;
+  std::vector<float> pf_xn_, pf_logits_;
+  Routing pf_routing_;
   uint64_t tokens_evaluated_ = 0;
   double eval_s_ = 0;       // TimeProfile::eval_s
   double attention_s_ = 0;  // TimeProfile::attention_s

@@ -84,6 +84,7 @@ model::ModelConfig EngineOptions::to_model_config() const {
   c.threads = threads;
   c.kv_type = model::parse_kv_type(kv_type);
   c.n_ctx = n_ctx;
+  c.prefetch = prefetch;
 
   const moe::CacheMbSetting cache = moe::parse_cache_mb(cache_mb);
   if (cache_floor_mb < 0)

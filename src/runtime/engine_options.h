@@ -33,6 +33,7 @@ struct EngineOptions {
   int64_t cache_floor_mb = 0;        // --cache-floor-mb (auto: lower clamp; 0 = mechanical floor)
   int64_t cache_ceil_mb = 0;         // --cache-ceil-mb (auto: upper clamp; 0 = every expert)
   std::string route_trace;           // --route-trace FILE (JSONL; empty: none)
+  bool prefetch = false;             // --prefetch: read the next layer's predicted experts early
 
   // Validates and converts. With --cache-mb auto it reads /proc/meminfo now
   // (before the model loads); with --route-trace it creates FILE. Log lines

@@ -28,6 +28,28 @@ model::ExpertCounters minus(const model::ExpertCounters& a, const model::ExpertC
   return d;
 }
 
+model::PrefetchCounters minus(const model::PrefetchCounters& a, const model::PrefetchCounters& b) {
+  model::PrefetchCounters d;
+  d.layers = a.layers - b.layers;
+  d.experts = a.experts - b.experts;
+  d.used = a.used - b.used;
+  d.wasted = a.wasted - b.wasted;
+  d.needed = a.needed - b.needed;
+  d.failed = a.failed - b.failed;
+  d.wasted_bytes = a.wasted_bytes - b.wasted_bytes;
+  return d;
+}
+
+void accumulate(model::PrefetchCounters& into, const model::PrefetchCounters& c) {
+  into.layers += c.layers;
+  into.experts += c.experts;
+  into.used += c.used;
+  into.wasted += c.wasted;
+  into.needed += c.needed;
+  into.failed += c.failed;
+  into.wasted_bytes += c.wasted_bytes;
+}
+
 void accumulate(model::ExpertCounters& into, const model::ExpertCounters& c) {
   into.routed += c.routed;
   into.hit += c.hit;
@@ -87,6 +109,7 @@ const TokenRecord& TokenRecorder::end(const model::Model& m, EvalKind kind, int 
   r.stall_ms = (s.time.expert_io_s - before_.stats.time.expert_io_s) * 1e3;
   r.compute_ms = std::max(0.0, r.ms - r.stall_ms);
   r.experts = minus(s.experts, before_.stats.experts);
+  r.prefetch = minus(s.prefetch_counters, before_.stats.prefetch_counters);
   r.bytes_read = s.io.bytes_read - before_.stats.io.bytes_read;
   r.reads = s.io.reads - before_.stats.io.reads;
   r.majflt = majflt - before_.majflt;
@@ -129,6 +152,11 @@ double RunSummary::read_gbps() const {
   return time.eval_s > 0 ? static_cast<double>(bytes_read) / 1e9 / time.eval_s : 0.0;
 }
 
+double RunSummary::prefetch_wasted_mib_per_tok() const {
+  const int n = prefill_tokens + decode_tokens;
+  return n > 0 ? static_cast<double>(prefetch_counters.wasted_bytes) / kMiB / n : 0.0;
+}
+
 double RunSummary::majflt_per_tok() const {
   const int n = prefill_tokens + decode_tokens;
   return n > 0 ? static_cast<double>(majflt) / n : 0.0;
@@ -146,6 +174,7 @@ RunSummary summarize(const SummaryInput& in) {
     }
     s.majflt += r.majflt;
     accumulate(s.experts, r.experts);
+    accumulate(s.prefetch_counters, r.prefetch);
     s.bytes_read += r.bytes_read;
     s.reads += r.reads;
     s.io_lane_s += r.io_ms / 1e3;
@@ -160,6 +189,7 @@ RunSummary summarize(const SummaryInput& in) {
   s.dense_bytes = in.stats.dense_bytes;
   s.peak_rss_mib = in.peak_rss_mib;
   s.time = in.stats.time;
+  s.prefetch = in.stats.prefetch;
   return s;
 }
 
@@ -203,6 +233,16 @@ std::vector<std::pair<std::string, nlohmann::ordered_json>> summary_fields(const
   f.emplace_back("expert_matmul_s", r4(s.time.expert_matmul_s));
   f.emplace_back("attention_s", r4(s.time.attention_s));
   f.emplace_back("other_s", r4(s.time.other_s()));
+  const model::PrefetchCounters& p = s.prefetch_counters;
+  f.emplace_back("prefetch", s.prefetch);
+  f.emplace_back("prefetch_experts", p.experts);
+  f.emplace_back("prefetch_used", p.used);
+  f.emplace_back("prefetch_wasted", p.wasted);
+  f.emplace_back("prefetch_needed", p.needed);
+  f.emplace_back("prefetch_failed", p.failed);
+  f.emplace_back("prefetch_accuracy_pct", r4(100.0 * p.accuracy()));
+  f.emplace_back("prefetch_wasted_MiB", r4(static_cast<double>(p.wasted_bytes) / kMiB));
+  f.emplace_back("prefetch_wasted_MiB_per_tok", r4(s.prefetch_wasted_mib_per_tok()));
   return f;
 }
 
@@ -254,6 +294,15 @@ std::string summary_human(const RunSummary& s) {
                 "sluice: time %.3f s = expert I/O wait %.3f + expert matmul %.3f + attention %.3f + other %.3f\n",
                 s.time.eval_s, s.time.expert_io_s, s.time.expert_matmul_s, s.time.attention_s, s.time.other_s());
   out += buf;
+  if (s.prefetch) {
+    const model::PrefetchCounters& p = s.prefetch_counters;
+    std::snprintf(buf, sizeof buf,
+                  "sluice: prefetch: %" PRIu64 " experts predicted, %" PRIu64 " used (%.1f%% of %" PRIu64
+                  " needed), %" PRIu64 " wasted (%.1f MiB, %.2f MiB/token), %" PRIu64 " failed reads re-read\n",
+                  p.experts, p.used, 100.0 * p.accuracy(), p.needed, p.wasted,
+                  static_cast<double>(p.wasted_bytes) / kMiB, s.prefetch_wasted_mib_per_tok(), p.failed);
+    out += buf;
+  }
   return out;
 }
 

@@ -11,6 +11,7 @@
 //   CSV            header csv_header(), one csv_row() per record
 //   summary        "# summary key=value ..." and "SLUICE_DONE {json}", same keys, same order
 //   budget         "EXPERT_BUDGET=N (dropped X experts, ~Y GB I/O saved)" (only with an expert budget)
+//   The prefetch_* summary keys come last (zero when --prefetch is off).
 //
 // Thread-safety: none; a recorder belongs to one Session (one thread).
 #pragma once
@@ -43,6 +44,7 @@ struct TokenRecord {
   double stall_ms = 0;    // compute thread blocked on expert I/O
   double compute_ms = 0;  // ms - stall_ms
   model::ExpertCounters experts;  // routed == hit + read + dropped
+  model::PrefetchCounters prefetch;  // --prefetch: this eval's share (zero when off)
   uint64_t bytes_read = 0;        // expert bytes the lanes read (O_DIRECT: aligned covers)
   uint64_t reads = 0;             // read requests behind bytes_read
   uint64_t majflt = 0;            // major page faults of the process during the eval
@@ -136,6 +138,8 @@ struct RunSummary {
   uint64_t dense_bytes = 0;
   double peak_rss_mib = 0;
   model::TimeProfile time;
+  bool prefetch = false;                      // --prefetch in force
+  model::PrefetchCounters prefetch_counters;  // over the records
 
   double prefill_tps() const { return prefill_s > 0 ? prefill_tokens / prefill_s : 0.0; }
   double decode_tps() const { return decode_s > 0 ? decode_tokens / decode_s : 0.0; }
@@ -143,6 +147,7 @@ struct RunSummary {
   double read_gbps() const;      // bytes_read over the eval wall time (what streaming achieved)
   double majflt_per_tok() const;
   double io_saved_gb() const { return static_cast<double>(experts.dropped_bytes) / 1e9; }
+  double prefetch_wasted_mib_per_tok() const;
 };
 
 // Pure. Token counts, expert counters, bytes/reads/lane time and faults are

@@ -41,7 +41,10 @@ const char* const kSummaryKeys[] = {
     "dropped_top_p",  "dropped_budget",  "dropped_cold",    "io_saved_GB",    "expert_budget",
     "bytes_read",     "reads",           "read_GBps",       "io_lane_s",      "majflt",
     "majflt_per_tok", "dense_resident_frac", "dense_MiB",   "peak_rss_MiB",   "eval_s",
-    "expert_io_s",    "expert_matmul_s", "attention_s",     "other_s"};
+    "expert_io_s",    "expert_matmul_s", "attention_s",     "other_s",
+    // --prefetch (zero / false when off)
+    "prefetch",       "prefetch_experts", "prefetch_used",  "prefetch_wasted", "prefetch_needed",
+    "prefetch_failed", "prefetch_accuracy_pct", "prefetch_wasted_MiB", "prefetch_wasted_MiB_per_tok"};
 
 std::string q8_path() { return shared_path("models/stories-moe-8x-q8_0.gguf"); }
 
