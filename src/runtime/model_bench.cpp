@@ -113,6 +113,7 @@ EngineOptions engine_options_for(const ModelBenchConfig& cfg, const BenchPoint& 
   o.n_ctx = cfg.n_prompt + cfg.n_gen;
   o.trims.top_k = pt.moe_top_k;
   o.cache_mb = pt.cache_mb;
+  o.prefetch = pt.prefetch != 0;
   return o;
 }
 
@@ -202,6 +203,7 @@ ModelBenchRow run_point(const ModelBenchConfig& cfg, const BenchPoint& pt, std::
   row.mem_cap_MiB = mem_cap ? static_cast<double>(*mem_cap) / static_cast<double>(moe::kMiB) : kNaN;
 
   std::vector<double> pp_tps, tg_tps;
+  uint64_t prefetch_used = 0, prefetch_needed = 0;
   for (int rep = 0; rep < cfg.reps; ++rep) {
     // Same prompts for every configuration: the RNG depends on (seed, rep) only.
     std::mt19937_64 rng(cfg.seed * 1000003u + static_cast<uint64_t>(rep));
@@ -218,14 +220,18 @@ ModelBenchRow run_point(const ModelBenchConfig& cfg, const BenchPoint& pt, std::
     std::span<const float> logits = session.feed(prompt);
     const double pp_s = seconds_since(t0);
 
-    const moe::ExpertIoStats before = session.model().stats().io;
+    const model::ModelStats stats_before = session.model().stats();
+    const moe::ExpertIoStats& before = stats_before.io;
     t0 = std::chrono::steady_clock::now();
     for (int i = 0; i < cfg.n_gen; ++i) {
       const int32_t next[1] = {argmax(logits)};
       logits = session.feed(next);
     }
     const double tg_s = seconds_since(t0);
-    const moe::ExpertIoStats after = session.model().stats().io;
+    const model::ModelStats stats_after = session.model().stats();
+    const moe::ExpertIoStats& after = stats_after.io;
+    prefetch_used += stats_after.prefetch_counters.used - stats_before.prefetch_counters.used;
+    prefetch_needed += stats_after.prefetch_counters.needed - stats_before.prefetch_counters.needed;
 
     pp_tps.push_back(pp_s > 0 ? cfg.n_prompt / pp_s : kNaN);
     tg_tps.push_back(tg_s > 0 ? cfg.n_gen / tg_s : kNaN);
@@ -245,6 +251,9 @@ ModelBenchRow run_point(const ModelBenchConfig& cfg, const BenchPoint& pt, std::
   mean_sd(pp_tps, row.prefill_tps, row.prefill_tps_sd);
   mean_sd(tg_tps, row.decode_tps, row.decode_tps_sd);
   row.peak_rss_MiB = peak_rss_mib();
+  row.prefetch_accuracy_pct = prefetch_needed > 0 ? 100.0 * static_cast<double>(prefetch_used) /
+                                                        static_cast<double>(prefetch_needed)
+                                                  : kNaN;
   derive_figures(row, cfg.ceiling);
   return row;
 }
@@ -297,6 +306,7 @@ std::vector<BenchPoint> bench_points(const ModelBenchConfig& cfg) {
   sweep(points, cfg.dense_weights, &BenchPoint::dense_weights);
   sweep(points, cfg.moe_top_k, &BenchPoint::moe_top_k);
   sweep(points, cfg.cache_mb, &BenchPoint::cache_mb);
+  sweep(points, cfg.prefetch, &BenchPoint::prefetch);
   return points;
 }
 

@@ -62,6 +62,7 @@ struct ModelBenchConfig {
   std::vector<std::string> dense_weights = {"anon"};
   std::vector<int> moe_top_k = {0};            // --moe-top-k; 0 = the model's own k
   std::vector<std::string> cache_mb = {"off"};  // --cache-mb: "off", "auto" or MiB
+  std::vector<int> prefetch = {0};              // --prefetch: 0 off, 1 on
   // Fixed for the whole run.
   bool odirect = true;
   bool load_all = false;
@@ -83,11 +84,12 @@ struct BenchPoint {
   std::string dense_weights = "anon";
   int moe_top_k = 0;          // 0 = the model's own k
   std::string cache_mb = "off";
+  int prefetch = 0;           // 1: --prefetch on
 };
 
 // The cartesian product of the swept lists, in BenchPoint's field order:
-// threads outermost, then io_threads, dense_weights, moe_top_k, and cache_mb
-// innermost; each list in the order given.
+// threads outermost, then io_threads, dense_weights, moe_top_k, cache_mb and
+// prefetch innermost; each list in the order given.
 std::vector<BenchPoint> bench_points(const ModelBenchConfig& cfg);
 
 struct ModelBenchRow {
@@ -120,6 +122,7 @@ struct ModelBenchRow {
 
   // Resolved at load / read from the process (see the definitions above).
   int moe_top_k = 0;                 // experts per token in force; 0: dense model
+  double prefetch_accuracy_pct = 0;  // decode: prefetched experts used / experts needed (NaN: prefetch off)
   double cache_MiB = 0;              // resolved expert cache budget; 0 = off
   double mem_cap_MiB = 0;            // NaN when the process has no memory limit
 };

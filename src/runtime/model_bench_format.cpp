@@ -48,6 +48,8 @@ const ExtraColumn kExtraColumns[] = {
     {"cache", "cache", "n/a", [](const ModelBenchRow& r) { return nlohmann::json(r.point.cache_mb); }},
     {"cache_MiB", "cache MiB", "n/a", [](const ModelBenchRow& r) { return num(r.cache_MiB); }},
     {"mem_cap_MiB", "cap MiB", "none", [](const ModelBenchRow& r) { return num(r.mem_cap_MiB); }},
+    {"prefetch", "prefetch", "n/a", [](const ModelBenchRow& r) { return nlohmann::json(r.point.prefetch != 0); }},
+    {"prefetch_acc_pct", "pf acc %", "n/a", [](const ModelBenchRow& r) { return num(r.prefetch_accuracy_pct); }},
 };
 
 // A value as CSV / markdown text: integers in full, other numbers with one

@@ -71,6 +71,8 @@ ModelBenchRow hand_row() {
   r.moe_top_k = 8;
   r.cache_MiB = 5685;
   r.mem_cap_MiB = 8192;
+  r.point.prefetch = 1;
+  r.prefetch_accuracy_pct = 80.94;
   return r;
 }
 
@@ -80,6 +82,8 @@ ModelBenchRow hand_row_uncached() {
   r.point.cache_mb = "off";
   r.cache_MiB = 0;
   r.mem_cap_MiB = std::nan("");
+  r.point.prefetch = 0;
+  r.prefetch_accuracy_pct = std::nan("");
   return r;
 }
 
@@ -127,6 +131,18 @@ TEST(ModelBenchConfig, CacheAndTopKAreTheInnermostAxes) {
   }
   cfg.cache_mb.clear();
   EXPECT_TRUE(bench_points(cfg).empty());
+}
+
+TEST(ModelBenchConfig, PrefetchIsTheInnermostAxis) {
+  ModelBenchConfig cfg;
+  cfg.cache_mb = {"off", "auto"};
+  cfg.prefetch = {0, 1};
+  const std::vector<BenchPoint> pts = bench_points(cfg);
+  ASSERT_EQ(pts.size(), 4u);
+  const std::vector<std::pair<std::string, int>> want = {{"off", 0}, {"off", 1}, {"auto", 0}, {"auto", 1}};
+  for (size_t i = 0; i < pts.size(); ++i)
+    EXPECT_EQ(std::make_pair(pts[i].cache_mb, pts[i].prefetch), want[i]) << "point " << i;
+  EXPECT_EQ(bench_points(ModelBenchConfig{})[0].prefetch, 0) << "off unless asked for";
 }
 
 TEST(ModelBenchFigures, DerivedFromTotalsAndCeiling) {
@@ -184,17 +200,17 @@ TEST(ModelBenchFormat, MarkdownExact) {
   const std::string md = format_bench_markdown({r});
   const std::string expected_head =
       "| model | threads | io-threads | dense | pp tok/s | tg tok/s | MiB/tok | read GB/s | read GB/s (io) | hit % "
-      "| peak RSS MiB | io eff | roofline eff | top-k | cache | cache MiB | cap MiB |\n"
-      "|---|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n"
+      "| peak RSS MiB | io eff | roofline eff | top-k | cache | cache MiB | cap MiB | prefetch | pf acc % |\n"
+      "|---|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n"
       "| m.gguf | 2 | 4 | anon | 100.50 ± 2.25 | 10.00 ± 0.50 | 3.00 | 0.031 | 0.252 | 25.0 | 123.5 | 12.6% | 1.6% "
-      "| 8 | auto | 5685.0 | 8192.0 |\n";
+      "| 8 | auto | 5685.0 | 8192.0 | 1 | 80.9 |\n";
   EXPECT_EQ(md.substr(0, expected_head.size()), expected_head);
   EXPECT_NE(md.find("> pp: 16-token random prompt; tg: 4 decode steps; 2 rep(s)"), std::string::npos) << md;
 
   ModelBenchRow no_ceiling = hand_row_uncached();
   derive_figures(no_ceiling, {});
   const std::string md2 = format_bench_markdown({no_ceiling});
-  EXPECT_NE(md2.find("| 123.5 | n/a | n/a | 8 | off | 0.0 | none |\n"), std::string::npos) << md2;
+  EXPECT_NE(md2.find("| 123.5 | n/a | n/a | 8 | off | 0.0 | none | 0 | n/a |\n"), std::string::npos) << md2;
 }
 
 TEST(ModelBenchFormat, CsvExact) {
@@ -206,10 +222,11 @@ TEST(ModelBenchFormat, CsvExact) {
   EXPECT_EQ(format_bench_csv({r, n}),
             "model,threads,io_threads,dense_weights,odirect,load_all,cold,n_prompt,n_gen,reps,prefill_tps,"
             "prefill_tps_sd,decode_tps,decode_tps_sd,mib_read_per_token,read_GBps,read_GBps_io,cache_hit_pct,"
-            "peak_rss_MiB,ceiling_GBps,io_efficiency,roofline_efficiency,moe_top_k,cache,cache_MiB,mem_cap_MiB\n"
+            "peak_rss_MiB,ceiling_GBps,io_efficiency,roofline_efficiency,moe_top_k,cache,cache_MiB,mem_cap_MiB,prefetch,"
+            "prefetch_acc_pct\n"
             "m.gguf,2,4,anon,1,0,0,16,4,2,100.500,2.250,10.000,0.500,3.0000,0.0315,0.2517,25.00,123.5,2.0000,0.1258,"
-            "0.0157,8,auto,5685.0,8192.0\n"
-            "m.gguf,2,4,anon,1,0,0,16,4,2,100.500,2.250,10.000,0.500,3.0000,0.0315,0.2517,25.00,123.5,,,,8,off,0.0,\n");
+            "0.0157,8,auto,5685.0,8192.0,1,80.9\n"
+            "m.gguf,2,4,anon,1,0,0,16,4,2,100.500,2.250,10.000,0.500,3.0000,0.0315,0.2517,25.00,123.5,,,,8,off,0.0,,0,\n");
 }
 
 TEST(ModelBenchFormat, JsonNullsForMissing) {
@@ -227,6 +244,8 @@ TEST(ModelBenchFormat, JsonNullsForMissing) {
   EXPECT_EQ(j[0]["cache"].get<std::string>(), "auto");
   EXPECT_DOUBLE_EQ(j[0]["cache_MiB"].get<double>(), 5685.0);
   EXPECT_DOUBLE_EQ(j[0]["mem_cap_MiB"].get<double>(), 8192.0);
+  EXPECT_TRUE(j[0]["prefetch"].get<bool>());
+  EXPECT_DOUBLE_EQ(j[0]["prefetch_acc_pct"].get<double>(), 80.94);
 
   const nlohmann::json u = nlohmann::json::parse(format_bench_json({hand_row_uncached()}));
   EXPECT_EQ(u[0]["cache"].get<std::string>(), "off");
