@@ -40,7 +40,7 @@ struct LayerTensors {
 };
 
 LayerExpertParts expert_major_layer_parts(const GgufModel& m, uint32_t layer, const LayerTensors& lt) {
-  const std::string& file = m.paths().front();
+  const std::string& file = m.split(0).path;
   for (size_t p = 0; p < 3; ++p) {
     if (lt.major[p].empty())
       fail(file, "expert-major layer " + num(layer) + " has no " + expert_major_name(layer, p, 0) +
@@ -164,7 +164,7 @@ LayerExpertParts stacked_layer_parts(const GgufModel& m, uint32_t layer, const T
 
 std::vector<LayerExpertParts> layer_expert_parts(const GgufModel& m) {
   const ExpertLayout layout = expert_layout(m);
-  const std::string& file = m.paths().front();
+  const std::string& file = m.split(0).path;
   std::map<uint32_t, LayerTensors> found;
   for (const TensorInfo& t : m.tensors()) {
     const auto n = parse_expert_tensor_name(t.name);

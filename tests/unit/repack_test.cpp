@@ -18,7 +18,6 @@
 #include "gguf/gguf.h"
 #include "gguf/writer.h"
 #include "model/model.h"
-#include "model_test_support.h"
 #include "test_support.h"
 #include "tools/model_info.h"
 #include "tools/repack.h"
@@ -36,7 +35,9 @@ constexpr uint64_t kPage = 4096;
 
 // A scratch directory removed with everything in it.
 struct TempDir {
-  TempDir() : path(fs::temp_directory_path() / ("sluice_repack_test_" + std::to_string(::getpid()))) {
+  TempDir()
+      : path(fs::temp_directory_path() /
+             ("sluice_repack_test_" + std::to_string(::getpid()) + "_" + std::to_string(next_id()))) {
     fs::create_directories(path);
   }
   ~TempDir() {
@@ -44,6 +45,10 @@ struct TempDir {
     fs::remove_all(path, ec);
   }
   std::string file(const std::string& name) const { return (path / name).string(); }
+  static int next_id() {
+    static int id = 0;
+    return id++;
+  }
   fs::path path;
 };
 
@@ -71,22 +76,27 @@ std::vector<int32_t> test_tokens(uint32_t n_vocab) {
   return t;
 }
 
-struct Run {
+struct RunResult {
   std::vector<float> logits;
   moe::ExpertIoStats io;
 };
 
-Run run_model(const std::string& path, const model::ModelConfig& cfg) {
-  auto m = test::load(path, cfg);
-  Run r;
-  r.logits = test::eval_all(*m, test_tokens(m->hparams().n_vocab));
+// (model_test_support.h and test_support.h both define shared_path, so this
+// file uses test_support.h and loads models itself.)
+RunResult run_model(const std::string& path, const model::ModelConfig& cfg) {
+  auto m = model::load_model(std::make_shared<const gguf::GgufModel>(gguf::GgufModel::open(path)), cfg);
+  const uint32_t n_vocab = m->hparams().n_vocab;
+  const std::vector<int32_t> prompt = test_tokens(n_vocab);
+  RunResult r;
+  r.logits.resize(prompt.size() * n_vocab);
+  m->eval(prompt, 0, r.logits.data());
   // Decode two more tokens one at a time (the single-token path).
-  std::vector<float> one(m->hparams().n_vocab);
-  const int32_t next[2] = {5, 11};
-  m->eval_last(std::span<const int32_t>(next, 1), static_cast<int>(test_tokens(1).size()), one.data());
-  r.logits.insert(r.logits.end(), one.begin(), one.end());
-  m->eval_last(std::span<const int32_t>(next + 1, 1), static_cast<int>(test_tokens(1).size()) + 1, one.data());
-  r.logits.insert(r.logits.end(), one.begin(), one.end());
+  std::vector<float> one(n_vocab);
+  for (int32_t i = 0; i < 2; ++i) {
+    const int32_t next[1] = {static_cast<int32_t>((5 + 6 * i) % n_vocab)};
+    m->eval_last(next, static_cast<int>(prompt.size()) + i, one.data());
+    r.logits.insert(r.logits.end(), one.begin(), one.end());
+  }
   r.io = m->stats().io;
   return r;
 }
@@ -98,7 +108,9 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
 // The I/O configurations that must not change a single bit of the logits.
 std::vector<std::pair<std::string, model::ModelConfig>> io_configs() {
   std::vector<std::pair<std::string, model::ModelConfig>> out;
-  model::ModelConfig base = test::golden_config();
+  model::ModelConfig base;
+  base.kv_type = model::KvType::F32;
+  base.n_ctx = 64;
   base.threads = 1;
   base.io_threads = 1;
   base.odirect = true;
@@ -216,10 +228,10 @@ TEST_F(RepackTiny, MetadataAndDenseTensorsAreUnchanged) {
 // ---- the engine on both layouts -----------------------------------------------
 
 TEST_F(RepackTiny, LogitsAreBitIdenticalInEveryIoConfiguration) {
-  const Run ref = run_model(original(), io_configs()[0].second);
+  const RunResult ref = run_model(original(), io_configs()[0].second);
   for (const auto& [name, cfg] : io_configs()) {
-    const Run a = run_model(original(), cfg);
-    const Run b = run_model(repacked(), cfg);
+    const RunResult a = run_model(original(), cfg);
+    const RunResult b = run_model(repacked(), cfg);
     EXPECT_TRUE(same_bits(a.logits, ref.logits)) << name << ": original differs from the reference run";
     EXPECT_TRUE(same_bits(b.logits, ref.logits)) << name << ": repacked differs from the original";
   }
@@ -227,8 +239,8 @@ TEST_F(RepackTiny, LogitsAreBitIdenticalInEveryIoConfiguration) {
 
 TEST_F(RepackTiny, OneReadPerExpertInsteadOfThree) {
   model::ModelConfig cfg = io_configs()[0].second;  // cache off: every routed expert is read
-  const Run a = run_model(original(), cfg);
-  const Run b = run_model(repacked(), cfg);
+  const RunResult a = run_model(original(), cfg);
+  const RunResult b = run_model(repacked(), cfg);
   ASSERT_GT(b.io.experts_read, 0u);
   EXPECT_EQ(a.io.experts_read, b.io.experts_read);
   // tiny experts are ~27 KiB, far below the store's 1 MiB read chunk.
@@ -295,16 +307,18 @@ TEST_F(RepackTiny, InspectFiguresAreTheSameForBothLayouts) {
 
 TEST_F(RepackTiny, RefusesRepackedInputSameFileAndExistingOutput) {
   TempDir d;
+  tools::RepackOptions force;
+  force.force = true;
   EXPECT_THAT(test::error_of([&] { tools::repack_expert_major(repacked(), d.file("x.gguf")); }),
               AllOf(HasSubstr(repacked()), HasSubstr("already expert-major")));
-  EXPECT_THAT(test::error_of([&] { tools::repack_expert_major(original(), original(), {.force = true}); }),
+  EXPECT_THAT(test::error_of([&] { tools::repack_expert_major(original(), original(), force); }),
               AllOf(HasSubstr(original()), HasSubstr("is the input model")));
   const std::string existing = d.file("existing.gguf");
   { std::ofstream(existing) << "old"; }
   EXPECT_THAT(test::error_of([&] { tools::repack_expert_major(original(), existing); }),
               AllOf(HasSubstr(existing), HasSubstr("--force")));
   EXPECT_EQ(fs::file_size(existing), 3u);  // untouched
-  tools::repack_expert_major(original(), existing, {.force = true});
+  tools::repack_expert_major(original(), existing, force);
   EXPECT_EQ(fs::file_size(existing), fs::file_size(repacked()));
   EXPECT_FALSE(fs::exists(existing + ".partial"));
 }
@@ -427,8 +441,8 @@ TEST(RepackGolden, LogitsBitIdenticalOnEveryGoldenMoeModel) {
     tools::repack_expert_major(in, out);
     const auto cfgs = io_configs();
     for (size_t c : {size_t{0}, size_t{1}, size_t{3}, size_t{4}}) {
-      const Run a = run_model(in, cfgs[c].second);
-      const Run b = run_model(out, cfgs[c].second);
+      const RunResult a = run_model(in, cfgs[c].second);
+      const RunResult b = run_model(out, cfgs[c].second);
       EXPECT_TRUE(same_bits(a.logits, b.logits)) << name << ", " << cfgs[c].first;
       if (c == 0) {
         EXPECT_EQ(a.io.experts_read, b.io.experts_read) << name;
