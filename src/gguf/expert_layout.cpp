@@ -1,6 +1,7 @@
 // Expert layout discovery: stacked and expert-major files (see expert_layout.h).
 #include "gguf/expert_layout.h"
 
+#include <algorithm>
 #include <map>
 
 #include "util/error.h"
@@ -41,25 +42,18 @@ struct LayerTensors {
 
 LayerExpertParts expert_major_layer_parts(const GgufModel& m, uint32_t layer, const LayerTensors& lt) {
   const std::string& file = m.split(0).path;
-  for (size_t p = 0; p < 3; ++p) {
-    if (lt.major[p].empty())
-      fail(file, "expert-major layer " + num(layer) + " has no " + expert_major_name(layer, p, 0) +
-                     " (a layer needs gate, up and down tensors for every expert)");
-  }
-  const uint64_t n_expert = lt.major[kGate].size();
+  uint64_t n_expert = 0;
+  for (const auto& ts : lt.major) n_expert = std::max<uint64_t>(n_expert, ts.size());
   LayerExpertParts out;
   out.layout = ExpertLayout::ExpertMajor;
   out.experts.resize(n_expert);
   for (size_t p = 0; p < 3; ++p) {
     const auto& ts = lt.major[p];
-    for (uint64_t e = 0; e < ts.size(); ++e) {
-      if (ts[e] == nullptr)
+    for (uint64_t e = 0; e < n_expert; ++e) {
+      if (e >= ts.size() || ts[e] == nullptr)
         fail(file, "expert-major layer " + num(layer) + " lacks tensor " + expert_major_name(layer, p, e) +
-                       " (its experts must be numbered 0..N-1 without gaps)");
+                       " (every part needs experts 0.." + num(n_expert - 1) + ")");
     }
-    if (ts.size() != n_expert)
-      fail(file, "expert-major layer " + num(layer) + " has " + num(n_expert) + " " + kExpertPartStems[kGate] +
-                     " tensors but " + num(ts.size()) + " " + kExpertPartStems[p] + " tensors");
     const TensorInfo& first = *ts[0];
     if (first.ne.size() != 2)
       fail(path_of(m, first), "expert tensor " + first.name + " has shape " + shape_str(first.ne) +
