@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   sluice::cli::register_cache_sim(app);
   sluice::cli::register_bench(app);
   sluice::cli::register_eval(app);
+  sluice::cli::register_repack(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

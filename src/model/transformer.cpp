@@ -30,8 +30,6 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-bool is_expert_tensor(const gguf::TensorInfo& t) { return t.name.find("_exps") != std::string::npos; }
-
 // Looks tensors up by name, checks shape and type, and returns usable views.
 class Binder {
  public:
@@ -59,13 +57,14 @@ class Binder {
     return static_cast<const float*>(dw_.data(t));
   }
 
-  // A stacked expert tensor {n_in, n_out, n_expert}: the per-expert matrix
-  // template (no data) plus the tensor for the ExpertStore.
-  WeightMatrix expert(const std::string& name, uint64_t n_in, uint64_t n_out, uint64_t n_expert,
-                      const gguf::TensorInfo** info) const {
-    const gguf::TensorInfo& t = shaped(name, {n_in, n_out, n_expert});
-    *info = &t;
-    return make_weight(nullptr, t.type, static_cast<int64_t>(n_in), static_cast<int64_t>(n_out), name);
+  // One part of a layer's experts (either file layout): the per-expert matrix
+  // template (type and shape, no data; the ExpertStore supplies the bytes).
+  WeightMatrix expert(const gguf::LayerExpertParts& lp, size_t part, uint64_t n_in, uint64_t n_out) const {
+    const gguf::ExpertPartInfo& p = lp.part[part];
+    if (!same_shape(p.ne, {n_in, n_out}))
+      throw Error("tensor " + p.tensor + " has one-expert shape " + shape_str(p.ne) + ", expected " +
+                  shape_str({n_in, n_out}));
+    return make_weight(nullptr, p.type, static_cast<int64_t>(n_in), static_cast<int64_t>(n_out), p.tensor);
   }
 
  private:
@@ -144,40 +143,39 @@ Transformer::Transformer(std::shared_ptr<const gguf::GgufModel> gguf, const Mode
   dc.mode = cfg.dense_mode;
   dc.odirect = cfg.odirect;
   dc.on_progress = cfg.on_dense_progress;
-  dense_ = std::make_unique<moe::DenseWeights>(*gguf_, dc, is_expert_tensor);
-  bind_weights();
+  // Where every expert's bytes are, in either file layout (validated).
+  std::vector<gguf::LayerExpertParts> experts;
+  if (hp_.is_moe()) {
+    experts = gguf::layer_expert_parts(*gguf_);
+    experts.resize(hp_.n_layer);
+  }
+  dense_ = std::make_unique<moe::DenseWeights>(*gguf_, dc, gguf::is_expert_weight);
+  bind_weights(experts);
   kv_ = std::make_unique<KvCache>(cfg.kv_type, static_cast<int>(hp_.n_layer), n_ctx, static_cast<int>(hp_.k_dim()),
                                   static_cast<int>(hp_.v_dim()));
   if (hp_.is_moe()) {
-    std::vector<moe::LayerExperts> le(hp_.n_layer);
-    for (uint32_t il = 0; il < hp_.n_layer; ++il) {
-      const std::string p = "blk." + std::to_string(il) + ".";
-      le[il].gate = &gguf_->require(p + "ffn_gate_exps.weight");
-      le[il].up = &gguf_->require(p + "ffn_up_exps.weight");
-      le[il].down = &gguf_->require(p + "ffn_down_exps.weight");
-    }
     moe::ExpertStoreConfig sc;
     sc.odirect = cfg.odirect;
     sc.io_threads = cfg.io_threads;
     sc.load_all = cfg.load_all;
     sc.wrap_file = cfg.wrap_expert_file;
     std::vector<moe::MoeLayerShape> shapes;
-    for (const moe::LayerExperts& l : le) {
+    for (const gguf::LayerExpertParts& l : experts) {
       moe::MoeLayerShape sh;
-      for (const gguf::TensorInfo* t : {l.gate, l.up, l.down}) sh.expert_bytes += gguf_->expert_range(*t, 0).bytes;
+      sh.expert_bytes = l.expert_bytes();
       sh.n_expert = static_cast<int>(hp_.n_expert);
       sh.top_k = static_cast<int>(hp_.n_expert_used);
       shapes.push_back(sh);
     }
     sc.cache_bytes = resolve_cache_bytes(cfg, shapes, dense_->bytes(), kv_->bytes());
-    store_ = std::make_unique<moe::ExpertStore>(*gguf_, std::move(le), sc);
+    store_ = std::make_unique<moe::ExpertStore>(*gguf_, std::move(experts), sc);
   }
   prefetch_on_ = resolve_prefetch(store_ ? store_->stats().cache_budget_bytes : 0);
 }
 
 Transformer::~Transformer() = default;
 
-void Transformer::bind_weights() {
+void Transformer::bind_weights(const std::vector<gguf::LayerExpertParts>& experts) {
   const Binder b(*gguf_, *dense_);
   const uint64_t n_embd = hp_.n_embd;
   token_embd_ = &b.shaped("token_embd.weight", {n_embd, hp_.n_vocab});
@@ -207,10 +205,16 @@ void Transformer::bind_weights() {
     L.moe = hp_.is_moe();
     if (L.moe) {
       L.router = b.matrix(p + "ffn_gate_inp.weight", n_embd, hp_.n_expert);
-      const gguf::TensorInfo* info = nullptr;
-      L.experts.m.gate = b.expert(p + "ffn_gate_exps.weight", n_embd, hp_.n_ff_exp, hp_.n_expert, &info);
-      L.experts.m.up = b.expert(p + "ffn_up_exps.weight", n_embd, hp_.n_ff_exp, hp_.n_expert, &info);
-      L.experts.m.down = b.expert(p + "ffn_down_exps.weight", hp_.n_ff_exp, n_embd, hp_.n_expert, &info);
+      const gguf::LayerExpertParts& lp = experts.at(il);
+      if (!lp.present())
+        fail(gguf_->paths().front(), "missing tensor " + gguf::stacked_expert_name(il, gguf::kGate) + " (layer " +
+                                         std::to_string(il) + " of this MoE model has no expert tensors)");
+      if (lp.n_expert() != hp_.n_expert)
+        throw Error("tensor " + lp.part[gguf::kGate].tensor + ": layer " + std::to_string(il) + " has " +
+                    std::to_string(lp.n_expert()) + " experts, expected " + std::to_string(hp_.n_expert));
+      L.experts.m.gate = b.expert(lp, gguf::kGate, n_embd, hp_.n_ff_exp);
+      L.experts.m.up = b.expert(lp, gguf::kUp, n_embd, hp_.n_ff_exp);
+      L.experts.m.down = b.expert(lp, gguf::kDown, hp_.n_ff_exp, n_embd);
     } else {
       L.dense.gate = b.matrix(p + "ffn_gate.weight", n_embd, hp_.n_ff);
       L.dense.up = b.matrix(p + "ffn_up.weight", n_embd, hp_.n_ff);

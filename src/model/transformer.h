@@ -53,7 +53,7 @@ class Transformer final : public Model {
     FfnMatrices dense;      // !moe
   };
 
-  void bind_weights();
+  void bind_weights(const std::vector<gguf::LayerExpertParts>& experts);  // experts: by layer (MoE models)
   void run(std::span<const int32_t> tokens, int pos0, float* logits_out, bool all_rows);
   // One ubatch of run(): every layer, then the logits of rows [first_row, T).
   void run_ubatch(std::span<const int32_t> tokens, int pos0, int first_row, float* logits_out);

@@ -95,7 +95,7 @@ struct ExpertLayout {
 
 struct ExpertStore::Impl {
   const gguf::GgufModel& model;
-  std::vector<LayerExperts> layers;
+  std::vector<gguf::LayerExpertParts> layers;  // by layer; !present(): no experts
   ExpertStoreConfig cfg;
   std::vector<SplitFiles> files;  // by split
   bool all_direct = false;
@@ -113,10 +113,12 @@ struct ExpertStore::Impl {
   std::vector<io::AlignedBuffer> slots;
   std::vector<int> free_slots;
 
-  // load_all: each layer's three stacked tensors, resident.
+  // load_all: each layer's expert bytes, resident as a few runs (file ranges
+  // whose aligned covers touch: the three stacked tensors, or one run for an
+  // expert-major layer), and every expert's view into them.
   struct ResidentLayer {
-    std::array<io::AlignedBuffer, 3> buf;
-    std::array<const uint8_t*, 3> base{};  // first byte of each tensor
+    std::vector<io::AlignedBuffer> runs;
+    std::vector<ExpertView> views;  // by expert
   };
   std::vector<ResidentLayer> resident;
 
@@ -126,21 +128,17 @@ struct ExpertStore::Impl {
 
   std::unique_ptr<ReadLanes> lanes;  // last: joined first on destruction
 
-  Impl(const gguf::GgufModel& m, std::vector<LayerExperts> l, const ExpertStoreConfig& c)
+  Impl(const gguf::GgufModel& m, std::vector<gguf::LayerExpertParts> l, const ExpertStoreConfig& c)
       : model(m), layers(std::move(l)), cfg(c) {}
 
-  std::array<const gguf::TensorInfo*, 3> parts(int layer) const {
-    const LayerExperts& le = layers[static_cast<size_t>(layer)];
-    return {le.gate, le.up, le.down};
-  }
+  const gguf::LayerExpertParts& parts(int layer) const { return layers[static_cast<size_t>(layer)]; }
 
   void check_layer(int layer) const {
     if (layer < 0 || static_cast<size_t>(layer) >= layers.size()) {
       throw Error("expert store: layer " + std::to_string(layer) + " out of range (model has " +
                   std::to_string(layers.size()) + " layers)");
     }
-    const LayerExperts& le = layers[static_cast<size_t>(layer)];
-    if (!le.gate || !le.up || !le.down) {
+    if (!layers[static_cast<size_t>(layer)].present()) {
       throw Error("expert store: layer " + std::to_string(layer) + " has no experts");
     }
   }
@@ -172,10 +170,10 @@ struct ExpertStore::Impl {
   }
 
   ExpertLayout layout(int layer, int expert) const {
-    const auto ps = parts(layer);
+    const auto& ranges = parts(layer).experts[static_cast<size_t>(expert)];
     ExpertLayout lo;
     for (size_t p = 0; p < 3; ++p) {
-      lo.parts[p] = {model.expert_range(*ps[p], static_cast<uint64_t>(expert)), p};
+      lo.parts[p] = {ranges[p], p};
       lo.bytes += lo.parts[p].r.bytes;
     }
     auto& pr = lo.parts;
@@ -292,16 +290,39 @@ void ExpertStore::Impl::load_everything() {
   resident.resize(layers.size());
   std::vector<ReadLanes::Job> jobs;
   std::vector<PlannedRead> reads;
+  struct Part {
+    gguf::ByteRange r;
+    uint32_t expert;
+    uint32_t which;
+  };
   for (size_t l = 0; l < layers.size(); ++l) {
-    const auto ps = parts(static_cast<int>(l));
-    if (!ps[0] || !ps[1] || !ps[2]) continue;
-    for (int p = 0; p < 3; ++p) {
-      const gguf::TensorInfo& t = *ps[static_cast<size_t>(p)];
-      io::AlignedBuffer& buf = resident[l].buf[static_cast<size_t>(p)];
-      buf = io::AlignedBuffer(cover_bytes(t.offset, t.bytes));
-      resident[l].base[static_cast<size_t>(p)] =
-          plan_covering_read(files.at(t.split), t.offset, t.bytes, buf.data(), kMaxChunk, reads);
+    const gguf::LayerExpertParts& lp = layers[l];
+    if (!lp.present()) continue;
+    std::vector<Part> ps;
+    ps.reserve(lp.n_expert() * 3);
+    for (size_t e = 0; e < lp.experts.size(); ++e)
+      for (uint32_t p = 0; p < 3; ++p) ps.push_back({lp.experts[e][p], static_cast<uint32_t>(e), p});
+    std::sort(ps.begin(), ps.end(), [](const Part& a, const Part& b) {
+      return a.r.split != b.r.split ? a.r.split < b.r.split : a.r.offset < b.r.offset;
+    });
+    ResidentLayer& rl = resident[l];
+    std::vector<std::array<const void*, 3>> ptr(lp.n_expert());
+    // Runs of parts whose aligned covers touch, as ExpertLayout merges them.
+    for (size_t i = 0; i < ps.size();) {
+      const uint64_t from = ps[i].r.offset;
+      uint64_t to = from + ps[i].r.bytes;
+      size_t j = i + 1;
+      while (j < ps.size() && ps[j].r.split == ps[i].r.split && io::align_down(ps[j].r.offset) <= io::align_up(to)) {
+        to = std::max(to, ps[j].r.offset + ps[j].r.bytes);
+        ++j;
+      }
+      io::AlignedBuffer& buf = rl.runs.emplace_back(cover_bytes(from, to - from));
+      const uint8_t* base = plan_covering_read(files.at(ps[i].r.split), from, to - from, buf.data(), kMaxChunk, reads);
+      for (size_t k = i; k < j; ++k) ptr[ps[k].expert][ps[k].which] = base + (ps[k].r.offset - from);
+      i = j;
     }
+    rl.views.resize(lp.n_expert());
+    for (size_t e = 0; e < ptr.size(); ++e) rl.views[e] = {ptr[e][0], ptr[e][1], ptr[e][2]};
   }
   Latch latch(static_cast<int>(reads.size()));
   for (const PlannedRead& r : reads) jobs.push_back({r, &latch, 0});
@@ -309,7 +330,30 @@ void ExpertStore::Impl::load_everything() {
   latch.wait();
 }
 
-ExpertStore::ExpertStore(const gguf::GgufModel& model, std::vector<LayerExperts> layers,
+namespace {
+
+std::vector<gguf::LayerExpertParts> stacked_parts(const gguf::GgufModel& model, const std::vector<LayerExperts>& layers) {
+  std::vector<gguf::LayerExpertParts> out(layers.size());
+  for (size_t l = 0; l < layers.size(); ++l) {
+    const LayerExperts& le = layers[l];
+    const int present = (le.gate != nullptr) + (le.up != nullptr) + (le.down != nullptr);
+    if (present == 0) continue;
+    if (present != 3) {
+      throw Error("expert store: layer " + std::to_string(l) +
+                  " has some but not all of gate/up/down expert tensors");
+    }
+    out[l] = gguf::stacked_layer_parts(model, static_cast<uint32_t>(l), *le.gate, *le.up, *le.down);
+  }
+  return out;
+}
+
+}  // namespace
+
+ExpertStore::ExpertStore(const gguf::GgufModel& model, const std::vector<LayerExperts>& layers,
+                         const ExpertStoreConfig& cfg)
+    : ExpertStore(model, stacked_parts(model, layers), cfg) {}
+
+ExpertStore::ExpertStore(const gguf::GgufModel& model, std::vector<gguf::LayerExpertParts> layers,
                          const ExpertStoreConfig& cfg)
     : impl_(std::make_unique<Impl>(model, std::move(layers), cfg)) {
   Impl& s = *impl_;
@@ -317,32 +361,14 @@ ExpertStore::ExpertStore(const gguf::GgufModel& model, std::vector<LayerExperts>
     throw Error("--io-threads: must be between 1 and 256 (got " + std::to_string(cfg.io_threads) +
                 ")");
   }
-  // Validate the layer table and size the slots: the widest expert of any layer.
+  // Size the slots: the widest expert footprint of any layer (the table was
+  // validated by gguf::layer_expert_parts / stacked_layer_parts).
   std::vector<bool> split_used(model.n_splits(), false);
   for (size_t l = 0; l < s.layers.size(); ++l) {
-    const auto ps = s.parts(static_cast<int>(l));
-    const int present = (ps[0] != nullptr) + (ps[1] != nullptr) + (ps[2] != nullptr);
-    if (present == 0) continue;
-    if (present != 3) {
-      throw Error("expert store: layer " + std::to_string(l) +
-                  " has some but not all of gate/up/down expert tensors");
-    }
-    const uint64_t n_expert = ps[0]->ne.size() == 3 ? ps[0]->ne[2] : 0;
-    for (const gguf::TensorInfo* t : ps) {
-      if (t->ne.size() != 3 || t->ne[2] != n_expert || n_expert == 0) {
-        throw Error(model.paths().at(t->split) + ": expert tensor " + t->name +
-                    " is not a 3-D stack of " + std::to_string(n_expert) +
-                    " experts like the other expert tensors of layer " + std::to_string(l));
-      }
-      split_used.at(t->split) = true;
-    }
-    for (uint64_t e = 0; e < n_expert; ++e) {
-      uint64_t need = 0;
-      for (const gguf::TensorInfo* t : ps) {
-        const gguf::ByteRange r = model.expert_range(*t, e);
-        need += cover_bytes(r.offset, r.bytes);
-      }
-      s.slot_bytes = std::max(s.slot_bytes, need);
+    const gguf::LayerExpertParts& lp = s.layers[l];
+    for (size_t e = 0; e < lp.experts.size(); ++e) {
+      for (const gguf::ByteRange& r : lp.experts[e]) split_used.at(r.split) = true;
+      s.slot_bytes = std::max(s.slot_bytes, s.layout(static_cast<int>(l), static_cast<int>(e)).footprint);
     }
   }
   // Open only the splits that hold experts.
@@ -372,8 +398,7 @@ ExpertStore::~ExpertStore() = default;
 ExpertStore::Batch ExpertStore::fetch(int layer, std::span<const int> experts) {
   Impl& s = *impl_;
   s.check_layer(layer);
-  const auto ps = s.parts(layer);
-  const uint64_t n_expert = ps[0]->ne[2];
+  const uint64_t n_expert = s.parts(layer).n_expert();
   std::vector<char> seen(n_expert, 0);
   for (int e : experts) {
     if (e < 0 || static_cast<uint64_t>(e) >= n_expert) {
@@ -398,12 +423,7 @@ ExpertStore::Batch ExpertStore::fetch(int layer, std::span<const int> experts) {
   if (s.cfg.load_all) {
     const auto& rl = s.resident[static_cast<size_t>(layer)];
     for (size_t i = 0; i < k; ++i) {
-      const void* ptr[3];
-      for (size_t p = 0; p < 3; ++p) {
-        const gguf::ByteRange r = s.model.expert_range(*ps[p], static_cast<uint64_t>(experts[i]));
-        ptr[p] = rl.base[p] + (r.offset - ps[p]->offset);
-      }
-      st->views[i] = {ptr[0], ptr[1], ptr[2]};
+      st->views[i] = rl.views[static_cast<size_t>(experts[i])];
       st->ready.push_back(static_cast<int>(i));
     }
     return Batch(std::move(st));
@@ -466,15 +486,13 @@ ExpertStore::Batch ExpertStore::fetch(int layer, std::span<const int> experts) {
 
 uint64_t ExpertStore::expert_bytes(int layer) const {
   impl_->check_layer(layer);
-  uint64_t total = 0;
-  for (const gguf::TensorInfo* t : impl_->parts(layer)) total += impl_->model.expert_range(*t, 0).bytes;
-  return total;
+  return impl_->parts(layer).expert_bytes();
 }
 
 bool ExpertStore::is_cached(int layer, int expert) const {
   const Impl& s = *impl_;
   s.check_layer(layer);
-  const uint64_t n_expert = s.parts(layer)[0]->ne[2];
+  const uint64_t n_expert = s.parts(layer).n_expert();
   if (expert < 0 || static_cast<uint64_t>(expert) >= n_expert)
     throw Error("expert store: expert " + std::to_string(expert) + " out of range for layer " +
                 std::to_string(layer) + " (" + std::to_string(n_expert) + " experts)");

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "gguf/expert_layout.h"
 #include "gguf/gguf.h"
 
 namespace sluice::moe {
@@ -58,6 +59,8 @@ class DenseWeights {
 };
 
 // The three stacked expert tensors of one MoE layer ({n_in, n_out, n_expert}).
+// (Stacked files only; the general form, for either layout, is
+// gguf::LayerExpertParts from gguf::layer_expert_parts().)
 struct LayerExperts {
   const gguf::TensorInfo* gate = nullptr;
   const gguf::TensorInfo* up = nullptr;
@@ -111,8 +114,14 @@ struct ExpertIoStats {
 // offset, expert and layer; bad arguments to fetch() throw at once.
 class ExpertStore {
  public:
-  // layers[l] has null pointers for layers without experts.
-  ExpertStore(const gguf::GgufModel& model, std::vector<LayerExperts> layers,
+  // layers[l] describes layer l's experts in either file layout (stacked or
+  // expert-major); !present() for layers without experts. An expert's parts
+  // whose 4 KiB-aligned covers touch are read as one extent (one read, or
+  // several of at most 1 MiB for a bigger expert).
+  ExpertStore(const gguf::GgufModel& model, std::vector<gguf::LayerExpertParts> layers,
+              const ExpertStoreConfig& cfg);
+  // Stacked files: layers[l] has null pointers for layers without experts.
+  ExpertStore(const gguf::GgufModel& model, const std::vector<LayerExperts>& layers,
               const ExpertStoreConfig& cfg);
   ~ExpertStore();
   ExpertStore(const ExpertStore&) = delete;

@@ -20,6 +20,7 @@
 #include <set>
 #include <thread>
 
+#include "gguf/expert_layout.h"
 #include "gguf/gguf.h"
 #include "io/aligned_buffer.h"
 #include "io/direct_reader.h"
@@ -249,6 +250,16 @@ std::vector<IoBenchRow> best_rows(const std::vector<IoBenchRow>& rows) {
 
 std::vector<uint64_t> expert_slice_sizes(const gguf::GgufModel& model) {
   std::set<uint64_t> sizes;
+  if (gguf::expert_layout(model) == gguf::ExpertLayout::ExpertMajor) {
+    for (const gguf::LayerExpertParts& lp : gguf::layer_expert_parts(model)) {
+      if (!lp.present()) continue;
+      const auto& r = lp.experts[0];
+      uint64_t from = UINT64_MAX, to = 0;
+      for (const gguf::ByteRange& p : r) from = std::min(from, p.offset), to = std::max(to, p.offset + p.bytes);
+      sizes.insert(to - from);
+    }
+    return {sizes.begin(), sizes.end()};
+  }
   for (const gguf::TensorInfo& t : model.tensors()) {
     if (t.ne.size() != 3 || t.ne[2] == 0) continue;
     if (t.name.find("_exps") == std::string::npos) continue;

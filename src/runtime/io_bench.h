@@ -79,7 +79,9 @@ std::vector<std::string> io_bench_notes(const IoBenchConfig& cfg);
 
 // Distinct per-expert slice sizes of a MoE model, ascending: the bytes of one
 // expert in each stacked 3-D "*_exps" tensor (gate, up, down), i.e. what the
-// expert store reads per matrix. Empty when the model has no expert tensors.
+// expert store reads per matrix; for an expert-major file (sluice repack), the
+// span of one expert's gate..down extent, which the store reads as one piece.
+// Empty when the model has no expert tensors.
 std::vector<uint64_t> expert_slice_sizes(const gguf::GgufModel& model);
 
 // ---- building blocks (exposed for tests) ------------------------------------

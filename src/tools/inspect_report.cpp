@@ -7,6 +7,8 @@
 #include <map>
 #include <string>
 
+#include "gguf/expert_layout.h"
+
 namespace sluice::tools {
 namespace {
 
@@ -66,9 +68,12 @@ std::string show(const std::optional<T>& v) {
   } else return std::to_string(*v);
 }
 
-// "blk.12.ffn_up_exps.weight" -> "blk.N.ffn_up_exps.weight"
+// "blk.12.ffn_up_exps.weight" -> "blk.N.ffn_up_exps.weight";
+// expert-major "blk.12.ffn_up_exps.7.weight" -> "blk.N.ffn_up_exps.E.weight"
 std::string family_of(const std::string& name) {
   if (name.rfind("blk.", 0) != 0) return name;
+  if (const auto n = gguf::parse_expert_tensor_name(name); n && n->expert)
+    return "blk.N." + std::string(gguf::kExpertPartStems[n->part]) + ".E.weight";
   size_t i = 4;
   while (i < name.size() && std::isdigit(static_cast<unsigned char>(name[i]))) ++i;
   return "blk.N" + name.substr(i);
@@ -89,6 +94,7 @@ json inspect_json(const ModelInfo& info, const gguf::Metadata& metadata) {
   j["vocab_size"] = opt(hp.vocab_size);
   j["dense_bytes"] = s.dense_bytes;
   j["expert_bytes"] = s.expert_bytes;
+  j["expert_layout"] = info.file.expert_layout;
   j["token_demand_MiB"] = s.token_demand_bytes / kMiB;
   j["layer_demand_MiB"] = s.layer_demand_bytes / kMiB;
   j["min_ram_MiB"] = s.min_ram_bytes / kMiB;
@@ -169,6 +175,7 @@ std::string inspect_text(const ModelInfo& info, bool full_tensors) {
   line("file size", mib(info.file.file_bytes));
   line("metadata keys / tensors", std::to_string(info.file.n_metadata) + " / " + std::to_string(info.tensors.size()));
   line("file_type", show(info.file.file_type));
+  line("expert layout", info.file.expert_layout);
 
   out += "hyperparameters\n";
   line("block_count", show(hp.block_count));

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <map>
 
+#include "gguf/expert_layout.h"
+
 namespace sluice::tools {
 namespace {
 
@@ -33,8 +35,6 @@ int64_t layer_of(const std::string& name) {
   for (; i < name.size() && name[i] >= '0' && name[i] <= '9'; ++i) n = n * 10 + (name[i] - '0');
   return n;
 }
-
-bool is_expert_tensor(const std::string& name) { return name.find("_exps") != std::string::npos; }
 
 Hyperparameters read_hparams(const gguf::GgufModel& model, const std::string& arch) {
   const gguf::Metadata& md = model.metadata();
@@ -95,7 +95,7 @@ Sizing compute_sizing(const ModelInfo& info, uint64_t kv_context) {
   std::map<uint32_t, LayerSizing> layers;
   for (const auto& t : info.tensors) {
     s.total_bytes += t.bytes;
-    if (!is_expert_tensor(t.name) || t.ne.empty()) {
+    if (!gguf::is_expert_tensor_name(t.name) || t.ne.empty()) {
       s.dense_bytes += t.bytes;
       continue;
     }
@@ -103,6 +103,14 @@ Sizing compute_sizing(const ModelInfo& info, uint64_t kv_context) {
     const int64_t l = layer_of(t.name);
     LayerSizing& ls = layers[static_cast<uint32_t>(std::max<int64_t>(l, 0))];
     ls.layer = static_cast<uint32_t>(std::max<int64_t>(l, 0));
+    if (const auto n = gguf::parse_expert_tensor_name(t.name); n && n->expert) {
+      // Expert-major: one tensor per expert and part; every expert's match
+      // (gguf::layer_expert_parts validates that), so expert 0 gives the size.
+      ls.n_expert = std::max(ls.n_expert, *n->expert + 1);
+      ls.expert_tensor_bytes += t.bytes;
+      if (*n->expert == 0) ls.per_expert_bytes += t.bytes;
+      continue;
+    }
     const uint64_t n_expert = t.ne.back();  // experts are the outermost dimension
     ls.n_expert = std::max(ls.n_expert, n_expert);
     ls.expert_tensor_bytes += t.bytes;
@@ -140,6 +148,7 @@ ModelInfo model_info(const gguf::GgufModel& model, uint64_t kv_context) {
   info.file.n_metadata = md.entries().size();
   info.file.file_type = uint_key(md, "general.file_type");
   info.file.name = md.get_string("general.name").value_or("");
+  info.file.expert_layout = gguf::expert_layout_name(gguf::expert_layout(model));
 
   info.hp = read_hparams(model, info.architecture);
   info.tokenizer = read_tokenizer(md);

@@ -2,7 +2,9 @@
 // tokenizer, tensors, and the figures that size expert streaming.
 //
 // Sizing definitions (bytes; "expert tensors" are those whose name contains
-// "_exps", whose last dimension is the expert index):
+// "_exps": stacked ones, whose last dimension is the expert index, or the
+// per-expert tensors blk.L.ffn_*_exps.E.weight of an expert-major file, so both
+// layouts give the same figures; see gguf/expert_layout.h):
 //   dense_bytes      all other tensors (always resident)
 //   expert_bytes     all expert tensors
 //   per_expert[L]    bytes of one expert of layer L: sum over L's expert tensors of bytes / n_expert
@@ -75,6 +77,7 @@ struct FileInfo {
   uint64_t n_metadata = 0;
   std::optional<uint64_t> file_type;
   std::string name;  // general.name
+  std::string expert_layout = "none";  // "none", "stacked" or "expert-major" (gguf::expert_layout_name)
 };
 
 struct ModelInfo {

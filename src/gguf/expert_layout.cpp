@@ -1,0 +1,199 @@
+// Expert layout discovery: stacked and expert-major files (see expert_layout.h).
+#include "gguf/expert_layout.h"
+
+#include <algorithm>
+#include <map>
+
+#include "util/error.h"
+
+namespace sluice::gguf {
+namespace {
+
+std::string num(uint64_t v) { return std::to_string(v); }
+
+// Bounds that keep a hostile name from sizing a huge table.
+constexpr uint64_t kMaxLayer = 1u << 16;
+constexpr uint64_t kMaxExpert = 1u << 20;
+
+const std::string& path_of(const GgufModel& m, const TensorInfo& t) { return m.split(t.split).path; }
+
+std::string shape_str(const std::vector<uint64_t>& ne) {
+  std::string s = "{";
+  for (size_t i = 0; i < ne.size(); ++i) s += (i ? ", " : "") + num(ne[i]);
+  return s + "}";
+}
+
+// Parses a decimal number without sign or leading '+'; nullopt if empty or not all digits.
+std::optional<uint64_t> parse_index(std::string_view s) {
+  if (s.empty() || s.size() > 9) return std::nullopt;
+  uint64_t v = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') return std::nullopt;
+    v = v * 10 + static_cast<uint64_t>(c - '0');
+  }
+  return v;
+}
+
+// The per-layer tensors found while scanning the file.
+struct LayerTensors {
+  std::array<const TensorInfo*, 3> stacked{};
+  std::array<std::vector<const TensorInfo*>, 3> major;  // [part][expert]
+};
+
+LayerExpertParts expert_major_layer_parts(const GgufModel& m, uint32_t layer, const LayerTensors& lt) {
+  const std::string& file = m.split(0).path;
+  uint64_t n_expert = 0;
+  for (const auto& ts : lt.major) n_expert = std::max<uint64_t>(n_expert, ts.size());
+  LayerExpertParts out;
+  out.layout = ExpertLayout::ExpertMajor;
+  out.experts.resize(n_expert);
+  for (size_t p = 0; p < 3; ++p) {
+    const auto& ts = lt.major[p];
+    for (uint64_t e = 0; e < n_expert; ++e) {
+      if (e >= ts.size() || ts[e] == nullptr)
+        fail(file, "expert-major layer " + num(layer) + " lacks tensor " + expert_major_name(layer, p, e) +
+                       " (every part needs experts 0.." + num(n_expert - 1) + ")");
+    }
+    const TensorInfo& first = *ts[0];
+    if (first.ne.size() != 2)
+      fail(path_of(m, first), "expert tensor " + first.name + " has shape " + shape_str(first.ne) +
+                                  ", expected one expert's 2-D matrix {n_in, n_out}");
+    ExpertPartInfo& info = out.part[p];
+    info.type = first.type;
+    info.ne = first.ne;
+    info.bytes = first.bytes;
+    info.tensor = first.name;
+    for (uint64_t e = 0; e < n_expert; ++e) {
+      const TensorInfo& t = *ts[e];
+      if (t.type != first.type || t.ne != first.ne)
+        fail(path_of(m, t), "expert tensor " + t.name + " is " + std::string(ggml_type_name(t.type)) + " " + shape_str(t.ne) +
+                                " but " + first.name + " is " + std::string(ggml_type_name(first.type)) + " " +
+                                shape_str(first.ne) + " (every expert of a layer must match)");
+      out.experts[e][p] = ByteRange{t.split, t.offset, t.bytes};
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+const char* expert_layout_name(ExpertLayout l) {
+  switch (l) {
+    case ExpertLayout::None: return "none";
+    case ExpertLayout::Stacked: return "stacked";
+    case ExpertLayout::ExpertMajor: return "expert-major";
+  }
+  return "?";
+}
+
+bool is_expert_tensor_name(std::string_view name) { return name.find("_exps") != std::string_view::npos; }
+bool is_expert_weight(const TensorInfo& t) { return is_expert_tensor_name(t.name); }
+
+std::string stacked_expert_name(uint32_t layer, size_t part) {
+  return "blk." + num(layer) + "." + kExpertPartStems.at(part) + ".weight";
+}
+
+std::string expert_major_name(uint32_t layer, size_t part, uint64_t expert) {
+  return "blk." + num(layer) + "." + kExpertPartStems.at(part) + "." + num(expert) + ".weight";
+}
+
+std::optional<ExpertTensorName> parse_expert_tensor_name(std::string_view name) {
+  constexpr std::string_view kBlk = "blk.", kWeight = ".weight";
+  if (!name.starts_with(kBlk) || !name.ends_with(kWeight)) return std::nullopt;
+  std::string_view rest = name.substr(kBlk.size(), name.size() - kBlk.size() - kWeight.size());
+  const size_t dot = rest.find('.');
+  if (dot == std::string_view::npos) return std::nullopt;
+  const auto layer = parse_index(rest.substr(0, dot));
+  if (!layer) return std::nullopt;
+  rest.remove_prefix(dot + 1);  // "STEM" or "STEM.E"
+  ExpertTensorName out;
+  out.layer = static_cast<uint32_t>(*layer);
+  const size_t dot2 = rest.find('.');
+  const std::string_view stem = rest.substr(0, dot2);
+  if (dot2 != std::string_view::npos) {
+    out.expert = parse_index(rest.substr(dot2 + 1));
+    if (!out.expert) return std::nullopt;
+  }
+  for (size_t p = 0; p < 3; ++p) {
+    if (stem == kExpertPartStems[p]) {
+      out.part = p;
+      return out;
+    }
+  }
+  return std::nullopt;
+}
+
+ExpertLayout expert_layout(const GgufModel& m) {
+  if (const auto v = m.metadata().get_string(kExpertLayoutKey)) {
+    if (*v == kExpertMajorValue) return ExpertLayout::ExpertMajor;
+    if (*v == "stacked") return ExpertLayout::Stacked;
+    fail(m.paths().front(), std::string("unknown ") + kExpertLayoutKey + " '" + *v +
+                                "' (this build reads 'stacked' and 'expert-major')");
+  }
+  for (const TensorInfo& t : m.tensors()) {
+    const auto n = parse_expert_tensor_name(t.name);
+    if (n && !n->expert) return ExpertLayout::Stacked;
+  }
+  return ExpertLayout::None;
+}
+
+LayerExpertParts stacked_layer_parts(const GgufModel& m, uint32_t layer, const TensorInfo& gate, const TensorInfo& up,
+                                     const TensorInfo& down) {
+  const std::array<const TensorInfo*, 3> ts = {&gate, &up, &down};
+  const uint64_t n_expert = gate.ne.size() == 3 ? gate.ne[2] : 0;
+  LayerExpertParts out;
+  out.layout = ExpertLayout::Stacked;
+  for (size_t p = 0; p < 3; ++p) {
+    const TensorInfo& t = *ts[p];
+    if (t.ne.size() != 3 || t.ne[2] != n_expert || n_expert == 0 || t.bytes % n_expert != 0)
+      fail(path_of(m, t), "expert tensor " + t.name + " (shape " + shape_str(t.ne) + ") is not a 3-D stack of " +
+                              num(n_expert) + " experts like the other expert tensors of layer " + num(layer));
+    out.part[p] = ExpertPartInfo{t.type, {t.ne[0], t.ne[1]}, t.bytes / n_expert, t.name};
+  }
+  out.experts.resize(n_expert);
+  for (uint64_t e = 0; e < n_expert; ++e)
+    for (size_t p = 0; p < 3; ++p) out.experts[e][p] = m.expert_range(*ts[p], e);
+  return out;
+}
+
+std::vector<LayerExpertParts> layer_expert_parts(const GgufModel& m) {
+  const ExpertLayout layout = expert_layout(m);
+  const std::string& file = m.split(0).path;
+  std::map<uint32_t, LayerTensors> found;
+  for (const TensorInfo& t : m.tensors()) {
+    const auto n = parse_expert_tensor_name(t.name);
+    if (!n) continue;
+    if (n->layer >= kMaxLayer) fail(path_of(m, t), "expert tensor " + t.name + " has a layer index that is too large");
+    LayerTensors& lt = found[n->layer];
+    if (!n->expert) {
+      if (layout == ExpertLayout::ExpertMajor)
+        fail(path_of(m, t), "stacked expert tensor " + t.name + " in a file whose " + kExpertLayoutKey +
+                                " says expert-major");
+      lt.stacked[n->part] = &t;
+      continue;
+    }
+    if (layout != ExpertLayout::ExpertMajor)
+      fail(path_of(m, t), "per-expert tensor " + t.name + " in a file whose metadata lacks " + kExpertLayoutKey +
+                              " = " + kExpertMajorValue);
+    if (*n->expert >= kMaxExpert) fail(path_of(m, t), "expert tensor " + t.name + " has an expert index that is too large");
+    auto& v = lt.major[n->part];
+    if (v.size() <= *n->expert) v.resize(*n->expert + 1, nullptr);
+    v[*n->expert] = &t;
+  }
+  std::vector<LayerExpertParts> out(found.empty() ? 0 : found.rbegin()->first + 1);
+  for (const auto& [layer, lt] : found) {
+    if (layout == ExpertLayout::ExpertMajor) {
+      out[layer] = expert_major_layer_parts(m, layer, lt);
+      continue;
+    }
+    for (size_t p = 0; p < 3; ++p) {
+      if (!lt.stacked[p])
+        fail(file, "layer " + num(layer) + " has some but not all of gate/up/down expert tensors (missing " +
+                       stacked_expert_name(layer, p) + ")");
+    }
+    out[layer] = stacked_layer_parts(m, layer, *lt.stacked[kGate], *lt.stacked[kUp], *lt.stacked[kDown]);
+  }
+  return out;
+}
+
+}  // namespace sluice::gguf
