@@ -326,6 +326,10 @@ void fill_avx2(KernelTable& table) {
 }
 
 }  // namespace cols_avx2
+
+namespace cols_vnni {
+void fill_vnni(KernelTable& table);  // dot_cols_vnni.cpp
+}  // namespace cols_vnni
 }  // namespace sluice::kernels
 
 #endif  // __x86_64__
@@ -346,6 +350,11 @@ void fill_dot_cols_kernels(KernelTable& table, Isa isa) {
     case Isa::Neon:
       // Slot for NEON multi-column dots (same shape: decode the weight block
       // once, vdotq_s32 per column). None yet.
+      break;
+    case Isa::AvxVnni:
+#if defined(__x86_64__)
+      cols_vnni::fill_vnni(table);
+#endif
       break;
   }
 }
