@@ -29,12 +29,21 @@ using kq_x86::pair_scales;
 
 // Calls Kernel::template run<N>(n, w, act, out) with N = n_act (1..4).
 template <class Kernel>
-SLUICE_AVXVNNI void dispatch_cols(int64_t n, const void* w, const void* const* act, int n_act, float* out) {
+SLUICE_AVXVNNI void dispatch_cols(int64_t n, const void* w, const void* const* act, int n_act,
+                                  float* out) {
   switch (n_act) {
-    case 1: Kernel::template run<1>(n, w, act, out); break;
-    case 2: Kernel::template run<2>(n, w, act, out); break;
-    case 3: Kernel::template run<3>(n, w, act, out); break;
-    default: Kernel::template run<4>(n, w, act, out); break;
+    case 1:
+      Kernel::template run<1>(n, w, act, out);
+      break;
+    case 2:
+      Kernel::template run<2>(n, w, act, out);
+      break;
+    case 3:
+      Kernel::template run<3>(n, w, act, out);
+      break;
+    default:
+      Kernel::template run<4>(n, w, act, out);
+      break;
   }
 }
 
@@ -42,12 +51,12 @@ SLUICE_AVXVNNI void dispatch_cols(int64_t n, const void* w, const void* const* a
 template <class W>
 struct SymmetricCols {
   template <int N>
-  SLUICE_AVXVNNI static void block(const typename W::Block& xb, const BlockQ8_0* const* y, int64_t i, __m256* acc,
-                                   int64_t di = 0) {
+  SLUICE_AVXVNNI static void block(const typename W::Block& xb, const BlockQ8_0* const* y,
+                                   int64_t i, __m256* acc, int64_t di = 0) {
     const __m256i lv = W::levels(xb);
     const __m256i ax = _mm256_sign_epi8(lv, lv);
     const float s = W::scale(xb);
-    #pragma GCC unroll 4
+#pragma GCC unroll 4
     for (int j = 0; j < N; ++j) {
       const BlockQ8_0& yb = y[j][i + di];
       const __m256i sy = _mm256_sign_epi8(load256(yb.qs), lv);
@@ -60,11 +69,11 @@ struct SymmetricCols {
   SLUICE_AVXVNNI static void run(int64_t n, const void* w, const void* const* act, float* out) {
     const auto* x = static_cast<const typename W::Block*>(w);
     const BlockQ8_0* y[N];
-    #pragma GCC unroll 4
+#pragma GCC unroll 4
     for (int j = 0; j < N; ++j) y[j] = static_cast<const BlockQ8_0*>(act[j]);
     const int64_t nb = n / kLegacyBlock;
     __m256 acc0[N], acc1[N];
-    #pragma GCC unroll 4
+#pragma GCC unroll 4
     for (int j = 0; j < N; ++j) acc0[j] = acc1[j] = _mm256_setzero_ps();
     int64_t i = 0;
     for (; i + 1 < nb; i += 2) {
@@ -72,7 +81,7 @@ struct SymmetricCols {
       block<N>(x[i + 1], y, i, acc1, 1);
     }
     if (i < nb) block<N>(x[i], y, i, acc0);
-    #pragma GCC unroll 4
+#pragma GCC unroll 4
     for (int j = 0; j < N; ++j) out[j] = hsum(_mm256_add_ps(acc0[j], acc1[j]));
   }
 };
@@ -85,13 +94,13 @@ struct K4StyleCols {
     const auto* first = static_cast<const uint8_t*>(w);
     const size_t block_bytes = kFiveBit ? sizeof(BlockQ5K) : sizeof(BlockQ4K);
     const BlockQ8K* y[N];
-    #pragma GCC unroll 4
+#pragma GCC unroll 4
     for (int j = 0; j < N; ++j) y[j] = static_cast<const BlockQ8K*>(act[j]);
     const __m256i m4 = _mm256_set1_epi8(0x0F);
     const __m256i one = _mm256_set1_epi8(1);
     __m256 acc[N];
     __m128 acc_min[N];
-    #pragma GCC unroll 4
+#pragma GCC unroll 4
     for (int j = 0; j < N; ++j) {
       acc[j] = _mm256_setzero_ps();
       acc_min[j] = _mm_setzero_ps();
@@ -113,13 +122,14 @@ struct K4StyleCols {
       if constexpr (kFiveBit) hbits = load256(qh);
 
       __m256i sum_lo[N], sum_hi[N];
-      #pragma GCC unroll 4
+#pragma GCC unroll 4
       for (int j = 0; j < N; ++j) {
         const __m256i bsums = load256(y[j][i].bsums);
         const __m128i sub_sums =
             _mm_hadd_epi16(_mm256_castsi256_si128(bsums), _mm256_extracti128_si256(bsums, 1));
         const float dmin = y[j][i].d * wdmin;
-        acc_min[j] = _mm_fmadd_ps(_mm_set1_ps(dmin), _mm_cvtepi32_ps(_mm_madd_epi16(mins, sub_sums)), acc_min[j]);
+        acc_min[j] = _mm_fmadd_ps(_mm_set1_ps(dmin),
+                                  _mm_cvtepi32_ps(_mm_madd_epi16(mins, sub_sums)), acc_min[j]);
         sum_lo[j] = sum_hi[j] = _mm256_setzero_si256();
       }
 #pragma GCC unroll 4
@@ -136,18 +146,25 @@ struct K4StyleCols {
         const __m256i s_lo = broadcast_scale(sc, 2 * c);
         const __m256i s_hi = broadcast_scale(sc, 2 * c + 1);
 #ifdef SLUICE_VNNI_PAIRED
-        const __m256i s_pair = _mm256_shuffle_epi8(sc, _mm256_set1_epi32(((4 * c + 3) << 24) | ((4 * c + 2) << 16) | ((4 * c + 1) << 8) | (4 * c)));
-        #pragma GCC unroll 4
+        const __m256i s_pair =
+            _mm256_shuffle_epi8(sc, _mm256_set1_epi32(((4 * c + 3) << 24) | ((4 * c + 2) << 16) |
+                                                      ((4 * c + 1) << 8) | (4 * c)));
+#pragma GCC unroll 4
         for (int j = 0; j < N; ++j) {
-          const __m256i a = _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), q_lo, load256(y[j][i].qs + 64 * c));
-          const __m256i b = _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), q_hi, load256(y[j][i].qs + 64 * c + 32));
+          const __m256i a =
+              _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), q_lo, load256(y[j][i].qs + 64 * c));
+          const __m256i b = _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), q_hi,
+                                                    load256(y[j][i].qs + 64 * c + 32));
           const __m256i ab = _mm256_blend_epi16(a, _mm256_bslli_epi128(b, 2), 0xAA);
-          if (c % 2) sum_hi[j] = _mm256_dpwssd_avx_epi32(sum_hi[j], ab, s_pair);
-          else sum_lo[j] = _mm256_dpwssd_avx_epi32(sum_lo[j], ab, s_pair);
+          if (c % 2)
+            sum_hi[j] = _mm256_dpwssd_avx_epi32(sum_hi[j], ab, s_pair);
+          else
+            sum_lo[j] = _mm256_dpwssd_avx_epi32(sum_lo[j], ab, s_pair);
         }
-        (void)s_lo; (void)s_hi;
+        (void)s_lo;
+        (void)s_hi;
 #else
-        #pragma GCC unroll 4
+#pragma GCC unroll 4
         for (int j = 0; j < N; ++j) {
           const __m256i p_lo = _mm256_maddubs_epi16(q_lo, load256(y[j][i].qs + 64 * c));
           const __m256i p_hi = _mm256_maddubs_epi16(q_hi, load256(y[j][i].qs + 64 * c + 32));
@@ -156,14 +173,14 @@ struct K4StyleCols {
         }
 #endif
       }
-      #pragma GCC unroll 4
+#pragma GCC unroll 4
       for (int j = 0; j < N; ++j) {
         const float d = y[j][i].d * wd;
         const __m256i sumi = _mm256_add_epi32(sum_lo[j], sum_hi[j]);
         acc[j] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc[j]);
       }
     }
-    #pragma GCC unroll 4
+#pragma GCC unroll 4
     for (int j = 0; j < N; ++j) {
       __m128 m = _mm_add_ps(acc_min[j], _mm_movehl_ps(acc_min[j], acc_min[j]));
       m = _mm_add_ss(m, _mm_movehdup_ps(m));
@@ -178,10 +195,10 @@ struct Q6KCols {
   SLUICE_AVXVNNI static void run(int64_t n, const void* w, const void* const* act, float* out) {
     const auto* wb = static_cast<const BlockQ6K*>(w);
     const BlockQ8K* y[N];
-    #pragma GCC unroll 4
+#pragma GCC unroll 4
     for (int j = 0; j < N; ++j) y[j] = static_cast<const BlockQ8K*>(act[j]);
     __m256 acc[N];
-    #pragma GCC unroll 4
+#pragma GCC unroll 4
     for (int j = 0; j < N; ++j) acc[j] = _mm256_setzero_ps();
     for (int64_t i = 0; i < n / kQK_K; ++i) {
       const BlockQ6K& b = wb[i];
@@ -189,7 +206,7 @@ struct Q6KCols {
       const __m128i scales8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales));
       const __m256i scales16 = _mm256_cvtepi8_epi16(scales8);
       __m256i sum_a[N], sum_b[N];
-      #pragma GCC unroll 4
+#pragma GCC unroll 4
       for (int j = 0; j < N; ++j) sum_a[j] = sum_b[j] = _mm256_setzero_si256();
       for (int half = 0; half < 2; ++half) {
         const __m128i lane = _mm_cvtepi8_epi16(half == 0 ? scales8 : _mm_srli_si128(scales8, 8));
@@ -198,25 +215,29 @@ struct Q6KCols {
         kq_x86::q6k_half_quants(b, half, q);
         const __m256i s0 = pair_scales(sc, 0), s1 = pair_scales(sc, 1);
         const __m256i s2 = pair_scales(sc, 2), s3 = pair_scales(sc, 3);
-        #pragma GCC unroll 4
+#pragma GCC unroll 4
         for (int j = 0; j < N; ++j) {
           const int8_t* q8 = y[j][i].qs + 128 * half;
           sum_a[j] = _mm256_dpwssd_avx_epi32(sum_a[j], s0, _mm256_maddubs_epi16(q[0], load256(q8)));
-          sum_b[j] = _mm256_dpwssd_avx_epi32(sum_b[j], s1, _mm256_maddubs_epi16(q[1], load256(q8 + 32)));
-          sum_a[j] = _mm256_dpwssd_avx_epi32(sum_a[j], s2, _mm256_maddubs_epi16(q[2], load256(q8 + 64)));
-          sum_b[j] = _mm256_dpwssd_avx_epi32(sum_b[j], s3, _mm256_maddubs_epi16(q[3], load256(q8 + 96)));
+          sum_b[j] =
+              _mm256_dpwssd_avx_epi32(sum_b[j], s1, _mm256_maddubs_epi16(q[1], load256(q8 + 32)));
+          sum_a[j] =
+              _mm256_dpwssd_avx_epi32(sum_a[j], s2, _mm256_maddubs_epi16(q[2], load256(q8 + 64)));
+          sum_b[j] =
+              _mm256_dpwssd_avx_epi32(sum_b[j], s3, _mm256_maddubs_epi16(q[3], load256(q8 + 96)));
         }
       }
-      #pragma GCC unroll 4
+#pragma GCC unroll 4
       for (int j = 0; j < N; ++j) {
         // q in 0..63 means q - 32: take 32 * scale * bsum out per sub-block.
-        const __m256i offset = _mm256_slli_epi32(_mm256_madd_epi16(scales16, load256(y[j][i].bsums)), 5);
+        const __m256i offset =
+            _mm256_slli_epi32(_mm256_madd_epi16(scales16, load256(y[j][i].bsums)), 5);
         const float d = y[j][i].d * wd;
         const __m256i sumi = _mm256_sub_epi32(_mm256_add_epi32(sum_a[j], sum_b[j]), offset);
         acc[j] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc[j]);
       }
     }
-    #pragma GCC unroll 4
+#pragma GCC unroll 4
     for (int j = 0; j < N; ++j) out[j] = hsum(acc[j]);
   }
 };
@@ -224,7 +245,9 @@ struct Q6KCols {
 }  // namespace
 
 void fill_vnni(KernelTable& table) {
-  auto set = [&](GgmlType t, VecDotColsFn fn) { table[static_cast<uint32_t>(t)].vec_dot_cols = fn; };
+  auto set = [&](GgmlType t, VecDotColsFn fn) {
+    table[static_cast<uint32_t>(t)].vec_dot_cols = fn;
+  };
   set(GgmlType::Q4_0, &dispatch_cols<SymmetricCols<avx2::Q4_0Levels>>);
   set(GgmlType::Q8_0, &dispatch_cols<SymmetricCols<avx2::Q8_0Levels>>);
   set(GgmlType::Q4_K, &dispatch_cols<K4StyleCols<false>>);

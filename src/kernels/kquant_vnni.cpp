@@ -33,8 +33,8 @@ using kq_x86::pair_scales;
 
 // Mirrors vec_dot_k4_style (kquant_avx2.cpp).
 template <bool kFiveBit>
-SLUICE_AVXVNNI inline float vec_dot_k4_style_vnni(int64_t n, const uint8_t* first_block, size_t block_bytes,
-                                                  const BlockQ8K* ab) {
+SLUICE_AVXVNNI inline float vec_dot_k4_style_vnni(int64_t n, const uint8_t* first_block,
+                                                  size_t block_bytes, const BlockQ8K* ab) {
   const __m256i m4 = _mm256_set1_epi8(0x0F);
   const __m256i one = _mm256_set1_epi8(1);
   __m256 acc = _mm256_setzero_ps();
@@ -54,7 +54,8 @@ SLUICE_AVXVNNI inline float vec_dot_k4_style_vnni(int64_t n, const uint8_t* firs
     const __m256i scales_mins = _mm256_cvtepu8_epi16(kq_x86::unpack_k4_scales(packed));
     const __m128i mins = _mm256_extracti128_si256(scales_mins, 1);
     const __m256i bsums = load256(y.bsums);
-    const __m128i sub_sums = _mm_hadd_epi16(_mm256_castsi256_si128(bsums), _mm256_extracti128_si256(bsums, 1));
+    const __m128i sub_sums =
+        _mm_hadd_epi16(_mm256_castsi256_si128(bsums), _mm256_extracti128_si256(bsums, 1));
     const __m128i min_prod = _mm_madd_epi16(mins, sub_sums);
     acc_min = _mm_fmadd_ps(_mm_set1_ps(dmin), _mm_cvtepi32_ps(min_prod), acc_min);
 
@@ -111,7 +112,8 @@ SLUICE_AVXVNNI float vec_dot_q6_k_vnni(int64_t n, const void* w, const void* a) 
 
     const __m128i scales8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales));
     // Quants are stored as q in 0..63 meaning q - 32: take 32 * scale * bsum out per sub-block.
-    const __m256i offset = _mm256_slli_epi32(_mm256_madd_epi16(_mm256_cvtepi8_epi16(scales8), load256(y.bsums)), 5);
+    const __m256i offset =
+        _mm256_slli_epi32(_mm256_madd_epi16(_mm256_cvtepi8_epi16(scales8), load256(y.bsums)), 5);
     __m256i sum_a = _mm256_setzero_si256(), sum_b = _mm256_setzero_si256();
     for (int half = 0; half < 2; ++half) {
       const __m128i lane = _mm_cvtepi8_epi16(half == 0 ? scales8 : _mm_srli_si128(scales8, 8));
@@ -119,10 +121,14 @@ SLUICE_AVXVNNI float vec_dot_q6_k_vnni(int64_t n, const void* w, const void* a) 
       __m256i q[4];
       kq_x86::q6k_half_quants(b, half, q);
       const int8_t* q8 = y.qs + 128 * half;
-      sum_a = _mm256_dpwssd_avx_epi32(sum_a, pair_scales(sc, 0), _mm256_maddubs_epi16(q[0], load256(q8)));
-      sum_b = _mm256_dpwssd_avx_epi32(sum_b, pair_scales(sc, 1), _mm256_maddubs_epi16(q[1], load256(q8 + 32)));
-      sum_a = _mm256_dpwssd_avx_epi32(sum_a, pair_scales(sc, 2), _mm256_maddubs_epi16(q[2], load256(q8 + 64)));
-      sum_b = _mm256_dpwssd_avx_epi32(sum_b, pair_scales(sc, 3), _mm256_maddubs_epi16(q[3], load256(q8 + 96)));
+      sum_a = _mm256_dpwssd_avx_epi32(sum_a, pair_scales(sc, 0),
+                                      _mm256_maddubs_epi16(q[0], load256(q8)));
+      sum_b = _mm256_dpwssd_avx_epi32(sum_b, pair_scales(sc, 1),
+                                      _mm256_maddubs_epi16(q[1], load256(q8 + 32)));
+      sum_a = _mm256_dpwssd_avx_epi32(sum_a, pair_scales(sc, 2),
+                                      _mm256_maddubs_epi16(q[2], load256(q8 + 64)));
+      sum_b = _mm256_dpwssd_avx_epi32(sum_b, pair_scales(sc, 3),
+                                      _mm256_maddubs_epi16(q[3], load256(q8 + 96)));
     }
     const __m256i sumi = _mm256_sub_epi32(_mm256_add_epi32(sum_a, sum_b), offset);
     acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc);

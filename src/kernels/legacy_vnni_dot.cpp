@@ -22,7 +22,8 @@ using avx2::hsum;
 
 // Same lanes as avx2::dot_i8 (signed x signed through the sign transfer).
 SLUICE_AVXVNNI inline __m256i dot_i8(__m256i x, __m256i y) {
-  return _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), _mm256_sign_epi8(x, x), _mm256_sign_epi8(y, x));
+  return _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), _mm256_sign_epi8(x, x),
+                                 _mm256_sign_epi8(y, x));
 }
 
 // Same lanes as avx2::dot_u8_i8.
@@ -70,7 +71,8 @@ SLUICE_AVXVNNI float dot_offset(int64_t n, const void* w, const void* act) {
     const __m256 p1 = _mm256_cvtepi32_ps(dot_u8_i8(W::levels(x[i + 1]), a1));
     acc0 = _mm256_fmadd_ps(_mm256_set1_ps(W::scale(x[i]) * fp16_scalar(y[i].d)), p0, acc0);
     acc1 = _mm256_fmadd_ps(_mm256_set1_ps(W::scale(x[i + 1]) * fp16_scalar(y[i + 1].d)), p1, acc1);
-    offsets += W::offset(x[i]) * fp16_scalar(y[i].s) + W::offset(x[i + 1]) * fp16_scalar(y[i + 1].s);
+    offsets +=
+        W::offset(x[i]) * fp16_scalar(y[i].s) + W::offset(x[i + 1]) * fp16_scalar(y[i + 1].s);
   }
   if (i < nb) {
     const __m256i a0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].qs));

@@ -26,22 +26,27 @@ namespace {
 
 // Weight types with an AVX-VNNI vec_dot, and those that also have a
 // multi-column one.
-const GgmlType kVnniDotTypes[] = {GgmlType::Q4_0,  GgmlType::Q5_0,  GgmlType::Q8_0, GgmlType::IQ4_NL,
-                                  GgmlType::MXFP4, GgmlType::Q4_1,  GgmlType::Q5_1, GgmlType::Q4_K,
+const GgmlType kVnniDotTypes[] = {GgmlType::Q4_0,  GgmlType::Q5_0, GgmlType::Q8_0, GgmlType::IQ4_NL,
+                                  GgmlType::MXFP4, GgmlType::Q4_1, GgmlType::Q5_1, GgmlType::Q4_K,
                                   GgmlType::Q5_K,  GgmlType::Q6_K};
-const GgmlType kVnniColsTypes[] = {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
+const GgmlType kVnniColsTypes[] = {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q5_K,
+                                   GgmlType::Q6_K};
 
 bool has_vnni() { return cpu_features().avxvnni; }
-#define SKIP_WITHOUT_VNNI()                                                                          \
-  do {                                                                                               \
-    if (!has_vnni()) {                                                                               \
-      GTEST_SKIP() << "this CPU lacks AVX-VNNI (CPUID.(7,1):EAX[4]); VNNI kernels not run";            \
-    }                                                                                                \
+#define SKIP_WITHOUT_VNNI()                                                                 \
+  do {                                                                                      \
+    if (!has_vnni()) {                                                                      \
+      GTEST_SKIP() << "this CPU lacks AVX-VNNI (CPUID.(7,1):EAX[4]); VNNI kernels not run"; \
+    }                                                                                       \
   } while (0)
 
-bool is_kquant(GgmlType t) { return t == GgmlType::Q4_K || t == GgmlType::Q5_K || t == GgmlType::Q6_K; }
+bool is_kquant(GgmlType t) {
+  return t == GgmlType::Q4_K || t == GgmlType::Q5_K || t == GgmlType::Q6_K;
+}
 
-size_t row_bytes(GgmlType t, int64_t n) { return static_cast<size_t>(*ggml_row_bytes(t, static_cast<uint64_t>(n))); }
+size_t row_bytes(GgmlType t, int64_t n) {
+  return static_cast<size_t>(*ggml_row_bytes(t, static_cast<uint64_t>(n)));
+}
 
 // How quant bytes (not block scales) are filled.
 enum class Fill { Random, AllOnes, AllZeros };
@@ -56,15 +61,19 @@ void put_half(uint8_t* p, float v) {
 // A weight row of type t: quant bytes per `fill`, block scale fields finite
 // (random magnitudes; `max_scales` makes the packed sub-block scales of the
 // K-quants their largest values: 63 for Q4_K/Q5_K, +-127/-128 for Q6_K).
-std::vector<uint8_t> weight_row(GgmlType t, int64_t n, Fill fill, bool max_scales, std::mt19937& rng) {
+std::vector<uint8_t> weight_row(GgmlType t, int64_t n, Fill fill, bool max_scales,
+                                std::mt19937& rng) {
   std::vector<uint8_t> w(row_bytes(t, n));
-  for (uint8_t& b : w) b = fill == Fill::Random ? static_cast<uint8_t>(rng()) : fill == Fill::AllOnes ? 0xFF : 0x00;
+  for (uint8_t& b : w)
+    b = fill == Fill::Random ? static_cast<uint8_t>(rng()) : fill == Fill::AllOnes ? 0xFF : 0x00;
   std::uniform_real_distribution<float> scale(-2.0f, 2.0f);
   const size_t bb = ggml_type_info(t).block_bytes;
   for (size_t off = 0; off < w.size(); off += bb) {
     uint8_t* blk = w.data() + off;
     switch (t) {
-      case GgmlType::MXFP4: blk[0] = static_cast<uint8_t>(120 + rng() % 16); break;  // 2^-7 .. 2^8
+      case GgmlType::MXFP4:
+        blk[0] = static_cast<uint8_t>(120 + rng() % 16);
+        break;  // 2^-7 .. 2^8
       case GgmlType::Q4_1:
       case GgmlType::Q5_1:
         put_half(blk, scale(rng));
@@ -79,10 +88,13 @@ std::vector<uint8_t> weight_row(GgmlType t, int64_t n, Fill fill, bool max_scale
       case GgmlType::Q6_K: {
         put_half(blk + offsetof(BlockQ6K, d), scale(rng));
         if (max_scales)
-          for (int s = 0; s < kQK_K / 16; ++s) blk[offsetof(BlockQ6K, scales) + s] = s % 2 ? 0x80 : 0x7F;
+          for (int s = 0; s < kQK_K / 16; ++s)
+            blk[offsetof(BlockQ6K, scales) + s] = s % 2 ? 0x80 : 0x7F;
         break;
       }
-      default: put_half(blk, scale(rng)); break;  // Q4_0, Q5_0, Q8_0, IQ4_NL: d first
+      default:
+        put_half(blk, scale(rng));
+        break;  // Q4_0, Q5_0, Q8_0, IQ4_NL: d first
     }
   }
   return w;
@@ -135,8 +147,9 @@ std::vector<int64_t> row_lengths(GgmlType t) {
 bool same_bits(float a, float b) { return std::memcmp(&a, &b, sizeof(float)) == 0; }
 
 std::string describe(GgmlType t, int64_t n, Fill f, ActFill af, bool max_scales) {
-  return std::string(ggml_type_name(t)) + " n=" + std::to_string(n) + " fill=" + std::to_string(int(f)) +
-         " act=" + std::to_string(int(af)) + (max_scales ? " max-scales" : "");
+  return std::string(ggml_type_name(t)) + " n=" + std::to_string(n) +
+         " fill=" + std::to_string(int(f)) + " act=" + std::to_string(int(af)) +
+         (max_scales ? " max-scales" : "");
 }
 
 // The fills every bit-identity test runs: random, then the extremes.
@@ -179,7 +192,8 @@ TEST(KernelsVnni, CpuDetectionAgreesWithTheKernelsCpuFlags) {
 
 TEST(KernelsVnni, RegisteredOnlyWhenTheCpuHasItAndChosenByDefault) {
   if (!has_vnni()) {
-    for (GgmlType t : kVnniDotTypes) EXPECT_EQ(kernels_for(t, Isa::AvxVnni), nullptr) << ggml_type_name(t);
+    for (GgmlType t : kVnniDotTypes)
+      EXPECT_EQ(kernels_for(t, Isa::AvxVnni), nullptr) << ggml_type_name(t);
     EXPECT_NE(best_isa(), Isa::AvxVnni);
     GTEST_SKIP() << "this CPU lacks AVX-VNNI: checked only that nothing is registered";
   }
@@ -197,7 +211,8 @@ TEST(KernelsVnni, RegisteredOnlyWhenTheCpuHasItAndChosenByDefault) {
   // Formats without a VNNI version keep their AVX2 kernels.
   for (GgmlType t : {GgmlType::F32, GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::IQ4_XS}) {
     EXPECT_EQ(kernels_for(t).vec_dot, kernels_for(t, Isa::Avx2)->vec_dot) << ggml_type_name(t);
-    EXPECT_EQ(kernels_for(t).vec_dot_cols, kernels_for(t, Isa::Avx2)->vec_dot_cols) << ggml_type_name(t);
+    EXPECT_EQ(kernels_for(t).vec_dot_cols, kernels_for(t, Isa::Avx2)->vec_dot_cols)
+        << ggml_type_name(t);
   }
 }
 
@@ -214,8 +229,8 @@ TEST(KernelsVnni, VecDotIsBitIdenticalToAvx2) {
           const std::vector<uint8_t> a = activation_row(t, n, v.act, rng);
           const float want = avx2(n, w.data(), a.data());
           const float got = vnni(n, w.data(), a.data());
-          EXPECT_TRUE(same_bits(got, want))
-              << describe(t, n, v.fill, v.act, v.max_scales) << ": vnni " << got << " avx2 " << want;
+          EXPECT_TRUE(same_bits(got, want)) << describe(t, n, v.fill, v.act, v.max_scales)
+                                            << ": vnni " << got << " avx2 " << want;
         }
       }
     }
@@ -235,7 +250,8 @@ TEST(KernelsVnni, DotColsIsBitIdenticalToAvx2VecDot) {
         // Columns of different fills in one call: an extreme column next to random ones.
         std::vector<std::vector<uint8_t>> act;
         std::vector<const void*> ptrs;
-        for (int j = 0; j < kMaxDotCols; ++j) act.push_back(activation_row(t, n, j % 2 ? v.act : ActFill::Random, rng));
+        for (int j = 0; j < kMaxDotCols; ++j)
+          act.push_back(activation_row(t, n, j % 2 ? v.act : ActFill::Random, rng));
         for (const auto& a : act) ptrs.push_back(a.data());
         for (int m = 1; m <= kMaxDotCols; ++m) {
           float out[kMaxDotCols + 1];
@@ -244,8 +260,9 @@ TEST(KernelsVnni, DotColsIsBitIdenticalToAvx2VecDot) {
           EXPECT_EQ(out[m], -4242.0f) << "wrote past n_act";
           for (int j = 0; j < m; ++j) {
             const float want = avx2(n, w.data(), ptrs[j]);
-            EXPECT_TRUE(same_bits(out[j], want)) << describe(t, n, v.fill, v.act, v.max_scales) << " m=" << m
-                                                 << " col " << j << ": vnni " << out[j] << " avx2 " << want;
+            EXPECT_TRUE(same_bits(out[j], want))
+                << describe(t, n, v.fill, v.act, v.max_scales) << " m=" << m << " col " << j
+                << ": vnni " << out[j] << " avx2 " << want;
           }
         }
       }
@@ -270,7 +287,8 @@ TEST(KernelsVnni, QuantizedGaussianRowsGiveTheAvx2Bits) {
     std::vector<uint8_t> a(row_bytes(at, n));
     quantize_row(at, y.data(), a.data(), n);
     const float want = kernels_for(t, Isa::Avx2)->vec_dot(n, w.data(), a.data());
-    EXPECT_TRUE(same_bits(kernels_for(t).vec_dot(n, w.data(), a.data()), want)) << ggml_type_name(t);
+    EXPECT_TRUE(same_bits(kernels_for(t).vec_dot(n, w.data(), a.data()), want))
+        << ggml_type_name(t);
     const void* ptr = a.data();
     float out = 0.0f;
     dot_cols(kernels_for(t), n, w.data(), &ptr, 1, &out);
