@@ -8,7 +8,7 @@ struct CpuFeatures {
   bool fma = false;
   bool f16c = false;
   // AVX-VNNI: the VEX-encoded 256-bit vpdpbusd/vpdpwssd (Alder Lake, Sapphire
-  // Rapids, Zen 5). Only set together with usable YMM state, like avx2.
+  // Rapids and later). Only set together with usable YMM state, like avx2.
   bool avxvnni = false;
   bool neon = false;
 };
