@@ -1,10 +1,13 @@
-// Kernel throughput: dequantize and vec_dot per format and ISA, in GB/s of
-// weight bytes consumed, next to the machine's measured memory read bandwidth.
+// Kernel throughput: dequantize, vec_dot and the 4-column dot_cols per format
+// and ISA, in GB/s of weight bytes consumed (each weight byte once, whatever
+// the column count), next to the machine's measured memory read bandwidth.
+// "GMAC/s" counts multiply-adds (elements x columns).
 //
 // Two working-set sizes per kernel: "l2" (256 KiB of weights, cache-resident:
 // the kernel's arithmetic limit) and "dram" (256 MiB: what decode sees when
 // weights stream from memory). Run: build/bench/kernels_bench
-//   --benchmark_filter=dot/.*dram   to see only the memory-bound rows.
+//   --benchmark_filter=dot/.*dram   to see only the memory-bound rows;
+//   --benchmark_filter='(dot|cols4)/Q4_K'  AVX2 vs AVX-VNNI for one format.
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
@@ -20,10 +23,12 @@ namespace sluice::kernels {
 namespace {
 
 constexpr int64_t kRow = 4096;  // elements per row (multiple of every block size)
+constexpr int kActRows = kMaxDotCols;  // activation rows (positions) for dot_cols
 
 struct Fixture {
   std::vector<uint8_t> weights;  // rows of type t
-  std::vector<uint8_t> act;      // one row of vec_dot_type
+  std::vector<uint8_t> act;      // kActRows rows of vec_dot_type, back to back
+  uint64_t act_row_bytes = 0;
   int64_t rows = 0;
   uint64_t row_bytes = 0;
 };
@@ -56,9 +61,12 @@ Fixture make_fixture(GgmlType t, uint64_t target_bytes) {
     std::memcpy(f.weights.data() + r * f.row_bytes, f.weights.data() + (r % distinct) * f.row_bytes,
                 f.row_bytes);
   const GgmlType at = k.vec_dot_type;
-  f.act.resize(*ggml_row_bytes(at, kRow));
-  for (auto& v : x) v = nd(rng);
-  kernels_for(at).quantize(x.data(), f.act.data(), kRow);
+  f.act_row_bytes = *ggml_row_bytes(at, kRow);
+  f.act.resize(f.act_row_bytes * kActRows);
+  for (int j = 0; j < kActRows; ++j) {
+    for (auto& v : x) v = nd(rng);
+    kernels_for(at).quantize(x.data(), f.act.data() + j * f.act_row_bytes, kRow);
+  }
   return f;
 }
 
@@ -75,8 +83,31 @@ void BM_dot(benchmark::State& state, GgmlType t, Isa isa, uint64_t bytes) {
     benchmark::DoNotOptimize(sink);
   }
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * f.rows * f.row_bytes);
-  state.counters["Gelem/s"] = benchmark::Counter(double(state.iterations()) * f.rows * kRow / 1e9,
-                                                 benchmark::Counter::kIsRate);
+  state.counters["GMAC/s"] = benchmark::Counter(double(state.iterations()) * f.rows * kRow / 1e9,
+                                                benchmark::Counter::kIsRate);
+}
+
+// One weight row against kMaxDotCols activation rows per call (the prefill
+// matmul's inner step).
+void BM_dot_cols(benchmark::State& state, GgmlType t, Isa isa, uint64_t bytes) {
+  const TypeKernels* k = kernels_for(t, isa);
+  if (!k || !k->vec_dot_cols) {
+    state.SkipWithError("no multi-column kernel for this ISA on this CPU");
+    return;
+  }
+  Fixture f = make_fixture(t, bytes);
+  const void* act[kMaxDotCols];
+  for (int j = 0; j < kMaxDotCols; ++j) act[j] = f.act.data() + j * f.act_row_bytes;
+  float out[kMaxDotCols];
+  for (auto _ : state) {
+    for (int64_t r = 0; r < f.rows; ++r) {
+      k->vec_dot_cols(kRow, f.weights.data() + r * f.row_bytes, act, kMaxDotCols, out);
+      benchmark::DoNotOptimize(out);
+    }
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * f.rows * f.row_bytes);
+  state.counters["GMAC/s"] = benchmark::Counter(double(state.iterations()) * f.rows * kRow * kMaxDotCols / 1e9,
+                                                benchmark::Counter::kIsRate);
 }
 
 void BM_dequant(benchmark::State& state, GgmlType t, Isa isa, uint64_t bytes) {
@@ -117,13 +148,16 @@ const GgmlType kBenchTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, 
 [[maybe_unused]] const bool kRegistered = [] {
   for (GgmlType t : kBenchTypes) {
     if (!is_supported(t)) continue;
-    for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Neon}) {
+    for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::AvxVnni, Isa::Neon}) {
       const TypeKernels* k = kernels_for(t, isa);
       if (!k) continue;
       const std::string base = std::string(ggml_type_name(t)) + "/" + isa_name(isa);
       for (auto [label, bytes] : {std::pair{"l2", uint64_t{256} << 10}, std::pair{"dram", uint64_t{256} << 20}}) {
         if (k->vec_dot)
           benchmark::RegisterBenchmark(("dot/" + base + "/" + label).c_str(), BM_dot, t, isa, bytes)
+              ->Unit(benchmark::kMicrosecond);
+        if (k->vec_dot_cols)
+          benchmark::RegisterBenchmark(("cols4/" + base + "/" + label).c_str(), BM_dot_cols, t, isa, bytes)
               ->Unit(benchmark::kMicrosecond);
         if (k->dequantize)  // SIMD dequantizers exist only for the hot formats
           benchmark::RegisterBenchmark(("dequant/" + base + "/" + label).c_str(), BM_dequant, t, isa, bytes)

@@ -13,8 +13,7 @@
 
 #if defined(__x86_64__)
 
-#include "kernels/blocks_kquant.h"
-#include "kernels/legacy_avx2_common.h"
+#include "kernels/kquant_x86_common.h"
 
 namespace sluice::kernels {
 namespace cols_avx2 {
@@ -22,8 +21,7 @@ namespace {
 
 using avx2::fp16_scalar;
 using avx2::hsum;
-
-SLUICE_AVX2 inline __m256i load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+using kq_x86::load256;
 
 // Every per-column loop below is fully unrolled (#pragma GCC unroll): the
 // per-column accumulators are arrays, which stay in registers only when every
@@ -143,31 +141,10 @@ struct PlainCols {
 
 // ---- K-quants with Q8_K activations ----
 
-// Q4_K/Q5_K packed 6-bit scales and mins -> 16 bytes: 8 scales then 8 mins.
-inline __m128i unpack_k4_scales(const uint8_t* packed) {
-  uint32_t w[3];
-  std::memcpy(w, packed, sizeof w);
-  constexpr uint32_t kLow6 = 0x3f3f3f3f, kLow4 = 0x0f0f0f0f, kLow2 = 0x03030303;
-  const uint32_t scales_lo = w[0] & kLow6;
-  const uint32_t scales_hi = (w[2] & kLow4) | (((w[0] >> 6) & kLow2) << 4);
-  const uint32_t mins_lo = w[1] & kLow6;
-  const uint32_t mins_hi = ((w[2] >> 4) & kLow4) | (((w[1] >> 6) & kLow2) << 4);
-  return _mm_set_epi32(static_cast<int>(mins_hi), static_cast<int>(mins_lo), static_cast<int>(scales_hi),
-                       static_cast<int>(scales_lo));
-}
-
-// int16 scale k of the 8 in each 128-bit lane, broadcast to all 16 positions.
-SLUICE_AVX2 inline __m256i broadcast_scale(__m256i scales8, int k) {
-  return _mm256_shuffle_epi8(scales8, _mm256_set1_epi16(static_cast<short>(((2 * k + 1) << 8) | (2 * k))));
-}
-
-// Low lane: int16 scale 2k everywhere; high lane: scale 2k+1 (a 32-byte run of
-// quants made of two 16-element sub-blocks).
-SLUICE_AVX2 inline __m256i pair_scales(__m256i scales8, int k) {
-  const short lo = static_cast<short>(((4 * k + 1) << 8) | (4 * k));
-  const short hi = static_cast<short>(((4 * k + 3) << 8) | (4 * k + 2));
-  return _mm256_shuffle_epi8(scales8, _mm256_set_m128i(_mm_set1_epi16(hi), _mm_set1_epi16(lo)));
-}
+// Scale unpacking and shuffles shared with the AVX-VNNI kernels: kquant_x86_common.h.
+using kq_x86::broadcast_scale;
+using kq_x86::pair_scales;
+using kq_x86::unpack_k4_scales;
 
 // Q4_K (kFiveBit = false) and Q5_K: mirrors vec_dot_k4_style.
 template <bool kFiveBit>
@@ -326,6 +303,10 @@ void fill_avx2(KernelTable& table) {
 }
 
 }  // namespace cols_avx2
+
+namespace cols_vnni {
+void fill_vnni(KernelTable& table);  // dot_cols_vnni.cpp
+}  // namespace cols_vnni
 }  // namespace sluice::kernels
 
 #endif  // __x86_64__
@@ -346,6 +327,11 @@ void fill_dot_cols_kernels(KernelTable& table, Isa isa) {
     case Isa::Neon:
       // Slot for NEON multi-column dots (same shape: decode the weight block
       // once, vdotq_s32 per column). None yet.
+      break;
+    case Isa::AvxVnni:
+#if defined(__x86_64__)
+      cols_vnni::fill_vnni(table);
+#endif
       break;
   }
 }

@@ -42,6 +42,18 @@ void fill_avx2(KernelTable& table) {
 #endif
 }
 
+// AVX-VNNI versions of the hottest dot products; the other types keep their
+// AVX2 entries (the registry overlays this table on the AVX2 one).
+void fill_vnni(KernelTable& table) {
+#if defined(__x86_64__)
+  set(table, GgmlType::Q4_K, nullptr, nullptr, vec_dot_q4_k_vnni);
+  set(table, GgmlType::Q5_K, nullptr, nullptr, vec_dot_q5_k_vnni);
+  set(table, GgmlType::Q6_K, nullptr, nullptr, vec_dot_q6_k_vnni);
+#else
+  (void)table;
+#endif
+}
+
 }  // namespace
 
 void fill_kquant_kernels(KernelTable& table, Isa isa) {
@@ -52,6 +64,7 @@ void fill_kquant_kernels(KernelTable& table, Isa isa) {
       // Slot for NEON K-quant dot products (vdotq_s32 on the same
       // offset-via-bsums scheme); none yet, so scalar serves ARM.
       break;
+    case Isa::AvxVnni: fill_vnni(table); break;
   }
 }
 

@@ -24,6 +24,9 @@ void fill_legacy_avx2(KernelTable& table);
 // and AVX2 dot products (legacy_avx2_dot.cpp).
 void legacy_scalar_quantizers(KernelTable& table);
 void fill_legacy_avx2_dot(KernelTable& table);
+// Only on x86-64 builds: AVX-VNNI dot products (legacy_vnni_dot.cpp), each
+// bit-identical to the AVX2 one of its type; the only entries of Isa::AvxVnni.
+void fill_legacy_vnni_dot(KernelTable& table);
 
 // Note on Q4_1 / Q5_1: vec_dot uses the activation's stored s = fp16(d * sum q)
 // for the offset term (as llama.cpp does), so it equals the exact dot of the

@@ -18,6 +18,11 @@ void fill_legacy_kernels(KernelTable& table, Isa isa) {
       // products, vqtbl1q_s8 for the IQ4_NL / MXFP4 lookups). None yet, so
       // every type falls back to scalar on ARM.
       break;
+    case Isa::AvxVnni:
+#if defined(__x86_64__)
+      fill_legacy_vnni_dot(table);
+#endif
+      break;
   }
 }
 

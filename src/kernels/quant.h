@@ -19,8 +19,13 @@
 
 namespace sluice::kernels {
 
-enum class Isa { Scalar = 0, Avx2 = 1, Neon = 2 };
-inline constexpr int kIsaCount = 3;
+// Kernel sets. A later value overrides an earlier one in kernels_for(t) where
+// both are available. AvxVnni = Avx2 plus AVX-VNNI (vpdpbusd/vpdpwssd); its
+// entries are partial (only the integer dot products) and each is BIT-IDENTICAL
+// to the Avx2 entry of the same type, so a VNNI machine and an AVX2-only
+// machine compute the same logits.
+enum class Isa { Scalar = 0, Avx2 = 1, Neon = 2, AvxVnni = 3 };
+inline constexpr int kIsaCount = 4;
 const char* isa_name(Isa isa);
 
 using DequantizeFn = void (*)(const void* src, float* dst, int64_t n);

@@ -13,6 +13,7 @@ bool isa_available(Isa isa) {
     case Isa::Scalar: return true;
     case Isa::Avx2: return f.avx2 && f.fma && f.f16c;
     case Isa::Neon: return false;  // slot kept: no NEON kernels yet
+    case Isa::AvxVnni: return f.avx2 && f.fma && f.f16c && f.avxvnni;
   }
   return false;
 }
@@ -61,6 +62,7 @@ const char* isa_name(Isa isa) {
     case Isa::Scalar: return "scalar";
     case Isa::Avx2: return "avx2";
     case Isa::Neon: return "neon";
+    case Isa::AvxVnni: return "avxvnni";
   }
   return "?";
 }

@@ -25,11 +25,18 @@ CpuFeatures detect_x86() {
     ymm_enabled = (lo & 0x6u) == 0x6u;
   }
   bool avx2 = false;
+  bool avxvnni = false;
   if (__get_cpuid_max(0, nullptr) >= 7) {
     __cpuid_count(7, 0, a, b, c, d);
     avx2 = b & (1u << 5);
+    // Leaf 7 subleaf 0 EAX = the highest valid subleaf; AVX-VNNI is subleaf 1 EAX bit 4.
+    if (a >= 1) {
+      __cpuid_count(7, 1, a, b, c, d);
+      avxvnni = a & (1u << 4);
+    }
   }
   f.avx2 = avx && avx2 && ymm_enabled;
+  f.avxvnni = f.avx2 && avxvnni;
   f.fma = fma && ymm_enabled;
   f.f16c = f16c && ymm_enabled;
   return f;

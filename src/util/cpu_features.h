@@ -7,6 +7,9 @@ struct CpuFeatures {
   bool avx2 = false;
   bool fma = false;
   bool f16c = false;
+  // AVX-VNNI: the VEX-encoded 256-bit vpdpbusd/vpdpwssd (Alder Lake, Sapphire
+  // Rapids and later). Only set together with usable YMM state, like avx2.
+  bool avxvnni = false;
   bool neon = false;
 };
 

@@ -334,7 +334,7 @@ TEST(KquantVecDot, EveryIsaMatchesScalarReference) {
   std::mt19937 rng(99);
   int simd_checked = 0;
   for (GgmlType t : kWeightTypes) {
-    for (Isa isa : {Isa::Avx2, Isa::Neon}) {
+    for (Isa isa : {Isa::Avx2, Isa::AvxVnni, Isa::Neon}) {
       const TypeKernels* k = kernels_for(t, isa);
       if (!k || !k->vec_dot) continue;
       ++simd_checked;
@@ -379,7 +379,7 @@ TEST(KquantVecDot, ExtremeValuesDoNotSaturate) {
           for (int g = 0; g < 16; ++g) b.bsums[g] = static_cast<int16_t>(16 * 127 * sign);
         }
         const DoubleDot ref = dequantized_dot(t, w.data(), a, n);
-        for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Neon}) {
+        for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::AvxVnni, Isa::Neon}) {
           const TypeKernels* k = kernels_for(t, isa);
           if (!k || !k->vec_dot) continue;
           EXPECT_NEAR(k->vec_dot(n, w.data(), a.data()), ref.value, kDotRelTol * ref.abs_sum)

@@ -35,7 +35,8 @@ constexpr GgmlType kLegacyTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::B
 std::vector<Isa> available_isas() {
   std::vector<Isa> out;
   for (int i = 0; i < kIsaCount; ++i) {
-    if (kernels_for(GgmlType::F32, static_cast<Isa>(i))) out.push_back(static_cast<Isa>(i));
+    // Q8_0 has a dot product in every x86 ISA (AVX-VNNI has no F32 entry).
+    if (kernels_for(GgmlType::Q8_0, static_cast<Isa>(i))) out.push_back(static_cast<Isa>(i));
   }
   return out;
 }
@@ -154,12 +155,15 @@ TEST(KernelsLegacy, Avx2DotProductsAreRegisteredWhenTheCpuHasThem) {
     const TypeKernels* k = kernels_for(t, Isa::Avx2);
     ASSERT_NE(k, nullptr) << ggml_type_name(t);
     EXPECT_NE(k->vec_dot, nullptr) << ggml_type_name(t);
-    EXPECT_EQ(kernels_for(t).vec_dot, k->vec_dot) << ggml_type_name(t);
+    // AVX-VNNI versions (bit-identical) take precedence where the CPU has them.
+    const TypeKernels* vnni = kernels_for(t, Isa::AvxVnni);
+    const VecDotFn want = vnni && vnni->vec_dot ? vnni->vec_dot : k->vec_dot;
+    EXPECT_EQ(kernels_for(t).vec_dot, want) << ggml_type_name(t);
   }
   for (GgmlType t : {GgmlType::Q8_0, GgmlType::Q8_1, GgmlType::F16, GgmlType::BF16}) {
     EXPECT_NE(kernels_for(t, Isa::Avx2)->quantize, nullptr) << ggml_type_name(t);
   }
-  EXPECT_EQ(best_isa(), Isa::Avx2);
+  EXPECT_EQ(best_isa(), f.avxvnni ? Isa::AvxVnni : Isa::Avx2);
 }
 
 // ---------------------------------------------------------------------------
