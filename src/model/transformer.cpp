@@ -159,14 +159,8 @@ Transformer::Transformer(std::shared_ptr<const gguf::GgufModel> gguf, const Mode
     sc.io_threads = cfg.io_threads;
     sc.load_all = cfg.load_all;
     sc.wrap_file = cfg.wrap_expert_file;
-    std::vector<moe::MoeLayerShape> shapes;
-    for (const gguf::LayerExpertParts& l : experts) {
-      moe::MoeLayerShape sh;
-      sh.expert_bytes = l.expert_bytes();
-      sh.n_expert = static_cast<int>(hp_.n_expert);
-      sh.top_k = static_cast<int>(hp_.n_expert_used);
-      shapes.push_back(sh);
-    }
+    const std::vector<moe::MoeLayerShape> shapes =
+        moe::moe_layer_shapes(experts, static_cast<int>(hp_.n_expert_used));
     sc.cache_bytes = resolve_cache_bytes(cfg, shapes, dense_->bytes(), kv_->bytes());
     store_ = std::make_unique<moe::ExpertStore>(*gguf_, std::move(experts), sc);
   }

@@ -55,6 +55,19 @@ CacheMbSetting parse_cache_mb(const std::string& text) {
   return {false, std::stoull(text)};
 }
 
+std::vector<MoeLayerShape> moe_layer_shapes(std::span<const gguf::LayerExpertParts> layers, int top_k) {
+  std::vector<MoeLayerShape> shapes;
+  shapes.reserve(layers.size());
+  for (const gguf::LayerExpertParts& l : layers) {
+    MoeLayerShape sh;
+    sh.expert_bytes = l.expert_bytes();
+    sh.n_expert = static_cast<int>(l.n_expert());
+    sh.top_k = top_k;
+    shapes.push_back(sh);
+  }
+  return shapes;
+}
+
 uint64_t cache_floor_bytes(std::span<const MoeLayerShape> layers, int ubatch) {
   if (ubatch < 1) throw Error("--ubatch: must be at least 1 (got " + std::to_string(ubatch) + ")");
   uint64_t floor = 0, n = 0;

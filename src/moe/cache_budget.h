@@ -17,6 +17,9 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
+
+#include "gguf/expert_layout.h"
 
 namespace sluice::moe {
 
@@ -27,6 +30,12 @@ struct MoeLayerShape {
   int n_expert = 0;
   int top_k = 0;
 };
+
+// One shape per entry of `layers` (gguf::layer_expert_parts, either file
+// layout), each with the model's own experts-per-token `top_k`: what the
+// floor, token demand and the auto budget are sized from. A layer without
+// experts gets expert_bytes 0.
+std::vector<MoeLayerShape> moe_layer_shapes(std::span<const gguf::LayerExpertParts> layers, int top_k);
 
 // Parsed `--cache-mb`: "auto", "off" or a whole number of MiB ("0" = off).
 struct CacheMbSetting {

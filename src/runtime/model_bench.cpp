@@ -117,22 +117,12 @@ EngineOptions engine_options_for(const ModelBenchConfig& cfg, const BenchPoint& 
   return o;
 }
 
-// The per-layer expert shapes the engine sizes its cache floor from: the
-// same derivation as model::Transformer (whole experts gate+up+down, the
-// model's own top-k, decode micro-batch 1). The check at load stays the
-// authority; this one only fails a sweep before its first point runs.
+// The per-layer expert shapes the engine sizes its cache floor from (the
+// same moe::moe_layer_shapes as model::Transformer, either file layout). The
+// check at load stays the authority; this one only fails a sweep before its
+// first point runs.
 std::vector<moe::MoeLayerShape> cache_floor_shapes(const gguf::GgufModel& g, const model::HParams& hp) {
-  std::vector<moe::MoeLayerShape> shapes;
-  for (uint32_t il = 0; il < hp.n_layer; ++il) {
-    const std::string p = "blk." + std::to_string(il) + ".";
-    moe::MoeLayerShape sh;
-    for (const char* part : {"ffn_gate_exps.weight", "ffn_up_exps.weight", "ffn_down_exps.weight"})
-      sh.expert_bytes += g.expert_range(g.require(p + part), 0).bytes;
-    sh.n_expert = static_cast<int>(hp.n_expert);
-    sh.top_k = static_cast<int>(hp.n_expert_used);
-    shapes.push_back(sh);
-  }
-  return shapes;
+  return moe::moe_layer_shapes(gguf::layer_expert_parts(g), static_cast<int>(hp.n_expert_used));
 }
 
 void validate(const ModelBenchConfig& cfg) {
