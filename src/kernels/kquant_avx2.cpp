@@ -24,6 +24,7 @@
 #include <cstring>
 
 #include "kernels/blocks_kquant.h"
+#include "kernels/kquant_x86_common.h"
 #include "kernels/tables.h"
 
 #define SLUICE_AVX2 __attribute__((target("avx2,fma,f16c")))
@@ -40,36 +41,14 @@ SLUICE_AVX2 inline float hsum_ps(__m256 v) {
 
 SLUICE_AVX2 inline float half_to_float(uint16_t h) { return _cvtsh_ss(h); }
 
-SLUICE_AVX2 inline __m256i load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+// Shared with the AVX-VNNI kernels, so both decode blocks identically.
+using kq_x86::broadcast_scale;
+using kq_x86::load256;
+using kq_x86::pair_scales;
+inline __m128i unpack_k4_scales_vec(const uint8_t* packed) { return kq_x86::unpack_k4_scales(packed); }
+
 SLUICE_AVX2 inline __m128i load128(const void* p) { return _mm_loadu_si128(static_cast<const __m128i*>(p)); }
 
-// `scales8` holds 8 int16 scales in each 128-bit lane (the same 8 in both).
-// Returns a vector whose low lane is scale[2k] and high lane scale[2k+1]
-// everywhere: the layout that matches a 32-byte run of quants made of two
-// 16-element sub-blocks.
-SLUICE_AVX2 inline __m256i pair_scales(__m256i scales8, int k) {
-  const short lo = static_cast<short>(((4 * k + 1) << 8) | (4 * k));
-  const short hi = static_cast<short>(((4 * k + 3) << 8) | (4 * k + 2));
-  return _mm256_shuffle_epi8(scales8, _mm256_set_m128i(_mm_set1_epi16(hi), _mm_set1_epi16(lo)));
-}
-
-// Broadcast int16 scale k (of the 8 in each lane) to all 16 positions.
-SLUICE_AVX2 inline __m256i broadcast_scale(__m256i scales8, int k) {
-  return _mm256_shuffle_epi8(scales8, _mm256_set1_epi16(static_cast<short>(((2 * k + 1) << 8) | (2 * k))));
-}
-
-// Q4_K/Q5_K packed scales -> 16 bytes: 8 scales then 8 mins (see unpack_k4_scales).
-inline __m128i unpack_k4_scales_vec(const uint8_t packed[kKScaleBytes]) {
-  uint32_t w[3];
-  std::memcpy(w, packed, sizeof w);
-  constexpr uint32_t kLow6 = 0x3f3f3f3f, kLow4 = 0x0f0f0f0f, kLow2 = 0x03030303;
-  const uint32_t scales_lo = w[0] & kLow6;
-  const uint32_t scales_hi = (w[2] & kLow4) | (((w[0] >> 6) & kLow2) << 4);
-  const uint32_t mins_lo = w[1] & kLow6;
-  const uint32_t mins_hi = ((w[2] >> 4) & kLow4) | (((w[1] >> 6) & kLow2) << 4);
-  return _mm_set_epi32(static_cast<int>(mins_hi), static_cast<int>(mins_lo), static_cast<int>(scales_hi),
-                       static_cast<int>(scales_lo));
-}
 
 // Q3_K packed scales -> 16 signed bytes (bias 32 removed), see unpack_q3k_scales.
 SLUICE_AVX2 inline __m128i unpack_q3k_scales_vec(const uint8_t packed[kKScaleBytes]) {
