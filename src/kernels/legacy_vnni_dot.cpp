@@ -7,7 +7,8 @@
 // sum in one instruction (maddubs cannot saturate here: |u| <= 128 and
 // |s| <= 128 give pairs within [-32768, 32512]). The sign transfer that makes
 // the weight operand unsigned is the same as AVX2's, so lane values, and with
-// them the float side (copied operation for operation), are identical.
+// them the float side, are identical: the block loops themselves are
+// shared with AVX2 (legacy_x86_dot_body.h).
 #if defined(__x86_64__)
 
 #include "kernels/kquant_x86_common.h"
@@ -31,57 +32,9 @@ SLUICE_AVXVNNI inline __m256i dot_u8_i8(__m256i u, __m256i y) {
   return _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), u, y);
 }
 
-// Mirrors avx2::dot_symmetric.
-template <class W>
-SLUICE_AVXVNNI float dot_symmetric(int64_t n, const void* w, const void* act) {
-  const auto* x = static_cast<const typename W::Block*>(w);
-  const auto* y = static_cast<const BlockQ8_0*>(act);
-  const int64_t nb = n / kLegacyBlock;
-  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-  int64_t i = 0;
-  for (; i + 1 < nb; i += 2) {
-    const __m256i a0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].qs));
-    const __m256i a1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i + 1].qs));
-    const __m256 p0 = _mm256_cvtepi32_ps(dot_i8(W::levels(x[i]), a0));
-    const __m256 p1 = _mm256_cvtepi32_ps(dot_i8(W::levels(x[i + 1]), a1));
-    acc0 = _mm256_fmadd_ps(_mm256_set1_ps(W::scale(x[i]) * fp16_scalar(y[i].d)), p0, acc0);
-    acc1 = _mm256_fmadd_ps(_mm256_set1_ps(W::scale(x[i + 1]) * fp16_scalar(y[i + 1].d)), p1, acc1);
-  }
-  if (i < nb) {
-    const __m256i a0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].qs));
-    const __m256 p0 = _mm256_cvtepi32_ps(dot_i8(W::levels(x[i]), a0));
-    acc0 = _mm256_fmadd_ps(_mm256_set1_ps(W::scale(x[i]) * fp16_scalar(y[i].d)), p0, acc0);
-  }
-  return hsum(_mm256_add_ps(acc0, acc1));
-}
-
-// Mirrors avx2::dot_offset.
-template <class W>
-SLUICE_AVXVNNI float dot_offset(int64_t n, const void* w, const void* act) {
-  const auto* x = static_cast<const typename W::Block*>(w);
-  const auto* y = static_cast<const BlockQ8_1*>(act);
-  const int64_t nb = n / kLegacyBlock;
-  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-  float offsets = 0.0f;
-  int64_t i = 0;
-  for (; i + 1 < nb; i += 2) {
-    const __m256i a0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].qs));
-    const __m256i a1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i + 1].qs));
-    const __m256 p0 = _mm256_cvtepi32_ps(dot_u8_i8(W::levels(x[i]), a0));
-    const __m256 p1 = _mm256_cvtepi32_ps(dot_u8_i8(W::levels(x[i + 1]), a1));
-    acc0 = _mm256_fmadd_ps(_mm256_set1_ps(W::scale(x[i]) * fp16_scalar(y[i].d)), p0, acc0);
-    acc1 = _mm256_fmadd_ps(_mm256_set1_ps(W::scale(x[i + 1]) * fp16_scalar(y[i + 1].d)), p1, acc1);
-    offsets +=
-        W::offset(x[i]) * fp16_scalar(y[i].s) + W::offset(x[i + 1]) * fp16_scalar(y[i + 1].s);
-  }
-  if (i < nb) {
-    const __m256i a0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].qs));
-    const __m256 p0 = _mm256_cvtepi32_ps(dot_u8_i8(W::levels(x[i]), a0));
-    acc0 = _mm256_fmadd_ps(_mm256_set1_ps(W::scale(x[i]) * fp16_scalar(y[i].d)), p0, acc0);
-    offsets += W::offset(x[i]) * fp16_scalar(y[i].s);
-  }
-  return hsum(_mm256_add_ps(acc0, acc1)) + offsets;
-}
+#define SLUICE_LEGACY_DOT_TARGET SLUICE_AVXVNNI
+#include "kernels/legacy_x86_dot_body.h"  // the AVX2 block loops over the VNNI dot_i8 / dot_u8_i8
+#undef SLUICE_LEGACY_DOT_TARGET
 
 }  // namespace
 }  // namespace vnni
