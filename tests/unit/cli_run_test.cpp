@@ -28,15 +28,8 @@ struct CliResult {
 
 // Runs `sluice ARGS`; `redirect` picks what is captured (default: both streams).
 CliResult run_sluice(const std::string& args, const std::string& redirect = "2>&1") {
-  const std::string cmd = std::string(SLUICE_BINARY) + " " + args + " " + redirect;
-  std::unique_ptr<FILE, int (*)(FILE*)> p(popen(cmd.c_str(), "r"), pclose);
-  if (!p) return {};
   CliResult r;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p.get())) > 0) r.out.append(buf.data(), n);
-  const int status = pclose(p.release());
-  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = sluice::test::run_cmd(std::string(SLUICE_BINARY) + " " + args + " " + redirect, &r.status);
   return r;
 }
 

@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "gguf/gguf.h"
+#include "test_support.h"
 
 namespace {
 
@@ -42,14 +43,8 @@ struct Shell {
 };
 
 Shell sh(const std::string& cmd) {
-  std::unique_ptr<FILE, int (*)(FILE*)> p(popen((cmd + " 2>&1").c_str(), "r"), pclose);
-  if (!p) return {};
   Shell r;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p.get())) > 0) r.out.append(buf.data(), n);
-  const int status = pclose(p.release());
-  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = sluice::test::run_cmd(cmd + " 2>&1", &r.status);
   return r;
 }
 
