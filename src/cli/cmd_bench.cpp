@@ -44,7 +44,7 @@ struct BenchOptions {
   std::string io_threads = "4";
   std::string dense_weights = "anon";
   std::string moe_top_k;          // "" = the model's own k
-  std::string prefetch = "0";     // 0,1
+  std::string prefetch = "off";   // off,auto,N
   std::string cache_mb = "off";
   bool no_odirect = false;
   bool load_all = false;
@@ -126,7 +126,7 @@ runtime::ModelBenchConfig model_config_from(const BenchOptions& o) {
   cfg.dense_weights = runtime::parse_dense_list(o.dense_weights, "--dense-weights");
   if (!o.moe_top_k.empty()) cfg.moe_top_k = runtime::parse_int_list(o.moe_top_k, "--moe-top-k", 1, 1 << 16);
   cfg.cache_mb = runtime::parse_cache_mb_list(o.cache_mb);
-  cfg.prefetch = runtime::parse_int_list(o.prefetch, "--prefetch", 0, 1);
+  cfg.prefetch = runtime::parse_prefetch_list(o.prefetch);
   cfg.odirect = !o.no_odirect;
   cfg.load_all = o.load_all;
   cfg.cold = o.cold;
@@ -218,7 +218,7 @@ void register_bench(CLI::App& app) {
                   "-m: routed experts per token, comma separated (swept; default: the model's own)");
   cmd->add_option("--cache-mb", opts->cache_mb, "-m: expert cache budget in MiB: N|auto|off, comma separated (swept)")
       ->capture_default_str();
-  cmd->add_option("--prefetch", opts->prefetch, "-m: 0|1, comma separated (swept): read the next layer's predicted experts early")
+  cmd->add_option("--prefetch", opts->prefetch, "-m: off|auto|N, comma separated (swept): read each position's N most probable next-layer experts early")
       ->capture_default_str();
   cmd->add_flag("--no-odirect", opts->no_odirect, "-m: read experts through the page cache");
   cmd->add_flag("--load-all", opts->load_all, "-m: keep every expert resident");

@@ -33,9 +33,11 @@ inline void add_engine_flags(CLI::App* cmd, runtime::EngineOptions& o) {
                   "positions per forward micro-batch in prefill; each routed expert is read once per layer "
                   "per micro-batch (and --expert-budget applies per micro-batch)")
       ->capture_default_str();
-  cmd->add_flag("--prefetch", o.prefetch,
-                "after each MoE layer's attention, predict the next layer's experts and start reading them "
-                "early (results unchanged; off by default)");
+  cmd->add_flag("--prefetch{auto}", o.prefetch,
+                "--prefetch[=N|auto|off]: after each MoE layer's attention, predict the next layer's experts "
+                "and start reading each position's N most probable early (bare --prefetch: auto = half the "
+                "top-k; results unchanged; off by default)")
+      ->capture_default_str();
   const TrimFlags trim_flags = add_trim_flags(cmd, o.trims);
   o.resolve_trims = [trim_flags](moe::TrimConfig& cfg) { finalize_trim_flags(trim_flags, cfg); };
 }

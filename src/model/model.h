@@ -65,7 +65,13 @@ struct ModelConfig {
   // (logged) where it cannot help or could change results: dense models,
   // load_all, and --drop-cold-experts with an expert cache (drop-cold asks the
   // cache, whose contents prefetch changes).
-  bool prefetch = false;
+  // Value: how many of each position's predicted experts to read ahead, most
+  // probable first: 0 off, kPrefetchAuto half the top-k (at least 1), N >= 1
+  // capped at the top-k. Why a depth: the lanes idle only during the short
+  // non-expert part of a layer (attention, router, the last expert's compute);
+  // the few most probable predictions fill it and are nearly always right,
+  // while the tail of the prediction is the part that misses and wastes reads.
+  int prefetch = 0;
   // Tests: wraps every file the expert store opens (ExpertStoreConfig::wrap_file,
   // e.g. in an io::FaultFile). Empty: none.
   std::function<std::shared_ptr<const io::File>(std::shared_ptr<const io::File>)> wrap_expert_file;
@@ -103,6 +109,12 @@ struct TimeProfile {
 // --prefetch accounting, over the MoE layer batches that had a prefetch
 // (every MoE layer but the first of each ubatch, when prefetch is on).
 // Invariant: experts == used + wasted.
+inline constexpr int kPrefetchAuto = -1;
+
+// The --prefetch depth in force for a layer top-k of `top_k`: 0 for off,
+// half the top-k (at least 1) for kPrefetchAuto, else min(setting, top_k).
+int resolve_prefetch_depth(int setting, int top_k);
+
 struct PrefetchCounters {
   uint64_t layers = 0;   // layer batches that had a prefetch
   uint64_t experts = 0;  // distinct experts prefetched (predicted)
@@ -114,8 +126,11 @@ struct PrefetchCounters {
   // the cache: reads asked for and not used. A read still queued when its layer
   // finished is cancelled, so at most this much was really read.
   uint64_t wasted_bytes = 0;
-  // Fraction of the needed experts the prediction got right (0 when none were needed).
-  double accuracy() const { return needed ? static_cast<double>(used) / static_cast<double>(needed) : 0.0; }
+  // Fraction of the needed experts the prefetch delivered (0 when none were
+  // needed); at most depth / top-k at decode.
+  double coverage() const { return needed ? static_cast<double>(used) / static_cast<double>(needed) : 0.0; }
+  // Fraction of the prefetched experts that were needed (0 when none were prefetched).
+  double precision() const { return experts ? static_cast<double>(used) / static_cast<double>(experts) : 0.0; }
 };
 
 struct ModelStats {
@@ -126,7 +141,7 @@ struct ModelStats {
   TimeProfile time;
   moe::TrimStats trims;   // routing-table entries, summed over positions x MoE layers
   int expert_budget = 0;  // --expert-budget in force (0 = off), for the summary
-  bool prefetch = false;  // --prefetch in force (after the load-time rules)
+  int prefetch = 0;       // --prefetch depth in force (after the load-time rules; 0: off)
   PrefetchCounters prefetch_counters;
 };
 

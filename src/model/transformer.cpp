@@ -164,7 +164,7 @@ Transformer::Transformer(std::shared_ptr<const gguf::GgufModel> gguf, const Mode
     sc.cache_bytes = resolve_cache_bytes(cfg, shapes, dense_->bytes(), kv_->bytes());
     store_ = std::make_unique<moe::ExpertStore>(*gguf_, std::move(experts), sc);
   }
-  prefetch_on_ = resolve_prefetch(store_ ? store_->stats().cache_budget_bytes : 0);
+  prefetch_depth_ = resolve_prefetch(store_ ? store_->stats().cache_budget_bytes : 0);
 }
 
 Transformer::~Transformer() = default;
@@ -229,7 +229,7 @@ ModelStats Transformer::stats() const {
   s.time.expert_matmul_s = moe_ffn_.matmul_seconds();
   s.trims = trim_stats_;
   s.expert_budget = cfg_.trims.expert_budget;
-  s.prefetch = prefetch_on_;
+  s.prefetch = prefetch_depth_;
   s.prefetch_counters = moe_ffn_.prefetch_counters();
   return s;
 }
@@ -374,7 +374,7 @@ void Transformer::forward_layer(int il, int T, int pos0) {
     // long per-layer compute hides the next layer's reads entirely). Its price
     // is memory: one more layer's predicted experts in flight (decode: about k
     // experts; a long prefill: up to the whole next layer).
-    if (prefetch_on_) src.after_submit = [this, il, T] { start_prefetch(il, T); };
+    if (prefetch_depth_ > 0) src.after_submit = [this, il, T] { start_prefetch(il, T); };
     moe_ffn_.run(il, L.experts, xn_.data(), routes_, drops_, src, tmp_.data(), pool_);
     if (cfg_.route_trace) record_route(il, T, pos0);
   } else {
@@ -393,27 +393,27 @@ void Transformer::forward_layer(int il, int T, int pos0) {
   for (size_t i = 0; i < x_.size(); ++i) x_[i] += tmp_[i];
 }
 
-bool Transformer::resolve_prefetch(uint64_t cache_bytes) const {
-  if (!cfg_.prefetch) return false;
+int Transformer::resolve_prefetch(uint64_t cache_bytes) const {
+  if (cfg_.prefetch == 0) return 0;
   const auto say = [this](const std::string& line) {
     if (cfg_.log) cfg_.log(line);
   };
   if (!store_) {
     say("prefetch: off (dense model: no routed experts to read ahead)");
-    return false;
+    return 0;
   }
   if (cfg_.load_all) {
     say("prefetch: off (--load-all keeps every expert resident)");
-    return false;
+    return 0;
   }
   if (cfg_.trims.drop_cold > 0.0f && cache_bytes > 0) {
     // drop-cold routes by what the cache holds; prefetched (possibly
     // mispredicted) experts would change that, and with it the results.
     say("prefetch: off (--drop-cold-experts with an expert cache: prefetching would change what is cached, "
         "and so which experts are dropped)");
-    return false;
+    return 0;
   }
-  return true;
+  return resolve_prefetch_depth(cfg_.prefetch, moe_k_);
 }
 
 void Transformer::start_prefetch(int il, int T) {
@@ -430,7 +430,10 @@ void Transformer::start_prefetch(int il, int T) {
     pf_logits_.resize(static_cast<size_t>(T) * n_expert);
     rms_norm_rows(x_.data(), next.ffn_norm, T, n_embd, hp_.rms_eps, pf_xn_.data());
     matmul_f32(next.router, pf_xn_.data(), T, pf_logits_.data(), pool_, act_);
-    route_softmax_topk(pf_logits_.data(), T, n_expert, moe_k_, cfg_.trims.normalize, pf_routing_);
+    // Each position's prefetch_depth_ most probable experts (slot order is
+    // descending probability), so the reads that fill the lanes' idle time
+    // are the predictions most likely to be right.
+    route_softmax_topk(pf_logits_.data(), T, n_expert, prefetch_depth_, cfg_.trims.normalize, pf_routing_);
     std::vector<int> experts(pf_routing_.experts.begin(), pf_routing_.experts.end());
     std::sort(experts.begin(), experts.end());
     experts.erase(std::unique(experts.begin(), experts.end()), experts.end());

@@ -59,8 +59,8 @@ class Transformer final : public Model {
   void run_ubatch(std::span<const int32_t> tokens, int pos0, int first_row, float* logits_out);
   void forward_layer(int il, int n_tokens, int pos0);
   void record_route(int il, int n_tokens, int pos0);  // --route-trace: appends to trace_buf_
-  // --prefetch: whether it is on after the load-time rules (logs why not).
-  bool resolve_prefetch(uint64_t cache_bytes) const;
+  // --prefetch: the depth in force after the load-time rules (0: off; logs why).
+  int resolve_prefetch(uint64_t cache_bytes) const;
   // --prefetch: predicts layer il+1's experts from the current hidden state x_
   // (after layer il's attention) and starts reading them into prefetch_.
   // Never throws: a prefetch that cannot start is simply not there.
@@ -94,9 +94,10 @@ class Transformer final : public Model {
   moe::TrimStats trim_stats_;
   RouteDrops drops_;            // distinct experts the trims removed from the current layer batch
   std::vector<moe::RouteRecord> trace_buf_;  // --route-trace: this eval's records, written token-major
-  // --prefetch: on after the load-time rules; the next layer's experts in
-  // flight (reset at the end of each ubatch and on errors); prediction scratch.
-  bool prefetch_on_ = false;
+  // --prefetch: the depth in force after the load-time rules (0: off); the
+  // next layer's experts in flight (reset at the end of each ubatch and on
+  // errors); prediction scratch.
+  int prefetch_depth_ = 0;
   std::optional<PrefetchedExperts> prefetch_;
   std::vector<float> pf_xn_, pf_logits_;
   Routing pf_routing_;

@@ -1,6 +1,7 @@
 #include "runtime/engine_options.h"
 
 #include <algorithm>
+#include <charconv>
 #include <thread>
 
 #include <cstdio>
@@ -63,6 +64,19 @@ int default_thread_count() {
   return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
+int parse_prefetch(const std::string& value, const std::string& flag) {
+  if (value == "off") return 0;
+  if (value == "auto") return model::kPrefetchAuto;
+  constexpr int kMaxDepth = 1024;  // above any real top-k; capped at the top-k at load anyway
+  int n = -1;
+  const char* end = value.data() + value.size();
+  const auto [p, ec] = std::from_chars(value.data(), end, n);
+  if (value.empty() || ec != std::errc() || p != end || n < 0 || n > kMaxDepth)
+    throw Error(flag + ": expected off, auto or a number of experts 0.." + std::to_string(kMaxDepth) + " (got '" +
+                value + "')");
+  return n;
+}
+
 model::ModelConfig EngineOptions::to_model_config() const {
   if (model_path.empty()) throw Error("-m: no model file given");
   if (threads < 1) throw Error("-t: thread count must be >= 1 (got " + std::to_string(threads) + ")");
@@ -84,7 +98,7 @@ model::ModelConfig EngineOptions::to_model_config() const {
   c.threads = threads;
   c.kv_type = model::parse_kv_type(kv_type);
   c.n_ctx = n_ctx;
-  c.prefetch = prefetch;
+  c.prefetch = parse_prefetch(prefetch);
 
   const moe::CacheMbSetting cache = moe::parse_cache_mb(cache_mb);
   if (cache_floor_mb < 0)

@@ -14,6 +14,11 @@ namespace sluice::runtime {
 // Online CPUs (std::thread::hardware_concurrency), at least 1: the -t default.
 int default_thread_count();
 
+// --prefetch value -> ModelConfig::prefetch: "off" or "0" -> 0, "auto" ->
+// model::kPrefetchAuto, N (1..1024, capped at the layer's top-k at load) -> N.
+// Error names `flag` and the value otherwise.
+int parse_prefetch(const std::string& value, const std::string& flag = "--prefetch");
+
 struct EngineOptions {
   std::string model_path;            // -m
   int threads = default_thread_count();  // -t (results never depend on it)
@@ -33,7 +38,7 @@ struct EngineOptions {
   int64_t cache_floor_mb = 0;        // --cache-floor-mb (auto: lower clamp; 0 = mechanical floor)
   int64_t cache_ceil_mb = 0;         // --cache-ceil-mb (auto: upper clamp; 0 = every expert)
   std::string route_trace;           // --route-trace FILE (JSONL; empty: none)
-  bool prefetch = false;             // --prefetch: read the next layer's predicted experts early
+  std::string prefetch = "off";      // --prefetch[=N|auto|off]: read the next layer's predicted experts early
 
   // Validates and converts. With --cache-mb auto it reads /proc/meminfo now
   // (before the model loads); with --route-trace it creates FILE. Log lines

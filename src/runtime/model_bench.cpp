@@ -113,7 +113,7 @@ EngineOptions engine_options_for(const ModelBenchConfig& cfg, const BenchPoint& 
   o.n_ctx = cfg.n_prompt + cfg.n_gen;
   o.trims.top_k = pt.moe_top_k;
   o.cache_mb = pt.cache_mb;
-  o.prefetch = pt.prefetch != 0;
+  o.prefetch = pt.prefetch;
   return o;
 }
 
@@ -193,7 +193,7 @@ ModelBenchRow run_point(const ModelBenchConfig& cfg, const BenchPoint& pt, std::
   row.mem_cap_MiB = mem_cap ? static_cast<double>(*mem_cap) / static_cast<double>(moe::kMiB) : kNaN;
 
   std::vector<double> pp_tps, tg_tps;
-  uint64_t prefetch_used = 0, prefetch_needed = 0;
+  uint64_t prefetch_used = 0, prefetch_needed = 0, prefetch_experts = 0;
   for (int rep = 0; rep < cfg.reps; ++rep) {
     // Same prompts for every configuration: the RNG depends on (seed, rep) only.
     std::mt19937_64 rng(cfg.seed * 1000003u + static_cast<uint64_t>(rep));
@@ -222,6 +222,7 @@ ModelBenchRow run_point(const ModelBenchConfig& cfg, const BenchPoint& pt, std::
     const moe::ExpertIoStats& after = stats_after.io;
     prefetch_used += stats_after.prefetch_counters.used - stats_before.prefetch_counters.used;
     prefetch_needed += stats_after.prefetch_counters.needed - stats_before.prefetch_counters.needed;
+    prefetch_experts += stats_after.prefetch_counters.experts - stats_before.prefetch_counters.experts;
 
     pp_tps.push_back(pp_s > 0 ? cfg.n_prompt / pp_s : kNaN);
     tg_tps.push_back(tg_s > 0 ? cfg.n_gen / tg_s : kNaN);
@@ -241,9 +242,12 @@ ModelBenchRow run_point(const ModelBenchConfig& cfg, const BenchPoint& pt, std::
   mean_sd(pp_tps, row.prefill_tps, row.prefill_tps_sd);
   mean_sd(tg_tps, row.decode_tps, row.decode_tps_sd);
   row.peak_rss_MiB = peak_rss_mib();
-  row.prefetch_accuracy_pct = prefetch_needed > 0 ? 100.0 * static_cast<double>(prefetch_used) /
-                                                        static_cast<double>(prefetch_needed)
-                                                  : kNaN;
+  row.prefetch_depth = session.model().stats().prefetch;
+  const auto pct = [](uint64_t part, uint64_t whole) {
+    return whole > 0 ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : kNaN;
+  };
+  row.prefetch_precision_pct = row.prefetch_depth > 0 ? pct(prefetch_used, prefetch_experts) : kNaN;
+  row.prefetch_coverage_pct = row.prefetch_depth > 0 ? pct(prefetch_used, prefetch_needed) : kNaN;
   derive_figures(row, cfg.ceiling);
   return row;
 }
@@ -306,6 +310,7 @@ void derive_figures(ModelBenchRow& r, const std::vector<IoBenchRow>& ceiling) {
   r.read_GBps = r.decode_seconds > 0 ? bytes / r.decode_seconds / 1e9 : kNaN;
   const double lane_busy_s = r.decode_io_seconds / std::max(1, r.point.io_threads);
   r.read_GBps_io = lane_busy_s > 0 ? bytes / lane_busy_s / 1e9 : kNaN;
+  r.lane_busy_pct = lane_busy_s > 0 && r.decode_seconds > 0 ? 100.0 * lane_busy_s / r.decode_seconds : kNaN;
   const uint64_t asked = r.decode_experts_read + r.decode_experts_hit;
   r.cache_hit_pct = asked ? 100.0 * static_cast<double>(r.decode_experts_hit) / static_cast<double>(asked) : kNaN;
   r.read_size_bytes = r.decode_reads ? bytes / static_cast<double>(r.decode_reads) : kNaN;
@@ -432,6 +437,15 @@ std::vector<std::string> parse_cache_mb_list(std::string_view csv) {
   for (const std::string& part : split_list(csv, "--cache-mb")) {
     const moe::CacheMbSetting c = moe::parse_cache_mb(part);
     out.push_back(c.automatic ? "auto" : c.mib == 0 ? "off" : std::to_string(c.mib));
+  }
+  return out;
+}
+
+std::vector<std::string> parse_prefetch_list(std::string_view csv) {
+  std::vector<std::string> out;
+  for (const std::string& part : split_list(csv, "--prefetch")) {
+    const int depth = parse_prefetch(part);
+    out.push_back(depth == model::kPrefetchAuto ? "auto" : depth == 0 ? "off" : std::to_string(depth));
   }
   return out;
 }

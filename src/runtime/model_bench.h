@@ -62,7 +62,7 @@ struct ModelBenchConfig {
   std::vector<std::string> dense_weights = {"anon"};
   std::vector<int> moe_top_k = {0};            // --moe-top-k; 0 = the model's own k
   std::vector<std::string> cache_mb = {"off"};  // --cache-mb: "off", "auto" or MiB
-  std::vector<int> prefetch = {0};              // --prefetch: 0 off, 1 on
+  std::vector<std::string> prefetch = {"off"};  // --prefetch: "off", "auto" or a depth N
   // Fixed for the whole run.
   bool odirect = true;
   bool load_all = false;
@@ -84,7 +84,7 @@ struct BenchPoint {
   std::string dense_weights = "anon";
   int moe_top_k = 0;          // 0 = the model's own k
   std::string cache_mb = "off";
-  int prefetch = 0;           // 1: --prefetch on
+  std::string prefetch = "off";  // --prefetch setting: off, auto or a depth N
 };
 
 // The cartesian product of the swept lists, in BenchPoint's field order:
@@ -112,6 +112,12 @@ struct ModelBenchRow {
   double mib_read_per_token = 0;
   double read_GBps = 0;     // wall based
   double read_GBps_io = 0;  // io_seconds based (NaN when no io time)
+  // Decode: lane-seconds busy reading / (lanes x decode seconds), in %: how
+  // much of the wall time the read lanes were kept busy (the overlap of reads
+  // with compute). Unlike the efficiencies it does not depend on a ceiling
+  // measured at another moment, so it holds on a disk whose speed drifts.
+  // NaN when nothing was read.
+  double lane_busy_pct = 0;
   double cache_hit_pct = 0; // NaN when no expert was requested
   double peak_rss_MiB = 0;  // of this configuration (see run_model_bench)
 
@@ -122,7 +128,9 @@ struct ModelBenchRow {
 
   // Resolved at load / read from the process (see the definitions above).
   int moe_top_k = 0;                 // experts per token in force; 0: dense model
-  double prefetch_accuracy_pct = 0;  // decode: prefetched experts used / experts needed (NaN: prefetch off)
+  int prefetch_depth = 0;            // --prefetch depth in force (0: off)
+  double prefetch_precision_pct = 0; // decode: prefetched experts used / experts prefetched (NaN: prefetch off)
+  double prefetch_coverage_pct = 0;  // decode: prefetched experts used / experts needed (NaN: prefetch off)
   double cache_MiB = 0;              // resolved expert cache budget; 0 = off
   double mem_cap_MiB = 0;            // NaN when the process has no memory limit
 };
@@ -183,6 +191,10 @@ std::vector<std::string> parse_dense_list(std::string_view csv, const std::strin
 // moe::parse_cache_mb (errors name --cache-mb) and written canonically:
 // "auto", "off" (for "off" and "0") or the MiB number without leading zeros.
 std::vector<std::string> parse_cache_mb_list(std::string_view csv);
+// Comma list of --prefetch settings, each parsed by the engine's
+// runtime::parse_prefetch and written canonically: "off" (for "off" and "0"),
+// "auto" or the depth without leading zeros.
+std::vector<std::string> parse_prefetch_list(std::string_view csv);
 
 // ---- output --------------------------------------------------------------------
 

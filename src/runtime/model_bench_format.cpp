@@ -48,8 +48,10 @@ const ExtraColumn kExtraColumns[] = {
     {"cache", "cache", "n/a", [](const ModelBenchRow& r) { return nlohmann::json(r.point.cache_mb); }},
     {"cache_MiB", "cache MiB", "n/a", [](const ModelBenchRow& r) { return num(r.cache_MiB); }},
     {"mem_cap_MiB", "cap MiB", "none", [](const ModelBenchRow& r) { return num(r.mem_cap_MiB); }},
-    {"prefetch", "prefetch", "n/a", [](const ModelBenchRow& r) { return nlohmann::json(r.point.prefetch != 0); }},
-    {"prefetch_acc_pct", "pf acc %", "n/a", [](const ModelBenchRow& r) { return num(r.prefetch_accuracy_pct); }},
+    {"prefetch", "prefetch", "n/a", [](const ModelBenchRow& r) { return nlohmann::json(r.prefetch_depth); }},
+    {"prefetch_prec_pct", "pf prec %", "n/a", [](const ModelBenchRow& r) { return num(r.prefetch_precision_pct); }},
+    {"prefetch_cov_pct", "pf cov %", "n/a", [](const ModelBenchRow& r) { return num(r.prefetch_coverage_pct); }},
+    {"lane_busy_pct", "lanes busy %", "n/a", [](const ModelBenchRow& r) { return num(r.lane_busy_pct); }},
 };
 
 // A value as CSV / markdown text: integers in full, other numbers with one

@@ -240,7 +240,8 @@ std::vector<std::pair<std::string, nlohmann::ordered_json>> summary_fields(const
   f.emplace_back("prefetch_wasted", p.wasted);
   f.emplace_back("prefetch_needed", p.needed);
   f.emplace_back("prefetch_failed", p.failed);
-  f.emplace_back("prefetch_accuracy_pct", r4(100.0 * p.accuracy()));
+  f.emplace_back("prefetch_precision_pct", r4(100.0 * p.precision()));
+  f.emplace_back("prefetch_coverage_pct", r4(100.0 * p.coverage()));
   f.emplace_back("prefetch_wasted_MiB", r4(static_cast<double>(p.wasted_bytes) / kMiB));
   f.emplace_back("prefetch_wasted_MiB_per_tok", r4(s.prefetch_wasted_mib_per_tok()));
   return f;
@@ -294,12 +295,13 @@ std::string summary_human(const RunSummary& s) {
                 "sluice: time %.3f s = expert I/O wait %.3f + expert matmul %.3f + attention %.3f + other %.3f\n",
                 s.time.eval_s, s.time.expert_io_s, s.time.expert_matmul_s, s.time.attention_s, s.time.other_s());
   out += buf;
-  if (s.prefetch) {
+  if (s.prefetch > 0) {
     const model::PrefetchCounters& p = s.prefetch_counters;
     std::snprintf(buf, sizeof buf,
-                  "sluice: prefetch: %" PRIu64 " experts predicted, %" PRIu64 " used (%.1f%% of %" PRIu64
-                  " needed), %" PRIu64 " wasted (%.1f MiB, %.2f MiB/token), %" PRIu64 " failed reads re-read\n",
-                  p.experts, p.used, 100.0 * p.accuracy(), p.needed, p.wasted,
+                  "sluice: prefetch (depth %d): %" PRIu64 " experts predicted, %" PRIu64
+                  " used (%.1f%% precise, %.1f%% of %" PRIu64 " needed), %" PRIu64
+                  " wasted (%.1f MiB, %.2f MiB/token), %" PRIu64 " failed reads re-read\n",
+                  s.prefetch, p.experts, p.used, 100.0 * p.precision(), 100.0 * p.coverage(), p.needed, p.wasted,
                   static_cast<double>(p.wasted_bytes) / kMiB, s.prefetch_wasted_mib_per_tok(), p.failed);
     out += buf;
   }

@@ -138,7 +138,7 @@ struct RunSummary {
   uint64_t dense_bytes = 0;
   double peak_rss_mib = 0;
   model::TimeProfile time;
-  bool prefetch = false;                      // --prefetch in force
+  int prefetch = 0;                           // --prefetch depth in force (0: off)
   model::PrefetchCounters prefetch_counters;  // over the records
 
   double prefill_tps() const { return prefill_s > 0 ? prefill_tokens / prefill_s : 0.0; }

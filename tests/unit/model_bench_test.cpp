@@ -72,8 +72,10 @@ ModelBenchRow hand_row() {
   r.moe_top_k = 8;
   r.cache_MiB = 5685;
   r.mem_cap_MiB = 8192;
-  r.point.prefetch = 1;
-  r.prefetch_accuracy_pct = 80.94;
+  r.point.prefetch = "auto";
+  r.prefetch_depth = 4;
+  r.prefetch_precision_pct = 96.88;
+  r.prefetch_coverage_pct = 48.44;
   return r;
 }
 
@@ -83,8 +85,10 @@ ModelBenchRow hand_row_uncached() {
   r.point.cache_mb = "off";
   r.cache_MiB = 0;
   r.mem_cap_MiB = std::nan("");
-  r.point.prefetch = 0;
-  r.prefetch_accuracy_pct = std::nan("");
+  r.point.prefetch = "off";
+  r.prefetch_depth = 0;
+  r.prefetch_precision_pct = std::nan("");
+  r.prefetch_coverage_pct = std::nan("");
   return r;
 }
 
@@ -137,13 +141,22 @@ TEST(ModelBenchConfig, CacheAndTopKAreTheInnermostAxes) {
 TEST(ModelBenchConfig, PrefetchIsTheInnermostAxis) {
   ModelBenchConfig cfg;
   cfg.cache_mb = {"off", "auto"};
-  cfg.prefetch = {0, 1};
+  cfg.prefetch = {"off", "3"};
   const std::vector<BenchPoint> pts = bench_points(cfg);
   ASSERT_EQ(pts.size(), 4u);
-  const std::vector<std::pair<std::string, int>> want = {{"off", 0}, {"off", 1}, {"auto", 0}, {"auto", 1}};
+  const std::vector<std::pair<std::string, std::string>> want = {
+      {"off", "off"}, {"off", "3"}, {"auto", "off"}, {"auto", "3"}};
   for (size_t i = 0; i < pts.size(); ++i)
     EXPECT_EQ(std::make_pair(pts[i].cache_mb, pts[i].prefetch), want[i]) << "point " << i;
-  EXPECT_EQ(bench_points(ModelBenchConfig{})[0].prefetch, 0) << "off unless asked for";
+  EXPECT_EQ(bench_points(ModelBenchConfig{})[0].prefetch, "off") << "off unless asked for";
+}
+
+TEST(ModelBenchConfig, PrefetchListIsParsedByTheEngine) {
+  EXPECT_EQ(parse_prefetch_list("off,0,auto,3,007"), (std::vector<std::string>{"off", "off", "auto", "3", "7"}));
+  for (const char* bad : {"1,x", "on", "-2", "1,,2"}) {
+    const std::string err = test::error_of([&] { parse_prefetch_list(bad); });
+    EXPECT_EQ(err.rfind("--prefetch: ", 0), 0u) << bad << ": " << err;
+  }
 }
 
 TEST(ModelBenchFigures, DerivedFromTotalsAndCeiling) {
@@ -156,6 +169,7 @@ TEST(ModelBenchFigures, DerivedFromTotalsAndCeiling) {
   EXPECT_DOUBLE_EQ(r.mib_read_per_token, 3.0);
   EXPECT_DOUBLE_EQ(r.read_GBps, 25165824 / 0.8 / 1e9);
   EXPECT_DOUBLE_EQ(r.read_GBps_io, 25165824 / 0.1 / 1e9);
+  EXPECT_DOUBLE_EQ(r.lane_busy_pct, 100.0 * (0.4 / 4) / 0.8);  // lane-seconds / lanes / wall
   EXPECT_DOUBLE_EQ(r.cache_hit_pct, 25.0);
   EXPECT_DOUBLE_EQ(r.read_size_bytes, 1048576.0);
   EXPECT_DOUBLE_EQ(r.ceiling_GBps, 2.0);  // direct, 4 lanes
@@ -201,17 +215,17 @@ TEST(ModelBenchFormat, MarkdownExact) {
   const std::string md = format_bench_markdown({r});
   const std::string expected_head =
       "| model | threads | io-threads | dense | pp tok/s | tg tok/s | MiB/tok | read GB/s | read GB/s (io) | hit % "
-      "| peak RSS MiB | io eff | roofline eff | top-k | cache | cache MiB | cap MiB | prefetch | pf acc % |\n"
-      "|---|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n"
+      "| peak RSS MiB | io eff | roofline eff | top-k | cache | cache MiB | cap MiB | prefetch | pf prec % | pf cov % | lanes busy % |\n"
+      "|---|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n"
       "| m.gguf | 2 | 4 | anon | 100.50 ± 2.25 | 10.00 ± 0.50 | 3.00 | 0.031 | 0.252 | 25.0 | 123.5 | 12.6% | 1.6% "
-      "| 8 | auto | 5685.0 | 8192.0 | 1 | 80.9 |\n";
+      "| 8 | auto | 5685.0 | 8192.0 | 4 | 96.9 | 48.4 | 12.5 |\n";
   EXPECT_EQ(md.substr(0, expected_head.size()), expected_head);
   EXPECT_NE(md.find("> pp: 16-token random prompt; tg: 4 decode steps; 2 rep(s)"), std::string::npos) << md;
 
   ModelBenchRow no_ceiling = hand_row_uncached();
   derive_figures(no_ceiling, {});
   const std::string md2 = format_bench_markdown({no_ceiling});
-  EXPECT_NE(md2.find("| 123.5 | n/a | n/a | 8 | off | 0.0 | none | 0 | n/a |\n"), std::string::npos) << md2;
+  EXPECT_NE(md2.find("| 123.5 | n/a | n/a | 8 | off | 0.0 | none | 0 | n/a | n/a | 12.5 |\n"), std::string::npos) << md2;
 }
 
 TEST(ModelBenchFormat, CsvExact) {
@@ -224,10 +238,10 @@ TEST(ModelBenchFormat, CsvExact) {
             "model,threads,io_threads,dense_weights,odirect,load_all,cold,n_prompt,n_gen,reps,prefill_tps,"
             "prefill_tps_sd,decode_tps,decode_tps_sd,mib_read_per_token,read_GBps,read_GBps_io,cache_hit_pct,"
             "peak_rss_MiB,ceiling_GBps,io_efficiency,roofline_efficiency,moe_top_k,cache,cache_MiB,mem_cap_MiB,prefetch,"
-            "prefetch_acc_pct\n"
+            "prefetch_prec_pct,prefetch_cov_pct,lane_busy_pct\n"
             "m.gguf,2,4,anon,1,0,0,16,4,2,100.500,2.250,10.000,0.500,3.0000,0.0315,0.2517,25.00,123.5,2.0000,0.1258,"
-            "0.0157,8,auto,5685.0,8192.0,1,80.9\n"
-            "m.gguf,2,4,anon,1,0,0,16,4,2,100.500,2.250,10.000,0.500,3.0000,0.0315,0.2517,25.00,123.5,,,,8,off,0.0,,0,\n");
+            "0.0157,8,auto,5685.0,8192.0,4,96.9,48.4,12.5\n"
+            "m.gguf,2,4,anon,1,0,0,16,4,2,100.500,2.250,10.000,0.500,3.0000,0.0315,0.2517,25.00,123.5,,,,8,off,0.0,,0,,,12.5\n");
 }
 
 TEST(ModelBenchFormat, JsonNullsForMissing) {
@@ -245,8 +259,10 @@ TEST(ModelBenchFormat, JsonNullsForMissing) {
   EXPECT_EQ(j[0]["cache"].get<std::string>(), "auto");
   EXPECT_DOUBLE_EQ(j[0]["cache_MiB"].get<double>(), 5685.0);
   EXPECT_DOUBLE_EQ(j[0]["mem_cap_MiB"].get<double>(), 8192.0);
-  EXPECT_TRUE(j[0]["prefetch"].get<bool>());
-  EXPECT_DOUBLE_EQ(j[0]["prefetch_acc_pct"].get<double>(), 80.94);
+  EXPECT_EQ(j[0]["prefetch"].get<int>(), 4);
+  EXPECT_DOUBLE_EQ(j[0]["prefetch_prec_pct"].get<double>(), 96.88);
+  EXPECT_DOUBLE_EQ(j[0]["prefetch_cov_pct"].get<double>(), 48.44);
+  EXPECT_DOUBLE_EQ(j[0]["lane_busy_pct"].get<double>(), 12.5);
 
   const nlohmann::json u = nlohmann::json::parse(format_bench_json({hand_row_uncached()}));
   EXPECT_EQ(u[0]["cache"].get<std::string>(), "off");
@@ -447,6 +463,10 @@ TEST(ModelBenchRun, TinyRealRunOnStories) {
     // than 1 by ratio (ties go larger), so the direct 4-lane row.
     EXPECT_DOUBLE_EQ(r.ceiling_GBps, 2.0);
     EXPECT_DOUBLE_EQ(r.io_efficiency, r.read_GBps_io / 2.0);
+    EXPECT_GT(r.lane_busy_pct, 0.0);
+    EXPECT_LE(r.lane_busy_pct, 100.0) << "a lane cannot be busy longer than the decode ran";
+    EXPECT_EQ(r.prefetch_depth, 0);
+    EXPECT_TRUE(std::isnan(r.prefetch_precision_pct)) << "prefetch off: no precision";
     EXPECT_EQ(r.moe_top_k, 2) << "the model's own top-2";
     EXPECT_EQ(r.point.cache_mb, "off");
     EXPECT_DOUBLE_EQ(r.cache_MiB, 0.0);
@@ -467,6 +487,31 @@ TEST(ModelBenchRun, TinyRealRunOnStories) {
                           "reps", "moe_top_k", "cache", "cache_MiB", "mem_cap_MiB"}) {
     EXPECT_TRUE(j[0].contains(key)) << key;
   }
+}
+
+TEST(ModelBenchRun, PrefetchDepthsOnStories) {
+  const std::string rel = "models/stories-moe-8x-q8_0.gguf";
+  if (!test::shared_has(rel)) GTEST_SKIP() << "missing " << test::shared_path(rel);
+  ModelBenchConfig cfg;
+  cfg.model_path = test::shared_path(rel);
+  cfg.n_prompt = 8;
+  cfg.n_gen = 4;
+  cfg.reps = 1;
+  cfg.prefetch = {"off", "auto", "9"};
+  const std::vector<ModelBenchRow> rows = run_model_bench(cfg);
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0].prefetch_depth, 0);
+  EXPECT_EQ(rows[1].prefetch_depth, 1) << "auto: half the top-2";
+  EXPECT_EQ(rows[2].prefetch_depth, 2) << "capped at the top-2";
+  for (int i : {1, 2}) {
+    const ModelBenchRow& r = rows[static_cast<size_t>(i)];
+    EXPECT_GE(r.prefetch_precision_pct, 0.0);
+    EXPECT_LE(r.prefetch_precision_pct, 100.0);
+    EXPECT_LE(r.prefetch_coverage_pct, 100.0 * r.prefetch_depth / 2) << "at most depth of the 2 needed per layer";
+  }
+  const nlohmann::json j = nlohmann::json::parse(format_bench_json(rows));
+  EXPECT_EQ(j[1]["prefetch"].get<int>(), 1);
+  EXPECT_TRUE(j[0]["prefetch_prec_pct"].is_null());
 }
 
 TEST(ModelBenchRun, CacheAndTopKSweepOnStories) {

@@ -13,10 +13,9 @@
 
 #include "gguf/gguf.h"
 #include "model/model.h"
+#include "test_support.h"
 
 namespace sluice::test {
-
-inline std::string shared_path(const std::string& rel) { return std::string(SLUICE_SHARED_DIR) + "/" + rel; }
 
 inline bool exists(const std::string& p) { return std::filesystem::exists(p); }
 

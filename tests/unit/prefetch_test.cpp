@@ -130,21 +130,26 @@ TEST_P(PrefetchInvariance, LogitsAreBitIdenticalWithPrefetchOnAndOff) {
       golden ? golden_tokens(rel.substr(7, rel.size() - 7 - 5)) : kStoriesPrompt;
   auto probe = load(path, base_config());
   const model::HParams hp = probe->hparams();
+  int nth = 0;
   for (const Variant& v : variants(hp, probe->expert_bytes(0))) {
     model::ModelConfig off = v.cfg, on = v.cfg;
-    off.prefetch = false;
-    on.prefetch = true;
+    off.prefetch = 0;
+    // Depth alternates between every predicted expert (capped at the top-k)
+    // and the single most probable one, so both ends run in every model.
+    const bool full_depth = nth++ % 2 == 0;
+    on.prefetch = full_depth ? 1024 : 1;
     auto m_off = load(path, off);
     auto m_on = load(path, on);
     const auto a = prefill_and_decode(*m_off, prompt, 6);
     const auto b = prefill_and_decode(*m_on, prompt, 6);
     EXPECT_TRUE(same_bits(a, b)) << rel << ": " << v.what;
     const model::ModelStats s = m_on->stats();
-    EXPECT_FALSE(m_off->stats().prefetch) << v.what;
+    EXPECT_EQ(m_off->stats().prefetch, 0) << v.what;
     EXPECT_EQ(m_off->stats().prefetch_counters.experts, 0u) << v.what;
     expect_balanced(s, rel + ": " + v.what);
     const bool expect_on = !v.cfg.load_all && !(v.cfg.trims.drop_cold > 0 && v.cfg.cache_bytes > 0);
-    EXPECT_EQ(s.prefetch, expect_on) << v.what;
+    const int k = moe::effective_top_k(v.cfg.trims, static_cast<int>(hp.n_expert_used), static_cast<int>(hp.n_expert));
+    EXPECT_EQ(s.prefetch, expect_on ? (full_depth ? k : 1) : 0) << v.what;
     if (!expect_on) {
       EXPECT_EQ(s.prefetch_counters.experts, 0u) << v.what;
       continue;
@@ -159,7 +164,7 @@ TEST_P(PrefetchInvariance, LogitsAreBitIdenticalWithPrefetchOnAndOff) {
     // The routing is the same with prefetch on and off, so are the routed experts.
     EXPECT_EQ(s.experts.routed, m_off->stats().experts.routed) << v.what;
     EXPECT_EQ(s.experts.dropped, m_off->stats().experts.dropped) << v.what;
-    if (v.cfg.trims.top_k == static_cast<int>(hp.n_expert)) {
+    if (full_depth && v.cfg.trims.top_k == static_cast<int>(hp.n_expert)) {
       // Every expert is predicted and every expert is needed: nothing wasted.
       EXPECT_EQ(s.prefetch_counters.used, s.prefetch_counters.needed) << v.what;
       EXPECT_EQ(s.prefetch_counters.wasted, 0u) << v.what;
@@ -191,7 +196,22 @@ INSTANTIATE_TEST_SUITE_P(Models, PrefetchInvariance,
 TEST(Prefetch, DecodeCountersAreExact) {
   REQUIRE_SHARED(kStoriesQ8);
   model::ModelConfig cfg = base_config();
-  cfg.prefetch = true;
+  cfg.prefetch = model::kPrefetchAuto;  // half the top-k of 2: the most probable expert
+  cfg.ubatch = 1;  // one position per micro-batch throughout
+  {
+    auto m = load(shared_path(kStoriesQ8), cfg);
+    ASSERT_EQ(m->stats().prefetch, 1);
+    prefill_and_decode(*m, kStoriesPrompt, 7);
+    const model::PrefetchCounters& p = m->stats().prefetch_counters;
+    const uint64_t layers = (kStoriesPrompt.size() + 7) * (m->hparams().n_layer - 1);
+    EXPECT_EQ(p.layers, layers);
+    EXPECT_EQ(p.experts, layers);  // one prediction per layer
+    EXPECT_EQ(p.needed, layers * m->hparams().n_expert_used);
+    EXPECT_EQ(p.used + p.wasted, p.experts);
+    EXPECT_DOUBLE_EQ(p.precision(), static_cast<double>(p.used) / static_cast<double>(layers));
+    EXPECT_LE(p.coverage(), 0.5);  // at most 1 of the 2 needed experts per layer
+  }
+  cfg.prefetch = 2;
   cfg.ubatch = 1;  // one position per micro-batch throughout
   auto m = load(shared_path(kStoriesQ8), cfg);
   const auto& hp = m->hparams();
@@ -207,7 +227,8 @@ TEST(Prefetch, DecodeCountersAreExact) {
   EXPECT_EQ(p.wasted_bytes, p.wasted * kStoriesExpertBytes);
   EXPECT_GT(p.used, 0u);  // a trained model's next router agrees at times
   EXPECT_EQ(s.experts.read, positions * hp.n_layer * hp.n_expert_used);  // cache off: every used expert read
-  EXPECT_DOUBLE_EQ(p.accuracy(), static_cast<double>(p.used) / static_cast<double>(p.needed));
+  EXPECT_DOUBLE_EQ(p.coverage(), static_cast<double>(p.used) / static_cast<double>(p.needed));
+  EXPECT_DOUBLE_EQ(p.precision(), static_cast<double>(p.used) / static_cast<double>(p.experts));
 }
 
 // ---- failed reads ------------------------------------------------------------
@@ -226,7 +247,7 @@ FaultRun run_with_fault(const std::string& path, const std::vector<int32_t>& tok
                         bool sticky) {
   model::ModelConfig cfg = base_config();
   cfg.io_threads = 1;
-  cfg.prefetch = prefetch;
+  cfg.prefetch = prefetch ? 2 : 0;  // every predicted expert of the top-2
   auto files = std::make_shared<std::vector<std::shared_ptr<io::FaultFile>>>();
   cfg.wrap_expert_file = [nth, sticky, files](std::shared_ptr<const io::File> f) -> std::shared_ptr<const io::File> {
     io::FaultPlan plan;
@@ -312,22 +333,22 @@ TEST(Prefetch, OffWhereItCannotHelpOrCouldChangeResults) {
   REQUIRE_SHARED(kStoriesQ8);
   std::vector<std::string> log;
   model::ModelConfig cfg = base_config();
-  cfg.prefetch = true;
+  cfg.prefetch = model::kPrefetchAuto;
   cfg.log = [&log](const std::string& l) { log.push_back(l); };
   cfg.load_all = true;
-  EXPECT_FALSE(load(shared_path(kStoriesQ8), cfg)->stats().prefetch);
+  EXPECT_EQ(load(shared_path(kStoriesQ8), cfg)->stats().prefetch, 0);
   cfg.load_all = false;
   cfg.trims.drop_cold = 0.2f;
   cfg.cache_bytes = uint64_t{16} << 20;
-  EXPECT_FALSE(load(shared_path(kStoriesQ8), cfg)->stats().prefetch);
+  EXPECT_EQ(load(shared_path(kStoriesQ8), cfg)->stats().prefetch, 0);
   cfg.cache_bytes = 0;  // cache off: is_cached is false for every expert, prefetch or not
-  EXPECT_TRUE(load(shared_path(kStoriesQ8), cfg)->stats().prefetch);
+  EXPECT_EQ(load(shared_path(kStoriesQ8), cfg)->stats().prefetch, 1);
   std::string all;
   for (const std::string& l : log) all += l + "\n";
   EXPECT_NE(all.find("prefetch: off (--load-all"), std::string::npos) << all;
   EXPECT_NE(all.find("prefetch: off (--drop-cold-experts"), std::string::npos) << all;
   if (exists(shared_path("models/stories260k-f32.gguf"))) {
-    EXPECT_FALSE(load(shared_path("models/stories260k-f32.gguf"), cfg)->stats().prefetch);  // dense
+    EXPECT_EQ(load(shared_path("models/stories260k-f32.gguf"), cfg)->stats().prefetch, 0);  // dense
   }
 }
 
@@ -335,7 +356,7 @@ TEST(Prefetch, OffWhereItCannotHelpOrCouldChangeResults) {
 // each expert; with the cache off nothing is a hit, prefetched or not.
 TEST(Prefetch, RouteTraceIsUnchangedWithTheCacheOff) {
   REQUIRE_SHARED(kStoriesQ8);
-  auto trace_of = [](bool prefetch) {
+  auto trace_of = [](int prefetch) {
     const std::string path =
         (std::filesystem::temp_directory_path() / ("sluice_prefetch_trace_" + std::to_string(prefetch) + "_" +
                                                    std::to_string(::getpid()) + ".jsonl"))
@@ -354,27 +375,50 @@ TEST(Prefetch, RouteTraceIsUnchangedWithTheCacheOff) {
     std::filesystem::remove(path);
     return ss.str();
   };
-  const std::string off = trace_of(false);
+  const std::string off = trace_of(0);
   EXPECT_GT(off.size(), 100u);
-  EXPECT_EQ(trace_of(true), off);
+  EXPECT_EQ(trace_of(model::kPrefetchAuto), off);
 }
 
 // ---- flag and summary ---------------------------------------------------------
 
 TEST(Prefetch, FlagIsOffByDefaultAndReachesModelConfig) {
-  for (bool given : {false, true}) {
+  const std::pair<std::string, int> cases[] = {{"", 0},
+                                               {"--prefetch ", model::kPrefetchAuto},
+                                               {"--prefetch=auto ", model::kPrefetchAuto},
+                                               {"--prefetch=3 ", 3},
+                                               {"--prefetch=off ", 0},
+                                               {"--prefetch=0 ", 0}};
+  for (const auto& [flags, want] : cases) {
     CLI::App app;
     runtime::EngineOptions o;
     cli::add_engine_flags(&app, o);
-    app.parse(std::string(given ? "--prefetch " : "") + "-m x.gguf", false);
-    EXPECT_EQ(o.to_model_config().prefetch, given);
+    app.parse(flags + "-m x.gguf", false);
+    EXPECT_EQ(o.to_model_config().prefetch, want) << flags;
   }
+  for (const char* bad : {"-1", "x", "3x", "", "1025", "on"}) {
+    runtime::EngineOptions o;
+    o.model_path = "x.gguf";
+    o.prefetch = bad;
+    const std::string err = test::error_of([&] { o.to_model_config(); });
+    EXPECT_NE(err.find("--prefetch: expected off, auto or a number"), std::string::npos) << bad << ": " << err;
+  }
+}
+
+TEST(Prefetch, DepthResolvesAgainstTheTopK) {
+  EXPECT_EQ(model::resolve_prefetch_depth(0, 8), 0);
+  EXPECT_EQ(model::resolve_prefetch_depth(model::kPrefetchAuto, 8), 4);
+  EXPECT_EQ(model::resolve_prefetch_depth(model::kPrefetchAuto, 2), 1);
+  EXPECT_EQ(model::resolve_prefetch_depth(model::kPrefetchAuto, 1), 1);
+  EXPECT_EQ(model::resolve_prefetch_depth(3, 8), 3);
+  EXPECT_EQ(model::resolve_prefetch_depth(20, 8), 8);
+  EXPECT_EQ(model::resolve_prefetch_depth(5, 0), 0);  // dense: nothing to predict
 }
 
 TEST(Prefetch, SummaryCarriesTheCounters) {
   REQUIRE_SHARED(kStoriesQ8);
   model::ModelConfig cfg = base_config();
-  cfg.prefetch = true;
+  cfg.prefetch = 2;
   runtime::Session s = runtime::Session::open(shared_path(kStoriesQ8), cfg);
   runtime::SamplerConfig sc;
   sc.temperature = 0;
@@ -384,15 +428,16 @@ TEST(Prefetch, SummaryCarriesTheCounters) {
   ASSERT_GT(p.experts, 0u);
   const runtime::RunSummary sum = s.summary();
   const nlohmann::ordered_json j = runtime::summary_json(sum);
-  EXPECT_EQ(j["prefetch"].get<bool>(), true);
+  EXPECT_EQ(j["prefetch"].get<int>(), 2);
   EXPECT_EQ(j["prefetch_experts"].get<uint64_t>(), p.experts);
   EXPECT_EQ(j["prefetch_used"].get<uint64_t>(), p.used);
   EXPECT_EQ(j["prefetch_wasted"].get<uint64_t>(), p.wasted);
   EXPECT_EQ(j["prefetch_needed"].get<uint64_t>(), p.needed);
-  EXPECT_DOUBLE_EQ(j["prefetch_accuracy_pct"].get<double>(), std::round(100.0 * p.accuracy() * 1e4) / 1e4);
+  EXPECT_DOUBLE_EQ(j["prefetch_precision_pct"].get<double>(), std::round(100.0 * p.precision() * 1e4) / 1e4);
+  EXPECT_DOUBLE_EQ(j["prefetch_coverage_pct"].get<double>(), std::round(100.0 * p.coverage() * 1e4) / 1e4);
   EXPECT_DOUBLE_EQ(j["prefetch_wasted_MiB"].get<double>(),
                    std::round(1e4 * static_cast<double>(p.wasted_bytes) / 1048576.0) / 1e4);
-  EXPECT_NE(runtime::summary_human(sum).find("sluice: prefetch: " + std::to_string(p.experts) + " experts predicted, " +
+  EXPECT_NE(runtime::summary_human(sum).find("sluice: prefetch (depth 2): " + std::to_string(p.experts) + " experts predicted, " +
                                               std::to_string(p.used) + " used"),
             std::string::npos)
       << runtime::summary_human(sum);

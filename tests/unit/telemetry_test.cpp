@@ -44,7 +44,7 @@ const char* const kSummaryKeys[] = {
     "expert_io_s",    "expert_matmul_s", "attention_s",     "other_s",
     // --prefetch (zero / false when off)
     "prefetch",       "prefetch_experts", "prefetch_used",  "prefetch_wasted", "prefetch_needed",
-    "prefetch_failed", "prefetch_accuracy_pct", "prefetch_wasted_MiB", "prefetch_wasted_MiB_per_tok"};
+    "prefetch_failed", "prefetch_precision_pct", "prefetch_coverage_pct", "prefetch_wasted_MiB", "prefetch_wasted_MiB_per_tok"};
 
 std::string q8_path() { return shared_path("models/stories-moe-8x-q8_0.gguf"); }
 
