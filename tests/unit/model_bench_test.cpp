@@ -92,6 +92,18 @@ ModelBenchRow hand_row_uncached() {
   return r;
 }
 
+// The trained stories MoE (top-2 of 8 experts) from ../shared, benched with
+// n_prompt / n_gen / reps; every swept list at its default.
+const char* const kStoriesRel = "models/stories-moe-8x-q8_0.gguf";
+ModelBenchConfig stories_bench(int n_prompt, int n_gen, int reps) {
+  ModelBenchConfig cfg;
+  cfg.model_path = test::shared_path(kStoriesRel);
+  cfg.n_prompt = n_prompt;
+  cfg.n_gen = n_gen;
+  cfg.reps = reps;
+  return cfg;
+}
+
 TEST(ModelBenchConfig, ProductCountAndOrder) {
   ModelBenchConfig cfg;
   cfg.threads = {1, 2};
@@ -436,13 +448,8 @@ TEST_F(ModelBenchFloor, FixedBudgetBelowTheFloorFailsBeforeAnyPointRuns) {
 }
 
 TEST(ModelBenchRun, TinyRealRunOnStories) {
-  const std::string rel = "models/stories-moe-8x-q8_0.gguf";
-  if (!test::shared_has(rel)) GTEST_SKIP() << "missing " << test::shared_path(rel);
-  ModelBenchConfig cfg;
-  cfg.model_path = test::shared_path(rel);
-  cfg.n_prompt = 16;
-  cfg.n_gen = 4;
-  cfg.reps = 2;
+  if (!test::shared_has(kStoriesRel)) GTEST_SKIP() << "missing " << test::shared_path(kStoriesRel);
+  ModelBenchConfig cfg = stories_bench(16, 4, 2);
   cfg.threads = {1, 2};
   cfg.io_threads = {2};
   cfg.cold = true;
@@ -490,13 +497,8 @@ TEST(ModelBenchRun, TinyRealRunOnStories) {
 }
 
 TEST(ModelBenchRun, PrefetchDepthsOnStories) {
-  const std::string rel = "models/stories-moe-8x-q8_0.gguf";
-  if (!test::shared_has(rel)) GTEST_SKIP() << "missing " << test::shared_path(rel);
-  ModelBenchConfig cfg;
-  cfg.model_path = test::shared_path(rel);
-  cfg.n_prompt = 8;
-  cfg.n_gen = 4;
-  cfg.reps = 1;
+  if (!test::shared_has(kStoriesRel)) GTEST_SKIP() << "missing " << test::shared_path(kStoriesRel);
+  ModelBenchConfig cfg = stories_bench(8, 4, 1);
   cfg.prefetch = {"off", "auto", "9"};
   const std::vector<ModelBenchRow> rows = run_model_bench(cfg);
   ASSERT_EQ(rows.size(), 3u);
@@ -515,13 +517,8 @@ TEST(ModelBenchRun, PrefetchDepthsOnStories) {
 }
 
 TEST(ModelBenchRun, CacheAndTopKSweepOnStories) {
-  const std::string rel = "models/stories-moe-8x-q8_0.gguf";
-  if (!test::shared_has(rel)) GTEST_SKIP() << "missing " << test::shared_path(rel);
-  ModelBenchConfig cfg;
-  cfg.model_path = test::shared_path(rel);
-  cfg.n_prompt = 8;
-  cfg.n_gen = 4;
-  cfg.reps = 2;
+  if (!test::shared_has(kStoriesRel)) GTEST_SKIP() << "missing " << test::shared_path(kStoriesRel);
+  ModelBenchConfig cfg = stories_bench(8, 4, 2);
   cfg.moe_top_k = {1};
   cfg.cache_mb = {"off", "1", "auto"};
   const std::vector<ModelBenchRow> rows = run_model_bench(cfg);
@@ -552,20 +549,16 @@ TEST(ModelBenchRun, CacheAndTopKSweepOnStories) {
 // The sweep's early floor check sizes experts the engine's way, so an
 // expert-major (repacked) file benches like the stacked one it came from.
 TEST(ModelBenchRun, RepackedModelWithAFixedCache) {
-  const std::string rel = "models/stories-moe-8x-q8_0.gguf";
-  if (!test::shared_has(rel)) GTEST_SKIP() << "missing " << test::shared_path(rel);
+  if (!test::shared_has(kStoriesRel)) GTEST_SKIP() << "missing " << test::shared_path(kStoriesRel);
   const std::filesystem::path dir =
       std::filesystem::temp_directory_path() / ("sluice_bench_repack_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   const std::string repacked = (dir / "stories-expert-major.gguf").string();
-  tools::repack_expert_major(test::shared_path(rel), repacked);
+  tools::repack_expert_major(test::shared_path(kStoriesRel), repacked);
   std::vector<ModelBenchRow> rows[2];
   for (int i = 0; i < 2; ++i) {
-    ModelBenchConfig cfg;
-    cfg.model_path = i == 0 ? test::shared_path(rel) : repacked;
-    cfg.n_prompt = 4;
-    cfg.n_gen = 3;
-    cfg.reps = 1;
+    ModelBenchConfig cfg = stories_bench(4, 3, 1);
+    if (i == 1) cfg.model_path = repacked;
     cfg.cache_mb = {"off", "64"};
     rows[i] = run_model_bench(cfg);
   }
