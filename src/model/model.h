@@ -106,15 +106,16 @@ struct TimeProfile {
   double other_s() const { return eval_s - expert_io_s - expert_matmul_s - attention_s; }
 };
 
-// --prefetch accounting, over the MoE layer batches that had a prefetch
-// (every MoE layer but the first of each ubatch, when prefetch is on).
-// Invariant: experts == used + wasted.
+// ModelConfig::prefetch value for `--prefetch auto`.
 inline constexpr int kPrefetchAuto = -1;
 
 // The --prefetch depth in force for a layer top-k of `top_k`: 0 for off,
 // half the top-k (at least 1) for kPrefetchAuto, else min(setting, top_k).
 int resolve_prefetch_depth(int setting, int top_k);
 
+// --prefetch accounting, over the MoE layer batches that had a prefetch
+// (every MoE layer but the first of each ubatch, when prefetch is on).
+// Invariant: experts == used + wasted.
 struct PrefetchCounters {
   uint64_t layers = 0;   // layer batches that had a prefetch
   uint64_t experts = 0;  // distinct experts prefetched (predicted)

@@ -193,7 +193,7 @@ ModelBenchRow run_point(const ModelBenchConfig& cfg, const BenchPoint& pt, std::
   row.mem_cap_MiB = mem_cap ? static_cast<double>(*mem_cap) / static_cast<double>(moe::kMiB) : kNaN;
 
   std::vector<double> pp_tps, tg_tps;
-  uint64_t prefetch_used = 0, prefetch_needed = 0, prefetch_experts = 0;
+  model::PrefetchCounters decode_pf;  // decode's share, summed over reps (used, needed, experts)
   for (int rep = 0; rep < cfg.reps; ++rep) {
     // Same prompts for every configuration: the RNG depends on (seed, rep) only.
     std::mt19937_64 rng(cfg.seed * 1000003u + static_cast<uint64_t>(rep));
@@ -220,9 +220,9 @@ ModelBenchRow run_point(const ModelBenchConfig& cfg, const BenchPoint& pt, std::
     const double tg_s = seconds_since(t0);
     const model::ModelStats stats_after = session.model().stats();
     const moe::ExpertIoStats& after = stats_after.io;
-    prefetch_used += stats_after.prefetch_counters.used - stats_before.prefetch_counters.used;
-    prefetch_needed += stats_after.prefetch_counters.needed - stats_before.prefetch_counters.needed;
-    prefetch_experts += stats_after.prefetch_counters.experts - stats_before.prefetch_counters.experts;
+    decode_pf.used += stats_after.prefetch_counters.used - stats_before.prefetch_counters.used;
+    decode_pf.needed += stats_after.prefetch_counters.needed - stats_before.prefetch_counters.needed;
+    decode_pf.experts += stats_after.prefetch_counters.experts - stats_before.prefetch_counters.experts;
 
     pp_tps.push_back(pp_s > 0 ? cfg.n_prompt / pp_s : kNaN);
     tg_tps.push_back(tg_s > 0 ? cfg.n_gen / tg_s : kNaN);
@@ -243,11 +243,10 @@ ModelBenchRow run_point(const ModelBenchConfig& cfg, const BenchPoint& pt, std::
   mean_sd(tg_tps, row.decode_tps, row.decode_tps_sd);
   row.peak_rss_MiB = peak_rss_mib();
   row.prefetch_depth = session.model().stats().prefetch;
-  const auto pct = [](uint64_t part, uint64_t whole) {
-    return whole > 0 ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : kNaN;
-  };
-  row.prefetch_precision_pct = row.prefetch_depth > 0 ? pct(prefetch_used, prefetch_experts) : kNaN;
-  row.prefetch_coverage_pct = row.prefetch_depth > 0 ? pct(prefetch_used, prefetch_needed) : kNaN;
+  // NaN (not 0) where prefetch was off or had nothing to count.
+  const bool pf = row.prefetch_depth > 0;
+  row.prefetch_precision_pct = pf && decode_pf.experts ? 100.0 * decode_pf.precision() : kNaN;
+  row.prefetch_coverage_pct = pf && decode_pf.needed ? 100.0 * decode_pf.coverage() : kNaN;
   derive_figures(row, cfg.ceiling);
   return row;
 }
