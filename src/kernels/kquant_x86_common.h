@@ -52,6 +52,23 @@ SLUICE_AVX2 inline __m256i pair_scales(__m256i scales8, int k) {
   return _mm256_shuffle_epi8(scales8, _mm256_set_m128i(_mm_set1_epi16(hi), _mm_set1_epi16(lo)));
 }
 
+// Q4_K/Q5_K quants of the 32-byte chunk c (elements 64c..64c+63 of a super-
+// block): q_lo = elements 64c..64c+31 (low nibbles), q_hi = 64c+32..64c+63
+// (high nibbles), each in 0..15, or 0..31 with Q5_K's fifth bit from hbits.
+template <bool kFiveBit>
+SLUICE_AVX2 inline void k4_chunk_quants(const uint8_t* qs, __m256i hbits, int c, __m256i m4, __m256i one,
+                                        __m256i& q_lo, __m256i& q_hi) {
+  const __m256i bits = load256(qs + 32 * c);
+  q_lo = _mm256_and_si256(bits, m4);
+  q_hi = _mm256_and_si256(_mm256_srli_epi16(bits, 4), m4);
+  if constexpr (kFiveBit) {
+    const __m256i h_lo = _mm256_and_si256(_mm256_srli_epi16(hbits, 2 * c), one);
+    const __m256i h_hi = _mm256_and_si256(_mm256_srli_epi16(hbits, 2 * c + 1), one);
+    q_lo = _mm256_or_si256(q_lo, _mm256_slli_epi16(h_lo, 4));
+    q_hi = _mm256_or_si256(q_hi, _mm256_slli_epi16(h_hi, 4));
+  }
+}
+
 // Q6_K quants of one 128-element half: q[k] holds elements 32k..32k+31 of the
 // half as unsigned 6-bit values (0..63; they mean q - 32).
 SLUICE_AVX2 inline void q6k_half_quants(const BlockQ6K& b, int half, __m256i q[4]) {
