@@ -104,6 +104,9 @@ void fill_avx2(KernelTable& table) {
 namespace cols_vnni {
 void fill_vnni(KernelTable& table);  // dot_cols_vnni.cpp
 }  // namespace cols_vnni
+namespace cols_avx512 {
+void fill_avx512(KernelTable& table);  // dot_cols_avx512.cpp
+}  // namespace cols_avx512
 }  // namespace sluice::kernels
 
 #endif  // __x86_64__
@@ -128,6 +131,11 @@ void fill_dot_cols_kernels(KernelTable& table, Isa isa) {
     case Isa::AvxVnni:
 #if defined(__x86_64__)
       cols_vnni::fill_vnni(table);
+#endif
+      break;
+    case Isa::Avx512Vnni:
+#if defined(__x86_64__)
+      cols_avx512::fill_avx512(table);
 #endif
       break;
   }

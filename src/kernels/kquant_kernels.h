@@ -49,4 +49,10 @@ float vec_dot_q4_k_vnni(int64_t n, const void* w, const void* a);
 float vec_dot_q5_k_vnni(int64_t n, const void* w, const void* a);
 float vec_dot_q6_k_vnni(int64_t n, const void* w, const void* a);
 
+// --- AVX-512 F/BW/VL/VNNI (kquant_avx512.cpp), on top of AVX2+FMA+F16C; only
+// call when the CPU has them. Each is bit-identical to the AVX2 function. ---
+float vec_dot_q4_k_avx512(int64_t n, const void* w, const void* a);
+float vec_dot_q5_k_avx512(int64_t n, const void* w, const void* a);
+float vec_dot_q6_k_avx512(int64_t n, const void* w, const void* a);
+
 }  // namespace sluice::kernels::kquant

@@ -1,4 +1,4 @@
-// Internal to the x86 K-quant dot products (AVX2 and AVX-VNNI): the scale
+// Internal to the x86 K-quant dot products (AVX2, AVX-VNNI, AVX-512 VNNI): the scale
 // unpacking and shuffles both ISAs share, so the VNNI kernels decode blocks
 // exactly as the AVX2 ones do. Every function carries the AVX2 target
 // attribute (callable from AVX2 and AVX-VNNI functions alike); callers run them
@@ -18,6 +18,11 @@
 // Functions using AVX-VNNI (vpdpbusd / vpdpwssd, VEX-encoded, 256-bit) on top
 // of AVX2+FMA+F16C. Only run after the registry saw CpuFeatures::avxvnni.
 #define SLUICE_AVXVNNI __attribute__((target("avx2,fma,f16c,avxvnni")))
+// Functions using AVX-512 F/BW/VL/VNNI (EVEX: 32 vector registers, 512-bit
+// integer multiply-adds) on top of AVX2+FMA+F16C. Only run after the registry
+// saw CpuFeatures::avx512vnni. Does not imply AVX-VNNI (Ice Lake has this
+// without it).
+#define SLUICE_AVX512VNNI __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")))
 
 namespace sluice::kernels::kq_x86 {
 
