@@ -37,6 +37,9 @@ void fill_avx2(KernelTable& table) {
   set(table, GgmlType::Q5_K, nullptr, nullptr, vec_dot_q5_k_avx2);
   set(table, GgmlType::Q6_K, nullptr, nullptr, vec_dot_q6_k_avx2);
   set(table, GgmlType::IQ4_XS, nullptr, nullptr, vec_dot_iq4_xs_avx2);
+#if defined(__x86_64__)
+  set(table, GgmlType::Q8_K, nullptr, quantize_q8_k_avx2, nullptr);  // activation-only: no vec_dot
+#endif
 #else
   (void)table;
 #endif
