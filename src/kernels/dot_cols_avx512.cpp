@@ -89,16 +89,21 @@ SLUICE_AVX512VNNI inline __m512i fold_pair(__m512i a, __m512i b) {
                           _mm512_shuffle_i64x2(a, b, _MM_SHUFFLE(3, 2, 3, 2)));
 }
 
-// out[0], out[1] from the paired accumulators (same reductions as the one-column loops).
+// out[0], out[1] from the paired accumulators: the reductions of
+// dot_k4_style (hsum(acc) - the two-step sum of acc_min) for both columns at
+// once. Each add has the same two operands as there (float addition is
+// commutative, so which one comes first does not matter).
 SLUICE_AVX512VNNI inline void finish_pair(__m512 acc, __m256 acc_min, float* out) {
-  const __m128 min_lanes[2] = {_mm256_castps256_ps128(acc_min), _mm256_extractf128_ps(acc_min, 1)};
-  const __m256 acc_lanes[2] = {_mm512_castps512_ps256(acc),
-                               _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc), 1))};
-  for (int h = 0; h < 2; ++h) {
-    __m128 m = _mm_add_ps(min_lanes[h], _mm_movehl_ps(min_lanes[h], min_lanes[h]));
-    m = _mm_add_ss(m, _mm_movehdup_ps(m));
-    out[h] = avx2::hsum(acc_lanes[h]) - _mm_cvtss_f32(m);
-  }
+  // Per 256-bit half: lanes k + (k + 4) (hsum's 128-bit halves), then lanes
+  // 0,1 + lanes 2,3 (movehl), then lane 0 + lane 1 (movehdup).
+  __m512 s = _mm512_add_ps(acc, _mm512_shuffle_f32x4(acc, acc, _MM_SHUFFLE(2, 3, 0, 1)));
+  s = _mm512_add_ps(s, _mm512_permute_ps(s, _MM_SHUFFLE(3, 2, 3, 2)));
+  s = _mm512_add_ps(s, _mm512_movehdup_ps(s));
+  // Per 128-bit half: lanes 0,1 + lanes 2,3, then lane 0 + lane 1.
+  __m256 m = _mm256_add_ps(acc_min, _mm256_permute_ps(acc_min, _MM_SHUFFLE(3, 2, 3, 2)));
+  m = _mm256_add_ps(m, _mm256_movehdup_ps(m));
+  out[0] = _mm512_cvtss_f32(s) - _mm256_cvtss_f32(m);
+  out[1] = _mm_cvtss_f32(_mm512_extractf32x4_ps(s, 2)) - _mm_cvtss_f32(_mm256_extractf128_ps(m, 1));
 }
 
 // Q4_K (kFiveBit = false) and Q5_K: mirrors dot_k4_style.
