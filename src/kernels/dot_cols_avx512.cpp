@@ -128,22 +128,18 @@ struct K4StyleCols {
       acc_min[p] = _mm256_setzero_ps();
     }
     for (int64_t i = 0; i < n / kQK_K; ++i) {
-      const uint8_t* blk = first + i * static_cast<int64_t>(block_bytes);
-      uint16_t dh, dminh;
-      std::memcpy(&dh, blk, 2);
-      std::memcpy(&dminh, blk + 2, 2);
-      const uint8_t* qh = blk + 4 + kKScaleBytes;
-      const uint8_t* qs = kFiveBit ? qh + kQK_K / 8 : blk + 4 + kKScaleBytes;
-      const __m512 wd = _mm512_set1_ps(avx2::fp16_scalar(dh));
-      const __m256 wdmin = _mm256_set1_ps(avx2::fp16_scalar(dminh));
+      const kq_x86::K4Block blk = kq_x86::k4_block<kFiveBit>(first + i * static_cast<int64_t>(block_bytes));
+      const uint8_t* qs = blk.qs;
+      const __m512 wd = _mm512_set1_ps(blk.d);
+      const __m256 wdmin = _mm256_set1_ps(blk.dmin);
 
-      const __m256i scales_mins = _mm256_cvtepu8_epi16(kq_x86::unpack_k4_scales(blk + 4));
+      const __m256i scales_mins = blk.scales_mins;
       const __m128i mins = _mm256_extracti128_si256(scales_mins, 1);
       // mins 0-3 twice | mins 4-7 twice, against hadd(bsums A, bsums B) below.
       const __m256i mins_pair = _mm256_set_m128i(_mm_unpackhi_epi64(mins, mins), _mm_unpacklo_epi64(mins, mins));
       const __m512i sc = _mm512_broadcast_i32x4(_mm256_castsi256_si128(scales_mins));
       __m512i hbits = _mm512_setzero_si512();
-      if constexpr (kFiveBit) hbits = broadcast256(qh);
+      if constexpr (kFiveBit) hbits = broadcast256(blk.qh);
 
 #pragma GCC unroll 4
       for (int p = 0; p < P; ++p) {

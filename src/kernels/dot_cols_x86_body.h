@@ -105,20 +105,16 @@ struct K4StyleCols {
       acc_min[j] = _mm_setzero_ps();
     }
     for (int64_t i = 0; i < n / kQK_K; ++i) {
-      const uint8_t* blk = first + i * static_cast<int64_t>(block_bytes);
-      uint16_t dh, dminh;
-      std::memcpy(&dh, blk, 2);
-      std::memcpy(&dminh, blk + 2, 2);
-      const uint8_t* qh = blk + 4 + kKScaleBytes;
-      const uint8_t* qs = kFiveBit ? qh + kQK_K / 8 : blk + 4 + kKScaleBytes;
-      const float wd = avx2::fp16_scalar(dh), wdmin = avx2::fp16_scalar(dminh);
+      const kq_x86::K4Block blk = kq_x86::k4_block<kFiveBit>(first + i * static_cast<int64_t>(block_bytes));
+      const uint8_t* qs = blk.qs;
+      const float wd = blk.d, wdmin = blk.dmin;
 
-      const __m256i scales_mins = _mm256_cvtepu8_epi16(kq_x86::unpack_k4_scales(blk + 4));
+      const __m256i scales_mins = blk.scales_mins;
       const __m128i mins = _mm256_extracti128_si256(scales_mins, 1);
       const __m128i sc_lane = _mm256_castsi256_si128(scales_mins);
       const __m256i sc = _mm256_set_m128i(sc_lane, sc_lane);
       __m256i hbits = _mm256_setzero_si256();
-      if constexpr (kFiveBit) hbits = kq_x86::load256(qh);
+      if constexpr (kFiveBit) hbits = kq_x86::load256(blk.qh);
 
       __m256i sum_lo[N], sum_hi[N];
 #pragma GCC unroll 4

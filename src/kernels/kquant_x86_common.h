@@ -57,6 +57,30 @@ SLUICE_AVX2 inline __m256i pair_scales(__m256i scales8, int k) {
   return _mm256_shuffle_epi8(scales8, _mm256_set_m128i(_mm_set1_epi16(hi), _mm_set1_epi16(lo)));
 }
 
+// One Q4_K / Q5_K block decoded for the x86 kernels (the two formats share
+// the d, dmin, scales[12] prefix; Q5_K has qh[32] before qs). Blocks are
+// addressed as bytes because the two structs differ in size.
+struct K4Block {
+  float d = 0, dmin = 0;  // the block's fp16 scale and min scale
+  __m256i scales_mins;    // 8 sub-block scales then 8 mins, as int16
+  const uint8_t* qh;      // Q5_K's fifth bits (meaningless for Q4_K)
+  const uint8_t* qs;      // the nibbles
+};
+
+template <bool kFiveBit>
+SLUICE_AVX2 inline K4Block k4_block(const uint8_t* blk) {
+  K4Block b;
+  uint16_t dh, dminh;
+  std::memcpy(&dh, blk, 2);
+  std::memcpy(&dminh, blk + 2, 2);
+  b.d = avx2::fp16_scalar(dh);
+  b.dmin = avx2::fp16_scalar(dminh);
+  b.scales_mins = _mm256_cvtepu8_epi16(unpack_k4_scales(blk + 4));
+  b.qh = blk + 4 + kKScaleBytes;
+  b.qs = kFiveBit ? b.qh + kQK_K / 8 : blk + 4 + kKScaleBytes;
+  return b;
+}
+
 // Q4_K/Q5_K quants of the 32-byte chunk c (elements 64c..64c+63 of a super-
 // block): q_lo = elements 64c..64c+31 (low nibbles), q_hi = 64c+32..64c+63
 // (high nibbles), each in 0..15, or 0..31 with Q5_K's fifth bit from hbits.

@@ -28,17 +28,13 @@ SLUICE_KQUANT_DOT_TARGET inline float dot_k4_style(int64_t n, const uint8_t* fir
   __m256 acc = _mm256_setzero_ps();
   __m128 acc_min = _mm_setzero_ps();
   for (int64_t i = 0; i < n / kQK_K; ++i) {
-    const uint8_t* blk = first_block + i * static_cast<int64_t>(block_bytes);
+    const kq_x86::K4Block blk = kq_x86::k4_block<kFiveBit>(first_block + i * static_cast<int64_t>(block_bytes));
     const BlockQ8K& y = ab[i];
-    uint16_t dh, dminh;
-    std::memcpy(&dh, blk, 2);
-    std::memcpy(&dminh, blk + 2, 2);
-    const uint8_t* qh = blk + 4 + kKScaleBytes;  // Q5_K only
-    const uint8_t* qs = kFiveBit ? qh + kQK_K / 8 : blk + 4 + kKScaleBytes;
-    const float d = y.d * avx2::fp16_scalar(dh);
-    const float dmin = y.d * avx2::fp16_scalar(dminh);
+    const uint8_t* qs = blk.qs;
+    const float d = y.d * blk.d;
+    const float dmin = y.d * blk.dmin;
 
-    const __m256i scales_mins = _mm256_cvtepu8_epi16(kq_x86::unpack_k4_scales(blk + 4));
+    const __m256i scales_mins = blk.scales_mins;
     const __m128i mins = _mm256_extracti128_si256(scales_mins, 1);
     const __m256i bsums = kq_x86::load256(y.bsums);
     const __m128i sub_sums = _mm_hadd_epi16(_mm256_castsi256_si128(bsums), _mm256_extracti128_si256(bsums, 1));
@@ -47,7 +43,7 @@ SLUICE_KQUANT_DOT_TARGET inline float dot_k4_style(int64_t n, const uint8_t* fir
     const __m128i sc_lane = _mm256_castsi256_si128(scales_mins);
     const __m256i sc = _mm256_set_m128i(sc_lane, sc_lane);
     __m256i hbits = _mm256_setzero_si256();
-    if constexpr (kFiveBit) hbits = kq_x86::load256(qh);
+    if constexpr (kFiveBit) hbits = kq_x86::load256(blk.qh);
     // Two integer accumulators halve the dependency chain (same lane sums).
     __m256i sum_lo = _mm256_setzero_si256(), sum_hi = _mm256_setzero_si256();
 #pragma GCC unroll 4
