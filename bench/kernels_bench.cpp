@@ -1,4 +1,4 @@
-// Kernel throughput: dequantize, vec_dot and the 4-column dot_cols per format
+// Kernel throughput: dequantize, vec_dot and the 4- and 8-column dot_cols per format
 // and ISA, in GB/s of weight bytes consumed (each weight byte once, whatever
 // the column count), next to the machine's measured memory read bandwidth.
 // "GMAC/s" counts multiply-adds (elements x columns).
@@ -7,7 +7,7 @@
 // the kernel's arithmetic limit) and "dram" (256 MiB: what decode sees when
 // weights stream from memory). Run: build/bench/kernels_bench
 //   --benchmark_filter=dot/.*dram   to see only the memory-bound rows;
-//   --benchmark_filter='(dot|cols4)/Q4_K'  AVX2 vs AVX-VNNI for one format.
+//   --benchmark_filter='(dot|cols4|cols8)/Q4_K'  every ISA and width for one format.
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
@@ -87,9 +87,9 @@ void BM_dot(benchmark::State& state, GgmlType t, Isa isa, uint64_t bytes) {
                                                 benchmark::Counter::kIsRate);
 }
 
-// One weight row against kMaxDotCols activation rows per call (the prefill
-// matmul's inner step).
-void BM_dot_cols(benchmark::State& state, GgmlType t, Isa isa, uint64_t bytes) {
+// One weight row against `cols` activation rows per call (the prefill
+// matmul's inner step; it uses kMaxDotCols).
+void BM_dot_cols(benchmark::State& state, GgmlType t, Isa isa, uint64_t bytes, int cols) {
   const TypeKernels* k = kernels_for(t, isa);
   if (!k || !k->vec_dot_cols) {
     state.SkipWithError("no multi-column kernel for this ISA on this CPU");
@@ -101,12 +101,12 @@ void BM_dot_cols(benchmark::State& state, GgmlType t, Isa isa, uint64_t bytes) {
   float out[kMaxDotCols];
   for (auto _ : state) {
     for (int64_t r = 0; r < f.rows; ++r) {
-      k->vec_dot_cols(kRow, f.weights.data() + r * f.row_bytes, act, kMaxDotCols, out);
+      k->vec_dot_cols(kRow, f.weights.data() + r * f.row_bytes, act, cols, out);
       benchmark::DoNotOptimize(out);
     }
   }
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * f.rows * f.row_bytes);
-  state.counters["GMAC/s"] = benchmark::Counter(double(state.iterations()) * f.rows * kRow * kMaxDotCols / 1e9,
+  state.counters["GMAC/s"] = benchmark::Counter(double(state.iterations()) * f.rows * kRow * cols / 1e9,
                                                 benchmark::Counter::kIsRate);
 }
 
@@ -148,7 +148,7 @@ const GgmlType kBenchTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, 
 [[maybe_unused]] const bool kRegistered = [] {
   for (GgmlType t : kBenchTypes) {
     if (!is_supported(t)) continue;
-    for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::AvxVnni, Isa::Neon}) {
+    for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::AvxVnni, Isa::Avx512Vnni, Isa::Neon}) {
       const TypeKernels* k = kernels_for(t, isa);
       if (!k) continue;
       const std::string base = std::string(ggml_type_name(t)) + "/" + isa_name(isa);
@@ -157,8 +157,10 @@ const GgmlType kBenchTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, 
           benchmark::RegisterBenchmark(("dot/" + base + "/" + label).c_str(), BM_dot, t, isa, bytes)
               ->Unit(benchmark::kMicrosecond);
         if (k->vec_dot_cols)
-          benchmark::RegisterBenchmark(("cols4/" + base + "/" + label).c_str(), BM_dot_cols, t, isa, bytes)
-              ->Unit(benchmark::kMicrosecond);
+          for (int cols : {4, kMaxDotCols})
+            benchmark::RegisterBenchmark(("cols" + std::to_string(cols) + "/" + base + "/" + label).c_str(),
+                                         BM_dot_cols, t, isa, bytes, cols)
+                ->Unit(benchmark::kMicrosecond);
         if (k->dequantize)  // SIMD dequantizers exist only for the hot formats
           benchmark::RegisterBenchmark(("dequant/" + base + "/" + label).c_str(), BM_dequant, t, isa, bytes)
               ->Unit(benchmark::kMicrosecond);

@@ -3,11 +3,11 @@
 // once for all columns.
 //
 // Contract (quant.h): out[j] is bit-identical to the AVX-VNNI vec_dot of the
-// same type, which is itself bit-identical to the AVX2 one. Each kernel mirrors
-// its AVX2 counterpart in dot_cols_avx2.cpp on the float side operation for
-// operation; only the integer products change, to instructions producing the
-// same int32 lanes (see legacy_vnni_dot.cpp and kquant_vnni.cpp for why they
-// are equal). tests/unit/kernels_vnni_test.cpp checks the bit-identity.
+// same type, which is itself bit-identical to the AVX2 one: the block loops are
+// the AVX2 ones (dot_cols_x86_body.h); only the integer products change, to
+// instructions producing the same int32 lanes (see legacy_vnni_dot.cpp and
+// kquant_vnni.cpp for why they are equal). tests/unit/kernels_vnni_test.cpp
+// checks the bit-identity.
 #include "kernels/kernel_table.h"
 
 #if defined(__x86_64__)
@@ -18,236 +18,24 @@ namespace sluice::kernels {
 namespace cols_vnni {
 namespace {
 
-using avx2::fp16_scalar;
-using avx2::hsum;
-using kq_x86::broadcast_scale;
-using kq_x86::load256;
-using kq_x86::pair_scales;
-
-// Every per-column loop is fully unrolled so the per-column accumulator arrays
-// stay in registers.
-
-// Calls Kernel::template run<N>(n, w, act, out) with N = n_act (1..4).
-template <class Kernel>
-SLUICE_AVXVNNI void dispatch_cols(int64_t n, const void* w, const void* const* act, int n_act,
-                                  float* out) {
-  switch (n_act) {
-    case 1:
-      Kernel::template run<1>(n, w, act, out);
-      break;
-    case 2:
-      Kernel::template run<2>(n, w, act, out);
-      break;
-    case 3:
-      Kernel::template run<3>(n, w, act, out);
-      break;
-    default:
-      Kernel::template run<4>(n, w, act, out);
-      break;
-  }
+// Same lanes as avx2::dot_u8_i8 (madd(maddubs(u, y), ones)).
+SLUICE_AVXVNNI inline __m256i dot_u8_i8(__m256i u, __m256i y) {
+  return _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), u, y);
 }
 
-// Symmetric legacy formats with Q8_0 activations: mirrors SymmetricCols.
-template <class W>
-struct SymmetricCols {
-  template <int N>
-  SLUICE_AVXVNNI static void block(const typename W::Block& xb, const BlockQ8_0* const* y,
-                                   int64_t i, __m256* acc, int64_t di = 0) {
-    const __m256i lv = W::levels(xb);
-    const __m256i ax = _mm256_sign_epi8(lv, lv);
-    const float s = W::scale(xb);
-#pragma GCC unroll 4
-    for (int j = 0; j < N; ++j) {
-      const BlockQ8_0& yb = y[j][i + di];
-      const __m256i sy = _mm256_sign_epi8(load256(yb.qs), lv);
-      const __m256 p = _mm256_cvtepi32_ps(_mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), ax, sy));
-      acc[j] = _mm256_fmadd_ps(_mm256_set1_ps(s * fp16_scalar(yb.d)), p, acc[j]);
-    }
-  }
+// Same lanes as acc + madd_epi16(s, p).
+SLUICE_AVXVNNI inline __m256i madd_acc(__m256i acc, __m256i s, __m256i p) {
+  return _mm256_dpwssd_avx_epi32(acc, s, p);
+}
 
-  template <int N>
-  SLUICE_AVXVNNI static void run(int64_t n, const void* w, const void* const* act, float* out) {
-    const auto* x = static_cast<const typename W::Block*>(w);
-    const BlockQ8_0* y[N];
-#pragma GCC unroll 4
-    for (int j = 0; j < N; ++j) y[j] = static_cast<const BlockQ8_0*>(act[j]);
-    const int64_t nb = n / kLegacyBlock;
-    __m256 acc0[N], acc1[N];
-#pragma GCC unroll 4
-    for (int j = 0; j < N; ++j) acc0[j] = acc1[j] = _mm256_setzero_ps();
-    int64_t i = 0;
-    for (; i + 1 < nb; i += 2) {
-      block<N>(x[i], y, i, acc0);
-      block<N>(x[i + 1], y, i, acc1, 1);
-    }
-    if (i < nb) block<N>(x[i], y, i, acc0);
-#pragma GCC unroll 4
-    for (int j = 0; j < N; ++j) out[j] = hsum(_mm256_add_ps(acc0[j], acc1[j]));
-  }
-};
-
-// Q4_K (kFiveBit = false) and Q5_K: mirrors K4StyleCols.
-template <bool kFiveBit>
-struct K4StyleCols {
-  template <int N>
-  SLUICE_AVXVNNI static void run(int64_t n, const void* w, const void* const* act, float* out) {
-    const auto* first = static_cast<const uint8_t*>(w);
-    const size_t block_bytes = kFiveBit ? sizeof(BlockQ5K) : sizeof(BlockQ4K);
-    const BlockQ8K* y[N];
-#pragma GCC unroll 4
-    for (int j = 0; j < N; ++j) y[j] = static_cast<const BlockQ8K*>(act[j]);
-    const __m256i m4 = _mm256_set1_epi8(0x0F);
-    const __m256i one = _mm256_set1_epi8(1);
-    __m256 acc[N];
-    __m128 acc_min[N];
-#pragma GCC unroll 4
-    for (int j = 0; j < N; ++j) {
-      acc[j] = _mm256_setzero_ps();
-      acc_min[j] = _mm_setzero_ps();
-    }
-    for (int64_t i = 0; i < n / kQK_K; ++i) {
-      const uint8_t* blk = first + i * static_cast<int64_t>(block_bytes);
-      uint16_t dh, dminh;
-      std::memcpy(&dh, blk, 2);
-      std::memcpy(&dminh, blk + 2, 2);
-      const uint8_t* qh = blk + 4 + kKScaleBytes;
-      const uint8_t* qs = kFiveBit ? qh + kQK_K / 8 : blk + 4 + kKScaleBytes;
-      const float wd = fp16_scalar(dh), wdmin = fp16_scalar(dminh);
-
-      const __m256i scales_mins = _mm256_cvtepu8_epi16(kq_x86::unpack_k4_scales(blk + 4));
-      const __m128i mins = _mm256_extracti128_si256(scales_mins, 1);
-      const __m128i sc_lane = _mm256_castsi256_si128(scales_mins);
-      const __m256i sc = _mm256_set_m128i(sc_lane, sc_lane);
-      __m256i hbits = _mm256_setzero_si256();
-      if constexpr (kFiveBit) hbits = load256(qh);
-
-      __m256i sum_lo[N], sum_hi[N];
-#pragma GCC unroll 4
-      for (int j = 0; j < N; ++j) {
-        const __m256i bsums = load256(y[j][i].bsums);
-        const __m128i sub_sums =
-            _mm_hadd_epi16(_mm256_castsi256_si128(bsums), _mm256_extracti128_si256(bsums, 1));
-        const float dmin = y[j][i].d * wdmin;
-        acc_min[j] = _mm_fmadd_ps(_mm_set1_ps(dmin),
-                                  _mm_cvtepi32_ps(_mm_madd_epi16(mins, sub_sums)), acc_min[j]);
-        sum_lo[j] = sum_hi[j] = _mm256_setzero_si256();
-      }
-#pragma GCC unroll 4
-      for (int c = 0; c < 4; ++c) {
-        const __m256i bits = load256(qs + 32 * c);
-        __m256i q_lo = _mm256_and_si256(bits, m4);
-        __m256i q_hi = _mm256_and_si256(_mm256_srli_epi16(bits, 4), m4);
-        if constexpr (kFiveBit) {
-          const __m256i h_lo = _mm256_and_si256(_mm256_srli_epi16(hbits, 2 * c), one);
-          const __m256i h_hi = _mm256_and_si256(_mm256_srli_epi16(hbits, 2 * c + 1), one);
-          q_lo = _mm256_or_si256(q_lo, _mm256_slli_epi16(h_lo, 4));
-          q_hi = _mm256_or_si256(q_hi, _mm256_slli_epi16(h_hi, 4));
-        }
-        const __m256i s_lo = broadcast_scale(sc, 2 * c);
-        const __m256i s_hi = broadcast_scale(sc, 2 * c + 1);
-#ifdef SLUICE_VNNI_PAIRED
-        const __m256i s_pair =
-            _mm256_shuffle_epi8(sc, _mm256_set1_epi32(((4 * c + 3) << 24) | ((4 * c + 2) << 16) |
-                                                      ((4 * c + 1) << 8) | (4 * c)));
-#pragma GCC unroll 4
-        for (int j = 0; j < N; ++j) {
-          const __m256i a =
-              _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), q_lo, load256(y[j][i].qs + 64 * c));
-          const __m256i b = _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), q_hi,
-                                                    load256(y[j][i].qs + 64 * c + 32));
-          const __m256i ab = _mm256_blend_epi16(a, _mm256_bslli_epi128(b, 2), 0xAA);
-          if (c % 2)
-            sum_hi[j] = _mm256_dpwssd_avx_epi32(sum_hi[j], ab, s_pair);
-          else
-            sum_lo[j] = _mm256_dpwssd_avx_epi32(sum_lo[j], ab, s_pair);
-        }
-        (void)s_lo;
-        (void)s_hi;
-#else
-#pragma GCC unroll 4
-        for (int j = 0; j < N; ++j) {
-          const __m256i p_lo = _mm256_maddubs_epi16(q_lo, load256(y[j][i].qs + 64 * c));
-          const __m256i p_hi = _mm256_maddubs_epi16(q_hi, load256(y[j][i].qs + 64 * c + 32));
-          sum_lo[j] = _mm256_dpwssd_avx_epi32(sum_lo[j], s_lo, p_lo);
-          sum_hi[j] = _mm256_dpwssd_avx_epi32(sum_hi[j], s_hi, p_hi);
-        }
-#endif
-      }
-#pragma GCC unroll 4
-      for (int j = 0; j < N; ++j) {
-        const float d = y[j][i].d * wd;
-        const __m256i sumi = _mm256_add_epi32(sum_lo[j], sum_hi[j]);
-        acc[j] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc[j]);
-      }
-    }
-#pragma GCC unroll 4
-    for (int j = 0; j < N; ++j) {
-      __m128 m = _mm_add_ps(acc_min[j], _mm_movehl_ps(acc_min[j], acc_min[j]));
-      m = _mm_add_ss(m, _mm_movehdup_ps(m));
-      out[j] = hsum(acc[j]) - _mm_cvtss_f32(m);
-    }
-  }
-};
-
-// Q6_K: mirrors Q6KCols.
-struct Q6KCols {
-  template <int N>
-  SLUICE_AVXVNNI static void run(int64_t n, const void* w, const void* const* act, float* out) {
-    const auto* wb = static_cast<const BlockQ6K*>(w);
-    const BlockQ8K* y[N];
-#pragma GCC unroll 4
-    for (int j = 0; j < N; ++j) y[j] = static_cast<const BlockQ8K*>(act[j]);
-    __m256 acc[N];
-#pragma GCC unroll 4
-    for (int j = 0; j < N; ++j) acc[j] = _mm256_setzero_ps();
-    for (int64_t i = 0; i < n / kQK_K; ++i) {
-      const BlockQ6K& b = wb[i];
-      const float wd = fp16_scalar(b.d);
-      const __m128i scales8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales));
-      const __m256i scales16 = _mm256_cvtepi8_epi16(scales8);
-      __m256i sum_a[N], sum_b[N];
-#pragma GCC unroll 4
-      for (int j = 0; j < N; ++j) sum_a[j] = sum_b[j] = _mm256_setzero_si256();
-      for (int half = 0; half < 2; ++half) {
-        const __m128i lane = _mm_cvtepi8_epi16(half == 0 ? scales8 : _mm_srli_si128(scales8, 8));
-        const __m256i sc = _mm256_set_m128i(lane, lane);
-        __m256i q[4];
-        kq_x86::q6k_half_quants(b, half, q);
-        const __m256i s0 = pair_scales(sc, 0), s1 = pair_scales(sc, 1);
-        const __m256i s2 = pair_scales(sc, 2), s3 = pair_scales(sc, 3);
-#pragma GCC unroll 4
-        for (int j = 0; j < N; ++j) {
-          const int8_t* q8 = y[j][i].qs + 128 * half;
-          sum_a[j] = _mm256_dpwssd_avx_epi32(sum_a[j], s0, _mm256_maddubs_epi16(q[0], load256(q8)));
-          sum_b[j] =
-              _mm256_dpwssd_avx_epi32(sum_b[j], s1, _mm256_maddubs_epi16(q[1], load256(q8 + 32)));
-          sum_a[j] =
-              _mm256_dpwssd_avx_epi32(sum_a[j], s2, _mm256_maddubs_epi16(q[2], load256(q8 + 64)));
-          sum_b[j] =
-              _mm256_dpwssd_avx_epi32(sum_b[j], s3, _mm256_maddubs_epi16(q[3], load256(q8 + 96)));
-        }
-      }
-#pragma GCC unroll 4
-      for (int j = 0; j < N; ++j) {
-        // q in 0..63 means q - 32: take 32 * scale * bsum out per sub-block.
-        const __m256i offset =
-            _mm256_slli_epi32(_mm256_madd_epi16(scales16, load256(y[j][i].bsums)), 5);
-        const float d = y[j][i].d * wd;
-        const __m256i sumi = _mm256_sub_epi32(_mm256_add_epi32(sum_a[j], sum_b[j]), offset);
-        acc[j] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc[j]);
-      }
-    }
-#pragma GCC unroll 4
-    for (int j = 0; j < N; ++j) out[j] = hsum(acc[j]);
-  }
-};
+#define SLUICE_DOT_COLS_TARGET SLUICE_AVXVNNI
+#include "kernels/dot_cols_x86_body.h"  // dispatch_cols, SymmetricCols, K4StyleCols, Q6KCols
+#undef SLUICE_DOT_COLS_TARGET
 
 }  // namespace
 
 void fill_vnni(KernelTable& table) {
-  auto set = [&](GgmlType t, VecDotColsFn fn) {
-    table[static_cast<uint32_t>(t)].vec_dot_cols = fn;
-  };
+  auto set = [&](GgmlType t, VecDotColsFn fn) { table[static_cast<uint32_t>(t)].vec_dot_cols = fn; };
   set(GgmlType::Q4_0, &dispatch_cols<SymmetricCols<avx2::Q4_0Levels>>);
   set(GgmlType::Q8_0, &dispatch_cols<SymmetricCols<avx2::Q8_0Levels>>);
   set(GgmlType::Q4_K, &dispatch_cols<K4StyleCols<false>>);

@@ -37,6 +37,9 @@ void fill_avx2(KernelTable& table) {
   set(table, GgmlType::Q5_K, nullptr, nullptr, vec_dot_q5_k_avx2);
   set(table, GgmlType::Q6_K, nullptr, nullptr, vec_dot_q6_k_avx2);
   set(table, GgmlType::IQ4_XS, nullptr, nullptr, vec_dot_iq4_xs_avx2);
+#if defined(__x86_64__)
+  set(table, GgmlType::Q8_K, nullptr, quantize_q8_k_avx2, nullptr);  // activation-only: no vec_dot
+#endif
 #else
   (void)table;
 #endif
@@ -54,6 +57,18 @@ void fill_vnni(KernelTable& table) {
 #endif
 }
 
+// AVX-512 VNNI: the types with 512-bit multi-column dots need a vec_dot of
+// the same ISA (the registry pairs the two); the rest keep lower entries.
+void fill_avx512(KernelTable& table) {
+#if defined(__x86_64__)
+  set(table, GgmlType::Q4_K, nullptr, nullptr, vec_dot_q4_k_avx512);
+  set(table, GgmlType::Q5_K, nullptr, nullptr, vec_dot_q5_k_avx512);
+  set(table, GgmlType::Q6_K, nullptr, nullptr, vec_dot_q6_k_avx512);
+#else
+  (void)table;
+#endif
+}
+
 }  // namespace
 
 void fill_kquant_kernels(KernelTable& table, Isa isa) {
@@ -65,6 +80,7 @@ void fill_kquant_kernels(KernelTable& table, Isa isa) {
       // offset-via-bsums scheme); none yet, so scalar serves ARM.
       break;
     case Isa::AvxVnni: fill_vnni(table); break;
+    case Isa::Avx512Vnni: fill_avx512(table); break;
   }
 }
 

@@ -42,11 +42,19 @@ float vec_dot_q4_k_avx2(int64_t n, const void* w, const void* a);
 float vec_dot_q5_k_avx2(int64_t n, const void* w, const void* a);
 float vec_dot_q6_k_avx2(int64_t n, const void* w, const void* a);
 float vec_dot_iq4_xs_avx2(int64_t n, const void* w, const void* a);
+// Bit-identical to quantize_q8_k (kquant_avx2_quantize.cpp).
+void quantize_q8_k_avx2(const float* src, void* dst, int64_t n);
 
 // --- AVX-VNNI (kquant_vnni.cpp), on top of AVX2+FMA+F16C; only call when the
 // CPU has AVX-VNNI. Each is bit-identical to the AVX2 function of its type. ---
 float vec_dot_q4_k_vnni(int64_t n, const void* w, const void* a);
 float vec_dot_q5_k_vnni(int64_t n, const void* w, const void* a);
 float vec_dot_q6_k_vnni(int64_t n, const void* w, const void* a);
+
+// --- AVX-512 F/BW/VL/VNNI (kquant_avx512.cpp), on top of AVX2+FMA+F16C; only
+// call when the CPU has them. Each is bit-identical to the AVX2 function. ---
+float vec_dot_q4_k_avx512(int64_t n, const void* w, const void* a);
+float vec_dot_q5_k_avx512(int64_t n, const void* w, const void* a);
+float vec_dot_q6_k_avx512(int64_t n, const void* w, const void* a);
 
 }  // namespace sluice::kernels::kquant

@@ -1,4 +1,4 @@
-// Internal to the x86 K-quant dot products (AVX2 and AVX-VNNI): the scale
+// Internal to the x86 K-quant dot products (AVX2, AVX-VNNI, AVX-512 VNNI): the scale
 // unpacking and shuffles both ISAs share, so the VNNI kernels decode blocks
 // exactly as the AVX2 ones do. Every function carries the AVX2 target
 // attribute (callable from AVX2 and AVX-VNNI functions alike); callers run them
@@ -18,6 +18,11 @@
 // Functions using AVX-VNNI (vpdpbusd / vpdpwssd, VEX-encoded, 256-bit) on top
 // of AVX2+FMA+F16C. Only run after the registry saw CpuFeatures::avxvnni.
 #define SLUICE_AVXVNNI __attribute__((target("avx2,fma,f16c,avxvnni")))
+// Functions using AVX-512 F/BW/VL/VNNI (EVEX: 32 vector registers, 512-bit
+// integer multiply-adds) on top of AVX2+FMA+F16C. Only run after the registry
+// saw CpuFeatures::avx512vnni. Does not imply AVX-VNNI (Ice Lake has this
+// without it).
+#define SLUICE_AVX512VNNI __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")))
 
 namespace sluice::kernels::kq_x86 {
 
@@ -50,6 +55,47 @@ SLUICE_AVX2 inline __m256i pair_scales(__m256i scales8, int k) {
   const short lo = static_cast<short>(((4 * k + 1) << 8) | (4 * k));
   const short hi = static_cast<short>(((4 * k + 3) << 8) | (4 * k + 2));
   return _mm256_shuffle_epi8(scales8, _mm256_set_m128i(_mm_set1_epi16(hi), _mm_set1_epi16(lo)));
+}
+
+// One Q4_K / Q5_K block decoded for the x86 kernels (the two formats share
+// the d, dmin, scales[12] prefix; Q5_K has qh[32] before qs). Blocks are
+// addressed as bytes because the two structs differ in size.
+struct K4Block {
+  float d = 0, dmin = 0;  // the block's fp16 scale and min scale
+  __m256i scales_mins;    // 8 sub-block scales then 8 mins, as int16
+  const uint8_t* qh;      // Q5_K's fifth bits (meaningless for Q4_K)
+  const uint8_t* qs;      // the nibbles
+};
+
+template <bool kFiveBit>
+SLUICE_AVX2 inline K4Block k4_block(const uint8_t* blk) {
+  K4Block b;
+  uint16_t dh, dminh;
+  std::memcpy(&dh, blk, 2);
+  std::memcpy(&dminh, blk + 2, 2);
+  b.d = avx2::fp16_scalar(dh);
+  b.dmin = avx2::fp16_scalar(dminh);
+  b.scales_mins = _mm256_cvtepu8_epi16(unpack_k4_scales(blk + 4));
+  b.qh = blk + 4 + kKScaleBytes;
+  b.qs = kFiveBit ? b.qh + kQK_K / 8 : blk + 4 + kKScaleBytes;
+  return b;
+}
+
+// Q4_K/Q5_K quants of the 32-byte chunk c (elements 64c..64c+63 of a super-
+// block): q_lo = elements 64c..64c+31 (low nibbles), q_hi = 64c+32..64c+63
+// (high nibbles), each in 0..15, or 0..31 with Q5_K's fifth bit from hbits.
+template <bool kFiveBit>
+SLUICE_AVX2 inline void k4_chunk_quants(const uint8_t* qs, __m256i hbits, int c, __m256i m4, __m256i one,
+                                        __m256i& q_lo, __m256i& q_hi) {
+  const __m256i bits = load256(qs + 32 * c);
+  q_lo = _mm256_and_si256(bits, m4);
+  q_hi = _mm256_and_si256(_mm256_srli_epi16(bits, 4), m4);
+  if constexpr (kFiveBit) {
+    const __m256i h_lo = _mm256_and_si256(_mm256_srli_epi16(hbits, 2 * c), one);
+    const __m256i h_hi = _mm256_and_si256(_mm256_srli_epi16(hbits, 2 * c + 1), one);
+    q_lo = _mm256_or_si256(q_lo, _mm256_slli_epi16(h_lo, 4));
+    q_hi = _mm256_or_si256(q_hi, _mm256_slli_epi16(h_hi, 4));
+  }
 }
 
 // Q6_K quants of one 128-element half: q[k] holds elements 32k..32k+31 of the

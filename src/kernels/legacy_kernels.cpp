@@ -23,6 +23,9 @@ void fill_legacy_kernels(KernelTable& table, Isa isa) {
       fill_legacy_vnni_dot(table);
 #endif
       break;
+    case Isa::Avx512Vnni:
+      // None: the legacy formats keep their AVX-VNNI (or AVX2) entries.
+      break;
   }
 }
 

@@ -55,6 +55,7 @@ const OpsKernels* ops_for(Isa isa) {
     case Isa::Avx2: return tables().has_avx2 ? &tables().avx2 : nullptr;
     case Isa::Neon: return nullptr;
     case Isa::AvxVnni: return nullptr;  // no integer dots among the ops: AVX2 serves
+    case Isa::Avx512Vnni: return nullptr;
   }
   return nullptr;
 }

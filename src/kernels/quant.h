@@ -20,12 +20,13 @@
 namespace sluice::kernels {
 
 // Kernel sets. A later value overrides an earlier one in kernels_for(t) where
-// both are available. AvxVnni = Avx2 plus AVX-VNNI (vpdpbusd/vpdpwssd); its
-// entries are partial (only the integer dot products) and each is BIT-IDENTICAL
-// to the Avx2 entry of the same type, so a VNNI machine and an AVX2-only
-// machine compute the same logits.
-enum class Isa { Scalar = 0, Avx2 = 1, Neon = 2, AvxVnni = 3 };
-inline constexpr int kIsaCount = 4;
+// both are available. AvxVnni = Avx2 plus AVX-VNNI (vpdpbusd/vpdpwssd);
+// Avx512Vnni = Avx2 plus AVX-512 F/BW/VL/VNNI (512-bit integer multiply-adds,
+// 32 registers; used for the K-quant prefill dots). Their entries are partial
+// (only the integer dot products) and each is BIT-IDENTICAL to the Avx2 entry
+// of the same type, so every x86 machine computes the same logits.
+enum class Isa { Scalar = 0, Avx2 = 1, Neon = 2, AvxVnni = 3, Avx512Vnni = 4 };
+inline constexpr int kIsaCount = 5;
 const char* isa_name(Isa isa);
 
 using DequantizeFn = void (*)(const void* src, float* dst, int64_t n);
@@ -38,7 +39,7 @@ using VecDotFn = float (*)(int64_t n, const void* w, const void* act);
 // the same TypeKernels entry (same per-output summation order), so callers may
 // mix the two paths freely without affecting results.
 using VecDotColsFn = void (*)(int64_t n, const void* w, const void* const* act, int n_act, float* out);
-inline constexpr int kMaxDotCols = 4;
+inline constexpr int kMaxDotCols = 8;
 
 struct TypeKernels {
   DequantizeFn dequantize = nullptr;  // every supported weight type

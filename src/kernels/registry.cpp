@@ -14,6 +14,7 @@ bool isa_available(Isa isa) {
     case Isa::Avx2: return f.avx2 && f.fma && f.f16c;
     case Isa::Neon: return false;  // slot kept: no NEON kernels yet
     case Isa::AvxVnni: return f.avx2 && f.fma && f.f16c && f.avxvnni;
+    case Isa::Avx512Vnni: return f.avx2 && f.fma && f.f16c && f.avx512vnni;
   }
   return false;
 }
@@ -63,6 +64,7 @@ const char* isa_name(Isa isa) {
     case Isa::Avx2: return "avx2";
     case Isa::Neon: return "neon";
     case Isa::AvxVnni: return "avxvnni";
+    case Isa::Avx512Vnni: return "avx512vnni";
   }
   return "?";
 }

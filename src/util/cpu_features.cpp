@@ -19,16 +19,21 @@ CpuFeatures detect_x86() {
   const bool fma = c & (1u << 12);
   const bool f16c = c & (1u << 29);
   bool ymm_enabled = false;
+  bool zmm_enabled = false;
   if (osxsave) {
     unsigned lo = 0, hi = 0;
     __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
     ymm_enabled = (lo & 0x6u) == 0x6u;
+    zmm_enabled = ymm_enabled && (lo & 0xe0u) == 0xe0u;  // opmask, ZMM_Hi256, Hi16_ZMM
   }
   bool avx2 = false;
   bool avxvnni = false;
+  bool avx512 = false;
   if (__get_cpuid_max(0, nullptr) >= 7) {
     __cpuid_count(7, 0, a, b, c, d);
     avx2 = b & (1u << 5);
+    // Leaf 7 subleaf 0: EBX bits 16 (F), 30 (BW), 31 (VL); ECX bit 11 (VNNI).
+    avx512 = (b & (1u << 16)) && (b & (1u << 30)) && (b & (1u << 31)) && (c & (1u << 11));
     // Leaf 7 subleaf 0 EAX = the highest valid subleaf; AVX-VNNI is subleaf 1 EAX bit 4.
     if (a >= 1) {
       __cpuid_count(7, 1, a, b, c, d);
@@ -37,6 +42,7 @@ CpuFeatures detect_x86() {
   }
   f.avx2 = avx && avx2 && ymm_enabled;
   f.avxvnni = f.avx2 && avxvnni;
+  f.avx512vnni = f.avx2 && avx512 && zmm_enabled;
   f.fma = fma && ymm_enabled;
   f.f16c = f16c && ymm_enabled;
   return f;

@@ -224,6 +224,56 @@ TEST(KquantQuantize, Q8KAllZeroBlockIsZero) {
   for (int j = 0; j < 16; ++j) ASSERT_EQ(out.bsums[j], 0);
 }
 
+// Every SIMD Q8_K quantizer against the scalar one, byte for byte: Gaussian
+// rows, ties of +m and -m (the first one sets the sign), all-zero and -0
+// blocks, exact .5 rounding cases, huge and subnormal magnitudes, and NaN /
+// infinity (garbage out, but the same garbage).
+TEST(KquantQuantize, Q8KSimdQuantizeIsBitIdenticalToScalar) {
+  constexpr int kBlocks = 12;
+  std::vector<float> x(kBlocks * kQK_K);
+  std::mt19937 rng(99);
+  std::normal_distribution<float> gauss(0.0f, 1.0f);
+  for (float& v : x) v = gauss(rng);
+  float* b = x.data();
+  // Block 1: +3 at 7 and -3 at 5 (first wins: -3); block 2: -3 first, +3 later.
+  b[kQK_K + 7] = 3.0f, b[kQK_K + 5] = -3.0f;
+  b[2 * kQK_K + 9] = -3.0f, b[2 * kQK_K + 200] = 3.0f;
+  // Block 3: all zero; block 4: all -0.
+  std::fill(b + 3 * kQK_K, b + 4 * kQK_K, 0.0f);
+  std::fill(b + 4 * kQK_K, b + 5 * kQK_K, -0.0f);
+  // Block 5: max -127 (iscale 1): halves round to even.
+  for (int j = 0; j < kQK_K; ++j) b[5 * kQK_K + j] = (j % 2 ? -0.5f : 0.5f) + static_cast<float>(j % 100 - 50);
+  b[5 * kQK_K] = -127.0f;
+  // Block 6: huge, block 7: subnormal magnitudes.
+  for (int j = 0; j < kQK_K; ++j) b[6 * kQK_K + j] *= 1e37f, b[7 * kQK_K + j] *= 1e-40f;
+  // Block 8: a NaN; block 9: +inf; block 10: -inf and a NaN. Block 11: one nonzero.
+  b[8 * kQK_K + 17] = std::nanf("");
+  b[9 * kQK_K + 100] = INFINITY;
+  b[10 * kQK_K + 3] = -INFINITY, b[10 * kQK_K + 4] = std::nanf("");
+  std::fill(b + 11 * kQK_K, b + 12 * kQK_K, 0.0f);
+  b[11 * kQK_K + 255] = -1e-3f;
+
+  std::vector<BlockQ8K> want(kBlocks);
+  scalar_kernels(GgmlType::Q8_K).quantize(x.data(), want.data(), kBlocks * kQK_K);
+  int checked = 0;
+  for (int isa = 1; isa < kIsaCount; ++isa) {
+    const TypeKernels* k = kernels_for(GgmlType::Q8_K, static_cast<Isa>(isa));
+    if (!k || !k->quantize) continue;
+    ++checked;
+    std::vector<BlockQ8K> got(kBlocks);
+    std::memset(got.data(), 0x55, got.size() * sizeof(BlockQ8K));
+    k->quantize(x.data(), got.data(), kBlocks * kQK_K);
+    for (int blk = 0; blk < kBlocks; ++blk)
+      EXPECT_EQ(0, std::memcmp(&got[blk], &want[blk], sizeof(BlockQ8K)))
+          << isa_name(static_cast<Isa>(isa)) << " block " << blk << ": d " << got[blk].d << " vs " << want[blk].d;
+  }
+  if (checked == 0) GTEST_SKIP() << "no SIMD Q8_K quantizer on this CPU";
+  // The default (used by matmul) is one of those checked, or the scalar one.
+  std::vector<BlockQ8K> dflt(kBlocks);
+  kernels_for(GgmlType::Q8_K).quantize(x.data(), dflt.data(), kBlocks * kQK_K);
+  EXPECT_EQ(0, std::memcmp(dflt.data(), want.data(), dflt.size() * sizeof(BlockQ8K)));
+}
+
 // ---------------------------------------------------------------------------
 // Random data helpers
 // ---------------------------------------------------------------------------

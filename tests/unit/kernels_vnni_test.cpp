@@ -1,6 +1,6 @@
-// AVX-VNNI kernels: CPU detection, registration, and the bit-identity contract
-// with the AVX2 kernels (quant.h: a VNNI machine and an AVX2-only machine must
-// produce the same bits). Blocks are raw random bytes (every quant value, every
+// AVX-VNNI and AVX-512 VNNI kernels: CPU detection, registration, and the
+// bit-identity contract with the AVX2 kernels (quant.h: a VNNI machine and an
+// AVX2-only machine must produce the same bits). Blocks are raw random bytes (every quant value, every
 // packed scale pattern) plus extreme fills: largest / smallest quants, largest
 // scales, activations all +127 or all -128. Every comparison is memcmp on the
 // float.
@@ -31,6 +31,8 @@ const GgmlType kVnniDotTypes[] = {GgmlType::Q4_0,  GgmlType::Q5_0, GgmlType::Q8_
                                   GgmlType::Q5_K,  GgmlType::Q6_K};
 const GgmlType kVnniColsTypes[] = {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q5_K,
                                    GgmlType::Q6_K};
+// Weight types with AVX-512 VNNI kernels (vec_dot and 8-column vec_dot_cols).
+const GgmlType kAvx512Types[] = {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
 
 bool has_vnni() { return cpu_features().avxvnni; }
 #define SKIP_WITHOUT_VNNI()                                                                 \
@@ -39,6 +41,23 @@ bool has_vnni() { return cpu_features().avxvnni; }
       GTEST_SKIP() << "this CPU lacks AVX-VNNI (CPUID.(7,1):EAX[4]); VNNI kernels not run"; \
     }                                                                                       \
   } while (0)
+
+bool has_avx512vnni() { return cpu_features().avx512vnni; }
+#define SKIP_WITHOUT_AVX512VNNI()                                                              \
+  do {                                                                                         \
+    if (!has_avx512vnni()) {                                                                   \
+      GTEST_SKIP() << "this CPU lacks AVX-512 F/BW/VL/VNNI; AVX-512 VNNI kernels not run";    \
+    }                                                                                          \
+  } while (0)
+
+// The ISA whose entry kernels_for(t) uses: the highest with a vec_dot for t.
+Isa default_isa_of(GgmlType t) {
+  for (Isa isa : {Isa::Avx512Vnni, Isa::AvxVnni, Isa::Avx2}) {
+    const TypeKernels* k = kernels_for(t, isa);
+    if (k && k->vec_dot) return isa;
+  }
+  return Isa::Scalar;
+}
 
 bool is_kquant(GgmlType t) {
   return t == GgmlType::Q4_K || t == GgmlType::Q5_K || t == GgmlType::Q6_K;
@@ -197,15 +216,18 @@ TEST(KernelsVnni, RegisteredOnlyWhenTheCpuHasItAndChosenByDefault) {
     EXPECT_NE(best_isa(), Isa::AvxVnni);
     GTEST_SKIP() << "this CPU lacks AVX-VNNI: checked only that nothing is registered";
   }
-  EXPECT_EQ(best_isa(), Isa::AvxVnni);
+  EXPECT_EQ(best_isa(), has_avx512vnni() ? Isa::Avx512Vnni : Isa::AvxVnni);
   EXPECT_STREQ(isa_name(Isa::AvxVnni), "avxvnni");
   for (GgmlType t : kVnniDotTypes) {
     const TypeKernels* k = kernels_for(t, Isa::AvxVnni);
     ASSERT_NE(k, nullptr) << ggml_type_name(t);
     ASSERT_NE(k->vec_dot, nullptr) << ggml_type_name(t);
     EXPECT_EQ(k->vec_dot_type, kernels_for(t, Isa::Scalar)->vec_dot_type) << ggml_type_name(t);
-    EXPECT_EQ(kernels_for(t).vec_dot, k->vec_dot) << ggml_type_name(t);
-    EXPECT_EQ(kernels_for(t).vec_dot_cols, k->vec_dot_cols) << ggml_type_name(t);
+    // Chosen unless AVX-512 VNNI has the type too.
+    const TypeKernels& chosen = *kernels_for(t, default_isa_of(t));
+    EXPECT_TRUE(default_isa_of(t) == Isa::AvxVnni || default_isa_of(t) == Isa::Avx512Vnni) << ggml_type_name(t);
+    EXPECT_EQ(kernels_for(t).vec_dot, chosen.vec_dot) << ggml_type_name(t);
+    EXPECT_EQ(kernels_for(t).vec_dot_cols, chosen.vec_dot_cols) << ggml_type_name(t);
   }
   for (GgmlType t : kVnniColsTypes) EXPECT_NE(kernels_for(t, Isa::AvxVnni)->vec_dot_cols, nullptr);
   // Formats without a VNNI version keep their AVX2 kernels.
@@ -216,34 +238,36 @@ TEST(KernelsVnni, RegisteredOnlyWhenTheCpuHasItAndChosenByDefault) {
   }
 }
 
-TEST(KernelsVnni, VecDotIsBitIdenticalToAvx2) {
-  SKIP_WITHOUT_VNNI();
-  std::mt19937 rng(2024);
-  for (GgmlType t : kVnniDotTypes) {
+// Every variant of every row length: the vec_dot of `isa` against AVX2's.
+template <size_t K>
+void expect_vec_dot_matches_avx2(Isa isa, const GgmlType (&types)[K], uint32_t seed) {
+  std::mt19937 rng(seed);
+  for (GgmlType t : types) {
     const VecDotFn avx2 = kernels_for(t, Isa::Avx2)->vec_dot;
-    const VecDotFn vnni = kernels_for(t, Isa::AvxVnni)->vec_dot;
+    const VecDotFn dot = kernels_for(t, isa)->vec_dot;
     for (int64_t n : row_lengths(t)) {
       for (const Variant& v : kVariants) {
         for (int rep = 0; rep < (v.fill == Fill::Random ? 4 : 1); ++rep) {
           const std::vector<uint8_t> w = weight_row(t, n, v.fill, v.max_scales, rng);
           const std::vector<uint8_t> a = activation_row(t, n, v.act, rng);
           const float want = avx2(n, w.data(), a.data());
-          const float got = vnni(n, w.data(), a.data());
-          EXPECT_TRUE(same_bits(got, want)) << describe(t, n, v.fill, v.act, v.max_scales)
-                                            << ": vnni " << got << " avx2 " << want;
+          const float got = dot(n, w.data(), a.data());
+          EXPECT_TRUE(same_bits(got, want)) << describe(t, n, v.fill, v.act, v.max_scales) << ": "
+                                            << isa_name(isa) << " " << got << " avx2 " << want;
         }
       }
     }
   }
 }
 
-// Every column count 1..kMaxDotCols, each column against the AVX2 vec_dot.
-TEST(KernelsVnni, DotColsIsBitIdenticalToAvx2VecDot) {
-  SKIP_WITHOUT_VNNI();
-  std::mt19937 rng(77);
-  for (GgmlType t : kVnniColsTypes) {
+// Every column count 1..kMaxDotCols of `isa`'s multi-column dot, each column
+// against the AVX2 vec_dot.
+template <size_t K>
+void expect_dot_cols_match_avx2(Isa isa, const GgmlType (&types)[K], uint32_t seed) {
+  std::mt19937 rng(seed);
+  for (GgmlType t : types) {
     const VecDotFn avx2 = kernels_for(t, Isa::Avx2)->vec_dot;
-    const VecDotColsFn cols = kernels_for(t, Isa::AvxVnni)->vec_dot_cols;
+    const VecDotColsFn cols = kernels_for(t, isa)->vec_dot_cols;
     for (int64_t n : row_lengths(t)) {
       for (const Variant& v : kVariants) {
         const std::vector<uint8_t> w = weight_row(t, n, v.fill, v.max_scales, rng);
@@ -261,13 +285,55 @@ TEST(KernelsVnni, DotColsIsBitIdenticalToAvx2VecDot) {
           for (int j = 0; j < m; ++j) {
             const float want = avx2(n, w.data(), ptrs[j]);
             EXPECT_TRUE(same_bits(out[j], want))
-                << describe(t, n, v.fill, v.act, v.max_scales) << " m=" << m << " col " << j
-                << ": vnni " << out[j] << " avx2 " << want;
+                << describe(t, n, v.fill, v.act, v.max_scales) << " m=" << m << " col " << j << ": "
+                << isa_name(isa) << " " << out[j] << " avx2 " << want;
           }
         }
       }
     }
   }
+}
+
+TEST(KernelsVnni, VecDotIsBitIdenticalToAvx2) {
+  SKIP_WITHOUT_VNNI();
+  expect_vec_dot_matches_avx2(Isa::AvxVnni, kVnniDotTypes, 2024);
+}
+
+TEST(KernelsVnni, DotColsIsBitIdenticalToAvx2VecDot) {
+  SKIP_WITHOUT_VNNI();
+  expect_dot_cols_match_avx2(Isa::AvxVnni, kVnniColsTypes, 77);
+}
+
+TEST(KernelsVnni, Avx512RegisteredOnlyWhenTheCpuHasItAndChosenByDefault) {
+  if (!has_avx512vnni()) {
+    for (GgmlType t : kAvx512Types) EXPECT_EQ(kernels_for(t, Isa::Avx512Vnni), nullptr) << ggml_type_name(t);
+    EXPECT_NE(best_isa(), Isa::Avx512Vnni);
+    GTEST_SKIP() << "this CPU lacks AVX-512 VNNI: checked only that nothing is registered";
+  }
+  EXPECT_TRUE(cpu_features().avx2) << "AVX-512 VNNI is only reported together with usable AVX2";
+  EXPECT_EQ(best_isa(), Isa::Avx512Vnni);
+  EXPECT_STREQ(isa_name(Isa::Avx512Vnni), "avx512vnni");
+  for (GgmlType t : kAvx512Types) {
+    const TypeKernels* k = kernels_for(t, Isa::Avx512Vnni);
+    ASSERT_NE(k, nullptr) << ggml_type_name(t);
+    ASSERT_NE(k->vec_dot, nullptr) << ggml_type_name(t);
+    ASSERT_NE(k->vec_dot_cols, nullptr) << ggml_type_name(t);
+    EXPECT_EQ(k->vec_dot_type, GgmlType::Q8_K) << ggml_type_name(t);
+    EXPECT_EQ(kernels_for(t).vec_dot, k->vec_dot) << ggml_type_name(t);
+    EXPECT_EQ(kernels_for(t).vec_dot_cols, k->vec_dot_cols) << ggml_type_name(t);
+  }
+  // The legacy formats keep their AVX-VNNI / AVX2 entries.
+  EXPECT_EQ(kernels_for(GgmlType::Q8_0, Isa::Avx512Vnni), nullptr);
+}
+
+TEST(KernelsVnni, Avx512VecDotIsBitIdenticalToAvx2) {
+  SKIP_WITHOUT_AVX512VNNI();
+  expect_vec_dot_matches_avx2(Isa::Avx512Vnni, kAvx512Types, 4048);
+}
+
+TEST(KernelsVnni, Avx512DotColsIsBitIdenticalToAvx2VecDot) {
+  SKIP_WITHOUT_AVX512VNNI();
+  expect_dot_cols_match_avx2(Isa::Avx512Vnni, kAvx512Types, 154);
 }
 
 // Quantized real-looking rows through the public quantizers (the path the
