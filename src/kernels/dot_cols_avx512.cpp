@@ -93,17 +93,22 @@ SLUICE_AVX512VNNI inline __m512i fold_pair(__m512i a, __m512i b) {
 // dot_k4_style (hsum(acc) - the two-step sum of acc_min) for both columns at
 // once. Each add has the same two operands as there (float addition is
 // commutative, so which one comes first does not matter).
-SLUICE_AVX512VNNI inline void finish_pair(__m512 acc, __m256 acc_min, float* out) {
+//
+// acc_min holds each column's four min lanes twice over, [l0 l0 l1 l1 | l2 l2
+// l3 l3] per 256-bit half (see the block loop), so the reduction reads lanes
+// 0, 2, 4, 6 of each half.
+SLUICE_AVX512VNNI inline void finish_pair(__m512 acc, __m512 acc_min, float* out) {
   // Per 256-bit half: lanes k + (k + 4) (hsum's 128-bit halves), then lanes
   // 0,1 + lanes 2,3 (movehl), then lane 0 + lane 1 (movehdup).
   __m512 s = _mm512_add_ps(acc, _mm512_shuffle_f32x4(acc, acc, _MM_SHUFFLE(2, 3, 0, 1)));
   s = _mm512_add_ps(s, _mm512_permute_ps(s, _MM_SHUFFLE(3, 2, 3, 2)));
   s = _mm512_add_ps(s, _mm512_movehdup_ps(s));
-  // Per 128-bit half: lanes 0,1 + lanes 2,3, then lane 0 + lane 1.
-  __m256 m = _mm256_add_ps(acc_min, _mm256_permute_ps(acc_min, _MM_SHUFFLE(3, 2, 3, 2)));
-  m = _mm256_add_ps(m, _mm256_movehdup_ps(m));
-  out[0] = _mm512_cvtss_f32(s) - _mm256_cvtss_f32(m);
-  out[1] = _mm_cvtss_f32(_mm512_extractf32x4_ps(s, 2)) - _mm_cvtss_f32(_mm256_extractf128_ps(m, 1));
+  // Per 256-bit half: l0 + l2 and l1 + l3 (lanes 0 and 2 after adding the
+  // other 128-bit half), then (l0 + l2) + (l1 + l3).
+  __m512 m = _mm512_add_ps(acc_min, _mm512_shuffle_f32x4(acc_min, acc_min, _MM_SHUFFLE(2, 3, 0, 1)));
+  m = _mm512_add_ps(m, _mm512_permute_ps(m, _MM_SHUFFLE(3, 2, 3, 2)));
+  out[0] = _mm512_cvtss_f32(s) - _mm512_cvtss_f32(m);
+  out[1] = _mm_cvtss_f32(_mm512_extractf32x4_ps(s, 2)) - _mm_cvtss_f32(_mm512_extractf32x4_ps(m, 2));
 }
 
 // Q4_K (kFiveBit = false) and Q5_K: mirrors dot_k4_style.
@@ -121,22 +126,25 @@ struct K4StyleCols {
     const __m512i m4 = _mm512_set1_epi8(0x0F);
     const __m512i one = _mm512_set1_epi8(1);
     __m512 acc[P];      // columns 2p | 2p+1: dot_k4_style's acc
-    __m256 acc_min[P];  // columns 2p | 2p+1: dot_k4_style's acc_min
+    __m512 acc_min[P];  // columns 2p | 2p+1: dot_k4_style's acc_min lanes, each twice
 #pragma GCC unroll 4
     for (int p = 0; p < P; ++p) {
       acc[p] = _mm512_setzero_ps();
-      acc_min[p] = _mm256_setzero_ps();
+      acc_min[p] = _mm512_setzero_ps();
     }
     for (int64_t i = 0; i < n / kQK_K; ++i) {
       const kq_x86::K4Block blk = kq_x86::k4_block<kFiveBit>(first + i * static_cast<int64_t>(block_bytes));
       const uint8_t* qs = blk.qs;
       const __m512 wd = _mm512_set1_ps(blk.d);
-      const __m256 wdmin = _mm256_set1_ps(blk.dmin);
+      __m512 ypair[P];  // columns 2p | 2p+1: [y.d x8 | y.d x8]
+      const __m512 wdmin = _mm512_set1_ps(blk.dmin);
 
       const __m256i scales_mins = blk.scales_mins;
       const __m128i mins = _mm256_extracti128_si256(scales_mins, 1);
-      // mins 0-3 twice | mins 4-7 twice, against hadd(bsums A, bsums B) below.
-      const __m256i mins_pair = _mm256_set_m128i(_mm_unpackhi_epi64(mins, mins), _mm_unpacklo_epi64(mins, mins));
+      // Each min twice (m0 m0 m1 m1 .. m7 m7) in both 256-bit halves: against a
+      // column's 16 bsums, int32 lane s of madd is m_s * (bsum 2s + bsum 2s+1).
+      const __m512i mins_dup = _mm512_broadcast_i64x4(
+          _mm256_set_m128i(_mm_unpackhi_epi16(mins, mins), _mm_unpacklo_epi16(mins, mins)));
       const __m512i sc = _mm512_broadcast_i32x4(_mm256_castsi256_si128(scales_mins));
       __m512i hbits = _mm512_setzero_si512();
       if constexpr (kFiveBit) hbits = broadcast256(blk.qh);
@@ -145,13 +153,15 @@ struct K4StyleCols {
       for (int p = 0; p < P; ++p) {
         const BlockQ8K& ya = y[2 * p][i];
         const BlockQ8K& yb = y[2 * p + 1][i];
-        // Lanes A t0 t1 B t0 t1 | A t2 t3 B t2 t3 of madd(mins, sub_sums) per
-        // column, reordered to A t0..t3 | B t0..t3.
-        const __m256i sub_sums = _mm256_hadd_epi16(load256(ya.bsums), load256(yb.bsums));
-        const __m256i min_prod =
-            _mm256_permute4x64_epi64(_mm256_madd_epi16(mins_pair, sub_sums), _MM_SHUFFLE(3, 1, 2, 0));
-        const __m256 dmin = _mm256_mul_ps(_mm256_set_m128(_mm_broadcast_ss(&yb.d), _mm_broadcast_ss(&ya.d)), wdmin);
-        acc_min[p] = _mm256_fmadd_ps(dmin, _mm256_cvtepi32_ps(min_prod), acc_min[p]);
+        // dot_k4_style's min lane k is m_2k S_2k + m_2k+1 S_2k+1 (S_s: the sum
+        // of bsums 2s, 2s+1). madd gives m_s S_s in lane s; adding each lane's
+        // neighbour puts lane k's integer in lanes 2k and 2k + 1, per column
+        // half. Same integers, same float operations per lane, twice.
+        const __m512i bs = _mm512_inserti64x4(_mm512_castsi256_si512(load256(ya.bsums)), load256(yb.bsums), 1);
+        const __m512i ms = _mm512_madd_epi16(bs, mins_dup);
+        const __m512i min_prod = _mm512_add_epi32(ms, _mm512_shuffle_epi32(ms, _MM_PERM_CDAB));
+        ypair[p] = pair_broadcast(&ya.d, &yb.d);
+        acc_min[p] = _mm512_fmadd_ps(_mm512_mul_ps(ypair[p], wdmin), _mm512_cvtepi32_ps(min_prod), acc_min[p]);
       }
       __m512i sum[N];
 #pragma GCC unroll 8
@@ -177,7 +187,7 @@ struct K4StyleCols {
       }
 #pragma GCC unroll 4
       for (int p = 0; p < P; ++p) {
-        const __m512 d = _mm512_mul_ps(pair_broadcast(&y[2 * p][i].d, &y[2 * p + 1][i].d), wd);
+        const __m512 d = _mm512_mul_ps(ypair[p], wd);
         acc[p] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(fold_pair(sum[2 * p], sum[2 * p + 1])), acc[p]);
       }
     }
