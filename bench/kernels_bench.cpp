@@ -110,6 +110,43 @@ void BM_dot_cols(benchmark::State& state, GgmlType t, Isa isa, uint64_t bytes, i
                                                 benchmark::Counter::kIsRate);
 }
 
+// The tile GEMM (AMX): kTileRows weight rows against kTileCols positions per
+// call, the positions re-laid once (not timed, as matmul does it once per
+// position group for every row of the matrix).
+void BM_gemm_tile(benchmark::State& state, GgmlType t, Isa isa, uint64_t bytes) {
+  const TypeKernels* k = kernels_for(t, isa);
+  if (!k || !k->gemm_tile) {
+    state.SkipWithError("no tile kernel for this ISA on this CPU");
+    return;
+  }
+  Fixture f = make_fixture(t, bytes);
+  std::vector<const void*> act;
+  for (int j = 0; j < kTileCols; ++j) act.push_back(f.act.data() + (j % kActRows) * f.act_row_bytes);
+  std::vector<uint8_t> buf(tile_prepared_bytes(kRow) + 64);
+  void* prepared = buf.data() + (64 - reinterpret_cast<uintptr_t>(buf.data()) % 64) % 64;
+  k->prepare_tile(kRow, act.data(), kTileCols, prepared);
+  std::vector<float> out(static_cast<size_t>(kTileRows * kTileCols));
+  for (auto _ : state) {
+    for (int64_t r = 0; r + kTileRows <= f.rows; r += kTileRows) {
+      TileGemmCall call;
+      call.n = kRow;
+      call.w = f.weights.data() + r * f.row_bytes;
+      call.row_bytes = f.row_bytes;
+      call.n_rows = kTileRows;
+      call.prepared = prepared;
+      call.n_act = kTileCols;
+      call.out = out.data();
+      call.out_stride = kTileRows;
+      k->gemm_tile(call);
+      benchmark::DoNotOptimize(out.data());
+    }
+  }
+  const int64_t rows = f.rows / kTileRows * kTileRows;
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * rows * f.row_bytes);
+  state.counters["GMAC/s"] = benchmark::Counter(double(state.iterations()) * rows * kRow * kTileCols / 1e9,
+                                                benchmark::Counter::kIsRate);
+}
+
 void BM_dequant(benchmark::State& state, GgmlType t, Isa isa, uint64_t bytes) {
   const TypeKernels* k = kernels_for(t, isa);
   if (!k || !k->dequantize) {
@@ -148,7 +185,7 @@ const GgmlType kBenchTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, 
 [[maybe_unused]] const bool kRegistered = [] {
   for (GgmlType t : kBenchTypes) {
     if (!is_supported(t)) continue;
-    for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::AvxVnni, Isa::Avx512Vnni, Isa::Neon}) {
+    for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::AvxVnni, Isa::Avx512Vnni, Isa::Amx, Isa::Neon}) {
       const TypeKernels* k = kernels_for(t, isa);
       if (!k) continue;
       const std::string base = std::string(ggml_type_name(t)) + "/" + isa_name(isa);
@@ -161,6 +198,9 @@ const GgmlType kBenchTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, 
             benchmark::RegisterBenchmark(("cols" + std::to_string(cols) + "/" + base + "/" + label).c_str(),
                                          BM_dot_cols, t, isa, bytes, cols)
                 ->Unit(benchmark::kMicrosecond);
+        if (k->gemm_tile)
+          benchmark::RegisterBenchmark(("tile16/" + base + "/" + label).c_str(), BM_gemm_tile, t, isa, bytes)
+              ->Unit(benchmark::kMicrosecond);
         if (k->dequantize)  // SIMD dequantizers exist only for the hot formats
           benchmark::RegisterBenchmark(("dequant/" + base + "/" + label).c_str(), BM_dequant, t, isa, bytes)
               ->Unit(benchmark::kMicrosecond);

@@ -138,6 +138,10 @@ void fill_dot_cols_kernels(KernelTable& table, Isa isa) {
       cols_avx512::fill_avx512(table);
 #endif
       break;
+    case Isa::Amx:
+      // None: AMX Q4_K has the tile GEMM instead (q4k_amx.cpp), and dot_cols()
+      // loops over its vec_dot for the odd call that has no tile.
+      break;
   }
 }
 

@@ -23,5 +23,8 @@ void fill_kquant_kernels(KernelTable& table, Isa isa);
 // each bit-identical to the vec_dot the family registered for the same ISA
 // (dot_cols_*.cpp). Runs after the two above.
 void fill_dot_cols_kernels(KernelTable& table, Isa isa);
+// Isa::Amx: Q4_K's vec_dot and tile GEMM in the AMX rounding (quant.h,
+// q4k_amx.cpp). Nothing for other ISAs.
+void fill_amx_kernels(KernelTable& table, Isa isa);
 
 }  // namespace sluice::kernels

@@ -81,6 +81,7 @@ void fill_kquant_kernels(KernelTable& table, Isa isa) {
       break;
     case Isa::AvxVnni: fill_vnni(table); break;
     case Isa::Avx512Vnni: fill_avx512(table); break;
+    case Isa::Amx: break;  // q4k_amx.cpp (fill_amx_kernels)
   }
 }
 

@@ -24,6 +24,7 @@ void fill_legacy_kernels(KernelTable& table, Isa isa) {
 #endif
       break;
     case Isa::Avx512Vnni:
+    case Isa::Amx:
       // None: the legacy formats keep their AVX-VNNI (or AVX2) entries.
       break;
   }

@@ -56,6 +56,7 @@ const OpsKernels* ops_for(Isa isa) {
     case Isa::Neon: return nullptr;
     case Isa::AvxVnni: return nullptr;  // no integer dots among the ops: AVX2 serves
     case Isa::Avx512Vnni: return nullptr;
+    case Isa::Amx: return nullptr;
   }
   return nullptr;
 }

@@ -24,9 +24,15 @@ namespace sluice::kernels {
 // Avx512Vnni = Avx2 plus AVX-512 F/BW/VL/VNNI (512-bit integer multiply-adds,
 // 32 registers; used for the K-quant prefill dots). Their entries are partial
 // (only the integer dot products) and each is BIT-IDENTICAL to the Avx2 entry
-// of the same type, so every x86 machine computes the same logits.
-enum class Isa { Scalar = 0, Avx2 = 1, Neon = 2, AvxVnni = 3, Avx512Vnni = 4 };
-inline constexpr int kIsaCount = 5;
+// of the same type, so every x86 machine without AMX computes the same logits.
+// Amx = Avx512Vnni plus AMX-INT8 tiles, for Q4_K only, with its own rounding:
+// per super-block the dot of each 32-element run is one exact integer, the
+// scaled runs and the mins term are summed exactly, and one float step
+// follows (acc = fma(y.d * d, T, acc), the same for the mins). That is the
+// rounding the tile kernel can keep; all of this set's Q4_K functions agree
+// with it bit for bit, and it differs from Avx2's only in float rounding.
+enum class Isa { Scalar = 0, Avx2 = 1, Neon = 2, AvxVnni = 3, Avx512Vnni = 4, Amx = 5 };
+inline constexpr int kIsaCount = 6;
 const char* isa_name(Isa isa);
 
 using DequantizeFn = void (*)(const void* src, float* dst, int64_t n);
@@ -41,6 +47,28 @@ using VecDotFn = float (*)(int64_t n, const void* w, const void* act);
 using VecDotColsFn = void (*)(int64_t n, const void* w, const void* const* act, int n_act, float* out);
 inline constexpr int kMaxDotCols = 8;
 
+// Tile GEMM (AMX): up to kTileRows weight rows against up to kTileCols
+// positions per call, the positions' activations re-laid once by
+// prepare_tile into `prepared` (tile_prepared_bytes(n) bytes, 64-byte aligned).
+// Contract: out[j * out_stride + r] is BIT-IDENTICAL to
+// vec_dot(n, w + r * row_bytes, act[j]) of the same entry, for r < n_rows and
+// j < n_act; nothing else is written. Uses the calling thread's tile state.
+inline constexpr int kTileRows = 16;
+inline constexpr int kTileCols = 16;
+struct TileGemmCall {
+  int64_t n = 0;                // elements per row
+  const uint8_t* w = nullptr;   // first weight row
+  size_t row_bytes = 0;         // weight row stride
+  int n_rows = 0;               // 1..kTileRows
+  const void* prepared = nullptr;
+  int n_act = 0;                // 1..kTileCols, as given to prepare_tile
+  float* out = nullptr;
+  int64_t out_stride = 0;       // floats between consecutive positions' outputs
+};
+using PrepareTileFn = void (*)(int64_t n, const void* const* act, int n_act, void* prepared);
+using TileGemmFn = void (*)(const TileGemmCall& call);
+size_t tile_prepared_bytes(int64_t n);
+
 struct TypeKernels {
   DequantizeFn dequantize = nullptr;  // every supported weight type
   QuantizeFn quantize = nullptr;      // types we write, and every vec_dot_type
@@ -50,6 +78,10 @@ struct TypeKernels {
   // to a loop over vec_dot). The registry only pairs it with the vec_dot of the
   // same ISA, which is what makes the bit-identity contract hold.
   VecDotColsFn vec_dot_cols = nullptr;
+  // Optional tile GEMM (both or neither; same ISA as vec_dot, like
+  // vec_dot_cols).
+  PrepareTileFn prepare_tile = nullptr;
+  TileGemmFn gemm_tile = nullptr;
 };
 
 // out[j] = k.vec_dot(n, w, act[j]) for j < n_act (any n_act >= 0), through

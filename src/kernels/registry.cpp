@@ -15,6 +15,7 @@ bool isa_available(Isa isa) {
     case Isa::Neon: return false;  // slot kept: no NEON kernels yet
     case Isa::AvxVnni: return f.avx2 && f.fma && f.f16c && f.avxvnni;
     case Isa::Avx512Vnni: return f.avx2 && f.fma && f.f16c && f.avx512vnni;
+    case Isa::Amx: return f.avx2 && f.fma && f.f16c && f.avx512vnni && f.amx_int8;
   }
   return false;
 }
@@ -34,6 +35,7 @@ const Tables& tables() {
       fill_legacy_kernels(t.per_isa[i], isa);
       fill_kquant_kernels(t.per_isa[i], isa);
       fill_dot_cols_kernels(t.per_isa[i], isa);
+      fill_amx_kernels(t.per_isa[i], isa);
     }
     t.best = t.per_isa[0];
     for (int i = 1; i < kIsaCount; ++i) {
@@ -47,6 +49,8 @@ const Tables& tables() {
           // The multi-column dot must come from the same ISA as vec_dot (it is
           // bit-identical only to its own ISA's vec_dot); none there -> none.
           t.best[ty].vec_dot_cols = k.vec_dot_cols;
+          t.best[ty].prepare_tile = k.prepare_tile;
+          t.best[ty].gemm_tile = k.gemm_tile;
           t.best_isa = static_cast<Isa>(i);
         }
       }
@@ -65,6 +69,7 @@ const char* isa_name(Isa isa) {
     case Isa::Neon: return "neon";
     case Isa::AvxVnni: return "avxvnni";
     case Isa::Avx512Vnni: return "avx512vnni";
+    case Isa::Amx: return "amx";
   }
   return "?";
 }
@@ -81,7 +86,7 @@ const TypeKernels* kernels_for(GgmlType t, Isa isa) {
   const uint32_t id = static_cast<uint32_t>(t);
   if (id >= kGgmlTypeCount || !isa_available(isa)) return nullptr;
   const TypeKernels& k = tables().per_isa[static_cast<int>(isa)][id];
-  if (!k.dequantize && !k.quantize && !k.vec_dot && !k.vec_dot_cols) return nullptr;
+  if (!k.dequantize && !k.quantize && !k.vec_dot && !k.vec_dot_cols && !k.gemm_tile) return nullptr;
   return &k;
 }
 

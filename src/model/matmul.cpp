@@ -1,7 +1,9 @@
 #include "model/matmul.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
+#include <vector>
 
 #include "util/error.h"
 
@@ -40,6 +42,36 @@ int64_t position_tile(size_t act_row_bytes) {
   int64_t tile = static_cast<int64_t>(kTileActivationBytes / std::max<size_t>(act_row_bytes, 1));
   tile -= tile % kernels::kMaxDotCols;
   return std::clamp(tile, kMinPositionTile, kMaxPositionTile);
+}
+
+// The tile-GEMM path (AMX): kernels::kTileCols positions at a time are
+// re-laid once into a per-thread buffer, then every kTileRows rows of the
+// thread's range pass over them. Each output is its vec_dot's value (quant.h
+// contract), so the grouping changes nothing.
+void matmul_tiles(const WeightMatrix& w, std::span<const void* const> act, float* out, int64_t out_stride,
+                  int64_t r0, int64_t r1) {
+  const kernels::TypeKernels& kern = *w.kern;
+  thread_local std::vector<uint8_t> buf;
+  const size_t need = kernels::tile_prepared_bytes(w.n_in) + 64;
+  if (buf.size() < need) buf.resize(need);
+  void* prepared = buf.data() + (64 - reinterpret_cast<uintptr_t>(buf.data()) % 64) % 64;
+  const int64_t n_act = static_cast<int64_t>(act.size());
+  for (int64_t p0 = 0; p0 < n_act; p0 += kernels::kTileCols) {
+    const int m = static_cast<int>(std::min<int64_t>(kernels::kTileCols, n_act - p0));
+    kern.prepare_tile(w.n_in, act.data() + p0, m, prepared);
+    for (int64_t r = r0; r < r1; r += kernels::kTileRows) {
+      kernels::TileGemmCall call;
+      call.n = w.n_in;
+      call.w = w.row(r);
+      call.row_bytes = w.row_bytes;
+      call.n_rows = static_cast<int>(std::min<int64_t>(kernels::kTileRows, r1 - r));
+      call.prepared = prepared;
+      call.n_act = m;
+      call.out = out + p0 * out_stride + r;
+      call.out_stride = out_stride;
+      kern.gemm_tile(call);
+    }
+  }
 }
 
 }  // namespace
@@ -123,6 +155,10 @@ void matmul_rows(const WeightMatrix& w, std::span<const void* const> act, float*
       if (r + ahead < r1) prefetch_row(w.row(r + ahead), w.row_bytes);
       out[r] = kern.vec_dot(n_in, w.row(r), acts[0]);
     }
+    return;
+  }
+  if (kern.gemm_tile) {
+    matmul_tiles(w, act, out, out_stride, r0, r1);
     return;
   }
   // Loop nest (speed only): weight rows in blocks that stay in L2, positions

@@ -13,6 +13,11 @@ struct CpuFeatures {
   // AVX-512 F + BW + VL + VNNI, only set together with avx2 and with the OS
   // saving ZMM state (opmask, upper ZMM halves, ZMM16-31).
   bool avx512vnni = false;
+  // AMX-TILE + AMX-INT8 (tdpbusd on 16x64-byte tiles; Sapphire Rapids and
+  // later), only set with avx512vnni, with the OS saving tile state (XCR0
+  // bits 17-18) and, on Linux, after the process was granted tile data
+  // (arch_prctl ARCH_REQ_XCOMP_PERM, requested once here).
+  bool amx_int8 = false;
   bool neon = false;
 };
 

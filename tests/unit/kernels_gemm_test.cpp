@@ -127,16 +127,22 @@ TEST(KernelsDotCols, Avx2HasMultiColumnKernelsForTheHotFormats) {
   const CpuFeatures& f = cpu_features();
   if (!(f.avx2 && f.fma && f.f16c)) GTEST_SKIP() << "CPU has no AVX2+FMA+F16C";
   for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q6_K}) {
-    EXPECT_NE(kernels_for(t).vec_dot_cols, nullptr) << ggml_type_name(t);
-    // The highest ISA with a vec_dot for t supplies both functions (the pair
-    // whose bit-identity the tests above check).
+    // The highest ISA with a vec_dot for t supplies the multi-position
+    // functions too (the pairs whose bit-identity the tests check).
     const TypeKernels* want = kernels_for(t, Isa::Avx2);
-    for (Isa isa : {Isa::AvxVnni, Isa::Avx512Vnni}) {
+    for (Isa isa : {Isa::AvxVnni, Isa::Avx512Vnni, Isa::Amx}) {
       const TypeKernels* k = kernels_for(t, isa);
       if (k && k->vec_dot) want = k;
     }
+    // AMX Q4_K has the tile GEMM instead of a multi-column dot.
+    if (t == GgmlType::Q4_K && cpu_features().amx_int8) {
+      EXPECT_NE(kernels_for(t).gemm_tile, nullptr);
+    } else {
+      EXPECT_NE(kernels_for(t).vec_dot_cols, nullptr) << ggml_type_name(t);
+    }
     EXPECT_EQ(kernels_for(t).vec_dot, want->vec_dot) << ggml_type_name(t);
     EXPECT_EQ(kernels_for(t).vec_dot_cols, want->vec_dot_cols) << ggml_type_name(t);
+    EXPECT_EQ(kernels_for(t).gemm_tile, want->gemm_tile) << ggml_type_name(t);
   }
   // Scalar has none: dot_cols loops over the scalar vec_dot there.
   EXPECT_EQ(kernels_for(GgmlType::Q4_K, Isa::Scalar)->vec_dot_cols, nullptr);

@@ -163,7 +163,10 @@ TEST(KernelsLegacy, Avx2DotProductsAreRegisteredWhenTheCpuHasThem) {
   for (GgmlType t : {GgmlType::Q8_0, GgmlType::Q8_1, GgmlType::F16, GgmlType::BF16}) {
     EXPECT_NE(kernels_for(t, Isa::Avx2)->quantize, nullptr) << ggml_type_name(t);
   }
-  EXPECT_EQ(best_isa(), f.avx512vnni ? Isa::Avx512Vnni : f.avxvnni ? Isa::AvxVnni : Isa::Avx2);
+  EXPECT_EQ(best_isa(), f.amx_int8     ? Isa::Amx
+                       : f.avx512vnni ? Isa::Avx512Vnni
+                       : f.avxvnni    ? Isa::AvxVnni
+                                      : Isa::Avx2);
 }
 
 // ---------------------------------------------------------------------------

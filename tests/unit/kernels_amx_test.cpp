@@ -1,0 +1,226 @@
+// AMX Q4_K (Isa::Amx): the tile GEMM and the one-position vec_dot share one
+// rounding (quant.h), which a scalar implementation here defines
+// independently; both must give its bits exactly, and stay within the usual
+// tolerance of the scalar Q4_K reference. Skips where the CPU or the OS offers
+// no AMX tiles.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "kernels/blocks_kquant.h"
+#include "kernels/quant.h"
+#include "util/cpu_features.h"
+
+namespace sluice::kernels {
+namespace {
+
+#define SKIP_WITHOUT_AMX()                                                                       \
+  do {                                                                                           \
+    if (!kernels_for(GgmlType::Q4_K, Isa::Amx))                                                  \
+      GTEST_SKIP() << "no AMX-INT8 tiles here (CPU, XCR0 or the kernel's arch_prctl grant)";    \
+  } while (0)
+
+float half_to_float(uint16_t h) {
+  const uint32_t sign = (h >> 15) & 1, exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
+  float v;
+  if (exp == 0) {
+    v = std::ldexp(static_cast<float>(mant), -24);
+  } else if (exp == 31) {
+    v = mant ? NAN : INFINITY;
+  } else {
+    v = std::ldexp(static_cast<float>(mant | 0x400), static_cast<int>(exp) - 25);
+  }
+  return sign ? -v : v;
+}
+
+// Sub-block j's 6-bit scale and min from the 12 packed bytes (ggml's layout).
+void scale_min(const uint8_t* s, int j, int& sc, int& m) {
+  if (j < 4) {
+    sc = s[j] & 63;
+    m = s[j + 4] & 63;
+  } else {
+    sc = (s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4);
+    m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+  }
+}
+
+// The AMX rounding, element by element: per super-block the exact integers
+// T = sum_r sc_r * D_r and M = sum_r m_r * S_r, then one fma each.
+float runsum_reference(int64_t n, const BlockQ4K* w, const BlockQ8K* y) {
+  float acc = 0.0f, accm = 0.0f;
+  for (int64_t i = 0; i < n / kQK_K; ++i) {
+    int64_t T = 0, M = 0;
+    for (int r = 0; r < 8; ++r) {
+      int sc = 0, m = 0;
+      scale_min(w[i].scales, r, sc, m);
+      int64_t D = 0, S = 0;
+      for (int e = 0; e < 32; ++e) {
+        const uint8_t b = w[i].qs[32 * (r / 2) + e];
+        const int q = r % 2 == 0 ? (b & 0xF) : (b >> 4);
+        D += q * y[i].qs[32 * r + e];
+        S += y[i].qs[32 * r + e];
+      }
+      T += sc * D;
+      M += m * S;
+    }
+    acc = std::fma(y[i].d * half_to_float(w[i].d), static_cast<float>(T), acc);
+    accm = std::fma(y[i].d * half_to_float(w[i].dmin), static_cast<float>(M), accm);
+  }
+  return acc - accm;
+}
+
+struct Rows {
+  std::vector<float> w_f32, a_f32;     // n_rows x n, n_act x n
+  std::vector<uint8_t> w, a;           // quantized, back to back
+  size_t w_row = 0, a_row = 0;
+  std::vector<const void*> act;
+  const BlockQ4K* wrow(int r) const { return reinterpret_cast<const BlockQ4K*>(w.data() + r * w_row); }
+};
+
+Rows make_rows(int64_t n, int n_rows, int n_act, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> gauss(0.0f, 1.0f);
+  Rows o;
+  o.w_row = *ggml_row_bytes(GgmlType::Q4_K, static_cast<uint64_t>(n));
+  o.a_row = *ggml_row_bytes(GgmlType::Q8_K, static_cast<uint64_t>(n));
+  o.w_f32.resize(static_cast<size_t>(n * n_rows));
+  o.a_f32.resize(static_cast<size_t>(n * n_act));
+  for (float& v : o.w_f32) v = gauss(rng);
+  for (float& v : o.a_f32) v = gauss(rng);
+  o.w.resize(o.w_row * n_rows);
+  o.a.resize(o.a_row * n_act);
+  for (int r = 0; r < n_rows; ++r) quantize_row(GgmlType::Q4_K, &o.w_f32[r * n], &o.w[r * o.w_row], n);
+  for (int j = 0; j < n_act; ++j) quantize_row(GgmlType::Q8_K, &o.a_f32[j * n], &o.a[j * o.a_row], n);
+  for (int j = 0; j < n_act; ++j) o.act.push_back(&o.a[j * o.a_row]);
+  return o;
+}
+
+bool same_bits(float a, float b) { return std::memcmp(&a, &b, sizeof(float)) == 0; }
+
+TEST(KernelsAmx, RegisteredOnlyWithTilesAndChosenForQ4K) {
+  if (!cpu_features().amx_int8) {
+    EXPECT_EQ(kernels_for(GgmlType::Q4_K, Isa::Amx), nullptr);
+    EXPECT_EQ(kernels_for(GgmlType::Q4_K).gemm_tile, nullptr);
+    GTEST_SKIP() << "no AMX-INT8 tiles here: checked only that nothing is registered";
+  }
+  const TypeKernels* k = kernels_for(GgmlType::Q4_K, Isa::Amx);
+  ASSERT_NE(k, nullptr);
+  EXPECT_NE(k->prepare_tile, nullptr);
+  EXPECT_NE(k->gemm_tile, nullptr);
+  EXPECT_EQ(k->vec_dot_type, GgmlType::Q8_K);
+  EXPECT_EQ(kernels_for(GgmlType::Q4_K).vec_dot, k->vec_dot);
+  EXPECT_EQ(kernels_for(GgmlType::Q4_K).gemm_tile, k->gemm_tile);
+  EXPECT_EQ(kernels_for(GgmlType::Q4_K).vec_dot_cols, nullptr);  // dot_cols loops over vec_dot
+  EXPECT_STREQ(isa_name(Isa::Amx), "amx");
+  EXPECT_EQ(best_isa(), Isa::Amx);
+  // Only Q4_K: the other formats keep their AVX-512 / AVX-VNNI entries.
+  for (GgmlType t : {GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q8_0, GgmlType::F32})
+    EXPECT_EQ(kernels_for(t, Isa::Amx), nullptr) << ggml_type_name(t);
+}
+
+TEST(KernelsAmx, VecDotGivesTheRoundingReferenceBits) {
+  SKIP_WITHOUT_AMX();
+  const TypeKernels& k = *kernels_for(GgmlType::Q4_K, Isa::Amx);
+  const TypeKernels& scalar = *kernels_for(GgmlType::Q4_K, Isa::Scalar);
+  for (int64_t n : {256, 768, 2048, 4096}) {
+    const Rows o = make_rows(n, 3, 4, 11 + static_cast<uint32_t>(n));
+    for (int r = 0; r < 3; ++r)
+      for (int j = 0; j < 4; ++j) {
+        const auto* y = static_cast<const BlockQ8K*>(o.act[j]);
+        const float got = k.vec_dot(n, o.wrow(r), y);
+        const float want = runsum_reference(n, o.wrow(r), y);
+        EXPECT_TRUE(same_bits(got, want)) << "n=" << n << " row " << r << " col " << j << ": " << got << " vs " << want;
+        // Only the float rounding differs from the scalar Q4_K reference.
+        double mag = 0;
+        for (int64_t e = 0; e < n; ++e) mag += std::fabs(o.w_f32[r * n + e] * o.a_f32[j * n + e]);
+        EXPECT_NEAR(got, scalar.vec_dot(n, o.wrow(r), y), 1e-5 * mag + 1e-6) << "n=" << n;
+      }
+  }
+}
+
+// Extreme blocks: every quant 15, every activation -128 or 127, all scales
+// and mins 63: the integer sums at their largest must stay exact.
+TEST(KernelsAmx, ExtremeBlocksStayExact) {
+  SKIP_WITHOUT_AMX();
+  const TypeKernels& k = *kernels_for(GgmlType::Q4_K, Isa::Amx);
+  constexpr int64_t n = 512;
+  std::vector<BlockQ4K> w(2);
+  for (BlockQ4K& b : w) {
+    b.d = 0x3c00;     // 1.0
+    b.dmin = 0x3800;  // 0.5
+    std::memset(b.scales, 0xFF, sizeof(b.scales));
+    std::memset(b.qs, 0xFF, sizeof(b.qs));
+  }
+  for (int8_t v : {int8_t{-128}, int8_t{127}}) {
+    std::vector<BlockQ8K> y(2);
+    for (BlockQ8K& b : y) {
+      b.d = 1.0f / 127;
+      std::memset(b.qs, static_cast<uint8_t>(v), sizeof(b.qs));
+      for (int s = 0; s < 16; ++s) b.bsums[s] = static_cast<int16_t>(16 * v);
+    }
+    EXPECT_TRUE(same_bits(k.vec_dot(n, w.data(), y.data()), runsum_reference(n, w.data(), y.data())))
+        << "activations " << int{v};
+    std::vector<uint8_t> prepared(tile_prepared_bytes(n) + 64);
+    void* p = prepared.data() + (64 - reinterpret_cast<uintptr_t>(prepared.data()) % 64) % 64;
+    const void* act[1] = {y.data()};
+    k.prepare_tile(n, act, 1, p);
+    float out = 0.0f;
+    TileGemmCall call;
+    call.n = n;
+    call.w = reinterpret_cast<const uint8_t*>(w.data());
+    call.row_bytes = sizeof(BlockQ4K) * 2;
+    call.n_rows = 1;
+    call.prepared = p;
+    call.n_act = 1;
+    call.out = &out;
+    call.out_stride = 1;
+    k.gemm_tile(call);
+    EXPECT_TRUE(same_bits(out, runsum_reference(n, w.data(), y.data()))) << "tile, activations " << int{v};
+  }
+}
+
+// Every row count and position count of one tile call, written only where
+// asked, each output equal to vec_dot bit for bit.
+TEST(KernelsAmx, TileGemmEqualsVecDotForEveryShape) {
+  SKIP_WITHOUT_AMX();
+  const TypeKernels& k = *kernels_for(GgmlType::Q4_K, Isa::Amx);
+  for (int64_t n : {256, 1024}) {
+    const Rows o = make_rows(n, kTileRows, kTileCols, 29 + static_cast<uint32_t>(n));
+    std::vector<uint8_t> prepared(tile_prepared_bytes(n) + 64);
+    void* p = prepared.data() + (64 - reinterpret_cast<uintptr_t>(prepared.data()) % 64) % 64;
+    for (int n_act : {1, 2, 7, 15, 16}) {
+      k.prepare_tile(n, o.act.data(), n_act, p);
+      for (int n_rows : {1, 3, 8, 13, 16}) {
+        const int64_t stride = kTileRows + 3;
+        std::vector<float> out(static_cast<size_t>(stride * kTileCols), -7.0f);
+        TileGemmCall call;
+        call.n = n;
+        call.w = o.w.data();
+        call.row_bytes = o.w_row;
+        call.n_rows = n_rows;
+        call.prepared = p;
+        call.n_act = n_act;
+        call.out = out.data();
+        call.out_stride = stride;
+        k.gemm_tile(call);
+        for (int j = 0; j < kTileCols; ++j)
+          for (int r = 0; r < stride; ++r) {
+            const float got = out[j * stride + r];
+            if (j < n_act && r < n_rows) {
+              const float want = k.vec_dot(n, o.wrow(r), o.act[j]);
+              EXPECT_TRUE(same_bits(got, want))
+                  << "n=" << n << " rows " << n_rows << " positions " << n_act << " at " << r << "," << j;
+            } else {
+              EXPECT_EQ(got, -7.0f) << "wrote outside the tile: " << r << "," << j;
+            }
+          }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace sluice::kernels
