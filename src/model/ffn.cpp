@@ -1,5 +1,7 @@
 #include "model/ffn.h"
 
+#include <algorithm>
+
 #include "kernels/ops.h"
 
 namespace sluice::model {
@@ -33,15 +35,31 @@ void SwiGlu::run(const FfnMatrices& m, std::span<const void* const> act_gate, st
     ops.swiglu(&g_[p0 * n_ff], &u_[p0 * n_ff], (p1 - p0) * n_ff);
     hidden_q_.convert_rows(g_.data(), n_ff, p0, p1);
   };
+  // Tile-GEMM weights (AMX) re-lay the positions once for all row ranges.
+  const TiledActivations* tiled_gate = nullptr;
+  const TiledActivations* tiled_up = nullptr;
+  const bool tiles = m.gate.kern->gemm_tile && m.up.kern == m.gate.kern && n > 1;
   auto by_units = [&](int64_t r0, int64_t r1) {
-    matmul_rows(m.gate, act_gate, g_.data(), n_ff, r0, r1);
-    matmul_rows(m.up, act_up, u_.data(), n_ff, r0, r1);
+    matmul_rows(m.gate, act_gate, g_.data(), n_ff, r0, r1, tiled_gate);
+    matmul_rows(m.up, act_up, u_.data(), n_ff, r0, r1, tiled_up);
     for (int64_t i = 0; i < n; ++i) ops.swiglu(&g_[i * n_ff + r0], &u_[i * n_ff + r0], r1 - r0);
   };
   const int64_t work = 2 * n * n_ff * m.gate.n_in;
-  if (n >= kMinPositionsPerThread * pool.size() && worth_parallel(pool, n, work)) {
-    pool.parallel_for(n, by_positions, kernels::kMaxDotCols);  // whole multi-column dots
+  // Split positions in whole multi-column dots (or whole tiles).
+  const int64_t grain = tiles ? kernels::kTileCols : kernels::kMaxDotCols;
+  if (n >= std::max(kMinPositionsPerThread, grain) * pool.size() && worth_parallel(pool, n, work)) {
+    pool.parallel_for(n, by_positions, grain);
   } else {
+    if (tiles) {
+      tiled_gate_.prepare(*m.gate.kern, m.gate.n_in, act_gate, &pool);
+      tiled_gate = &tiled_gate_;
+      if (std::ranges::equal(act_up, act_gate)) {  // the same rows (e.g. one norm feeds both)
+        tiled_up = tiled_gate;
+      } else {
+        tiled_up_.prepare(*m.up.kern, m.up.n_in, act_up, &pool);
+        tiled_up = &tiled_up_;
+      }
+    }
     if (worth_parallel(pool, n_ff, work)) {
       pool.parallel_for(n_ff, by_units);
     } else {

@@ -28,6 +28,7 @@ class SwiGlu {
  private:
   std::vector<float> g_, u_;
   QuantizedRows hidden_q_;
+  TiledActivations tiled_gate_, tiled_up_;  // tile-GEMM weights: positions re-laid once
   std::vector<const void*> hidden_rows_;
 };
 

@@ -44,28 +44,25 @@ int64_t position_tile(size_t act_row_bytes) {
   return std::clamp(tile, kMinPositionTile, kMaxPositionTile);
 }
 
-// The tile-GEMM path (AMX): kernels::kTileCols positions at a time are
-// re-laid once into a per-thread buffer, then every kTileRows rows of the
-// thread's range pass over them. Each output is its vec_dot's value (quant.h
-// contract), so the grouping changes nothing.
+// The tile-GEMM path (AMX): every kTileRows rows of [r0, r1) pass over each
+// group of kTileCols re-laid positions. Each output is its vec_dot's value
+// (quant.h contract), so neither the grouping nor the split changes one.
 void matmul_tiles(const WeightMatrix& w, std::span<const void* const> act, float* out, int64_t out_stride,
-                  int64_t r0, int64_t r1) {
+                  int64_t r0, int64_t r1, const TiledActivations& tiled) {
   const kernels::TypeKernels& kern = *w.kern;
-  thread_local std::vector<uint8_t> buf;
-  const size_t need = kernels::tile_prepared_bytes(w.n_in) + 64;
-  if (buf.size() < need) buf.resize(need);
-  void* prepared = buf.data() + (64 - reinterpret_cast<uintptr_t>(buf.data()) % 64) % 64;
   const int64_t n_act = static_cast<int64_t>(act.size());
-  for (int64_t p0 = 0; p0 < n_act; p0 += kernels::kTileCols) {
-    const int m = static_cast<int>(std::min<int64_t>(kernels::kTileCols, n_act - p0));
-    kern.prepare_tile(w.n_in, act.data() + p0, m, prepared);
-    for (int64_t r = r0; r < r1; r += kernels::kTileRows) {
+  // Rows outer: a block of weight rows comes from memory once and meets every
+  // position group from cache (the re-laid groups are ~35 KiB each for a
+  // 2048-wide row, so a prompt's worth stays in L2).
+  for (int64_t r = r0; r < r1; r += kernels::kTileRows) {
+    for (int64_t p0 = 0; p0 < n_act; p0 += kernels::kTileCols) {
+      const int m = static_cast<int>(std::min<int64_t>(kernels::kTileCols, n_act - p0));
       kernels::TileGemmCall call;
       call.n = w.n_in;
       call.w = w.row(r);
       call.row_bytes = w.row_bytes;
       call.n_rows = static_cast<int>(std::min<int64_t>(kernels::kTileRows, r1 - r));
-      call.prepared = prepared;
+      call.prepared = tiled.group(p0 / kernels::kTileCols);
       call.n_act = m;
       call.out = out + p0 * out_stride + r;
       call.out_stride = out_stride;
@@ -139,8 +136,32 @@ void QuantizedRows::quantize(GgmlType type, const float* x, int64_t n_rows, int6
   }
 }
 
+void TiledActivations::prepare(const kernels::TypeKernels& kern, int64_t n_in, std::span<const void* const> act,
+                               ThreadPool* pool) {
+  const int64_t n_act = static_cast<int64_t>(act.size());
+  const int64_t groups = (n_act + kernels::kTileCols - 1) / kernels::kTileCols;
+  group_bytes_ = (kernels::tile_prepared_bytes(n_in) + 63) / 64 * 64;
+  const size_t need = group_bytes_ * static_cast<size_t>(groups) + 64;
+  if (buf_.size() < need) buf_.resize(need);
+  base_ = buf_.data() + (64 - reinterpret_cast<uintptr_t>(buf_.data()) % 64) % 64;
+  n_in_ = n_in;
+  n_act_ = act.size();
+  auto body = [&](int64_t g0, int64_t g1) {
+    for (int64_t g = g0; g < g1; ++g) {
+      const int64_t p0 = g * kernels::kTileCols;
+      const int m = static_cast<int>(std::min<int64_t>(kernels::kTileCols, n_act - p0));
+      kern.prepare_tile(n_in, act.data() + p0, m, base_ + static_cast<size_t>(g) * group_bytes_);
+    }
+  };
+  if (pool && pool->size() > 1 && groups > 1) {
+    pool->parallel_for(groups, body);
+  } else {
+    body(0, groups);
+  }
+}
+
 void matmul_rows(const WeightMatrix& w, std::span<const void* const> act, float* out, int64_t out_stride, int64_t r0,
-                 int64_t r1) {
+                 int64_t r1, const TiledActivations* tiled) {
   const int64_t n_act = static_cast<int64_t>(act.size());
   const kernels::TypeKernels& kern = *w.kern;
   const int64_t n_in = w.n_in;
@@ -158,7 +179,13 @@ void matmul_rows(const WeightMatrix& w, std::span<const void* const> act, float*
     return;
   }
   if (kern.gemm_tile) {
-    matmul_tiles(w, act, out, out_stride, r0, r1);
+    if (tiled && tiled->holds(n_in, act.size())) {
+      matmul_tiles(w, act, out, out_stride, r0, r1, *tiled);
+    } else {
+      thread_local TiledActivations local;
+      local.prepare(kern, n_in, act, nullptr);
+      matmul_tiles(w, act, out, out_stride, r0, r1, local);
+    }
     return;
   }
   // Loop nest (speed only): weight rows in blocks that stay in L2, positions
@@ -196,7 +223,13 @@ void matmul(const WeightMatrix& w, std::span<const void* const> act, float* out,
             ThreadPool& pool) {
   const int64_t n_act = static_cast<int64_t>(act.size());
   if (n_act == 0 || w.n_out == 0) return;
-  auto body = [&](int64_t r0, int64_t r1) { matmul_rows(w, act, out, out_stride, r0, r1); };
+  const TiledActivations* tiled = nullptr;
+  thread_local TiledActivations shared;  // the caller's; workers only read it
+  if (w.kern->gemm_tile && n_act > 1) {
+    shared.prepare(*w.kern, w.n_in, act, &pool);
+    tiled = &shared;
+  }
+  auto body = [&](int64_t r0, int64_t r1) { matmul_rows(w, act, out, out_stride, r0, r1, tiled); };
   if (worth_parallel(pool, w.n_out, w.n_out * w.n_in * n_act)) {
     pool.parallel_for(w.n_out, body);
   } else {

@@ -8,6 +8,9 @@
 // kernels::kMaxDotCols positions per call of the multi-column dot
 // (TypeKernels::vec_dot_cols), which decodes the weight block once for all of
 // them, and positions are tiled so a tile's converted rows stay in cache.
+// Where the weight type has a tile GEMM (TypeKernels::gemm_tile: AMX), blocks
+// of kernels::kTileRows rows meet groups of kernels::kTileCols positions
+// re-laid once (TiledActivations) instead.
 //
 // Determinism: output rows are split across threads, and each output element
 // is exactly the value one vec_dot call gives (vec_dot_cols is bit-identical
@@ -72,6 +75,28 @@ class QuantizedRows {
   kernels::QuantizeFn quantize_fn_ = nullptr;  // nullptr: F32, rows copied
 };
 
+// Activation rows re-laid for a weight type's tile GEMM
+// (kernels::TypeKernels::gemm_tile, e.g. AMX): each group of
+// kernels::kTileCols positions once, so threads that split the output rows
+// share one copy instead of each re-laying every position. Reusable scratch.
+class TiledActivations {
+ public:
+  // Re-lays act (rows of kern's vec_dot_type with n_in elements) for kern's
+  // tile kernel; kern must have one. With a pool, groups are re-laid in
+  // parallel. Keeps the pointers' targets' values, not the pointers.
+  void prepare(const kernels::TypeKernels& kern, int64_t n_in, std::span<const void* const> act, ThreadPool* pool);
+  // True when this holds act's rows for n_in-element rows (same count).
+  bool holds(int64_t n_in, size_t n_act) const { return n_in == n_in_ && n_act == n_act_; }
+  const void* group(int64_t g) const { return base_ + static_cast<size_t>(g) * group_bytes_; }
+
+ private:
+  std::vector<uint8_t> buf_;
+  uint8_t* base_ = nullptr;  // buf_'s first 64-byte-aligned byte
+  size_t group_bytes_ = 0;
+  int64_t n_in_ = -1;
+  size_t n_act_ = 0;
+};
+
 // out[i * out_stride + r] = dot(w.row(r), act[i]) for r < w.n_out, i < act.size().
 // Every act[i] must be a row of w.kern->vec_dot_type with w.n_in elements.
 void matmul(const WeightMatrix& w, std::span<const void* const> act, float* out, int64_t out_stride,
@@ -80,8 +105,10 @@ void matmul(const WeightMatrix& w, std::span<const void* const> act, float* out,
 // The part of matmul for output rows [r0, r1) only, on the calling thread
 // (for callers that fuse several matrices into one parallel_for). Same values
 // as matmul.
+// `tiled`: act already re-laid for w's tile kernel (speed only; ignored when
+// w has none or it does not hold act's shape).
 void matmul_rows(const WeightMatrix& w, std::span<const void* const> act, float* out, int64_t out_stride, int64_t r0,
-                 int64_t r1);
+                 int64_t r1, const TiledActivations* tiled = nullptr);
 
 // Whether splitting work of `multiply_adds` over `n_rows` rows across the pool
 // pays for the pool's wake-up. Speed only, never values.

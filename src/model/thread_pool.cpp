@@ -74,8 +74,10 @@ uint64_t ThreadPool::run_chunks() {
     if (!claim_.compare_exchange_weak(w, w + 1, std::memory_order_acq_rel, std::memory_order_acquire)) continue;
     // Chunk k of job gen_of(w) is ours: the job cannot complete before we
     // report it done, so fn_ and n_ are that job's.
-    const int64_t begin = n_ * k / c;
-    const int64_t end = n_ * (k + 1) / c;
+    // Boundaries rounded down to multiples of grain_: chunks hold at least
+    // grain_ indices each (n_chunks <= n / grain_), so none becomes empty.
+    const int64_t begin = n_ * k / c / grain_ * grain_;
+    const int64_t end = k + 1 == c ? n_ : n_ * (k + 1) / c / grain_ * grain_;
     if (begin < end) {
       try {
         (*fn_)(begin, end);
@@ -116,6 +118,7 @@ void ThreadPool::parallel_for(int64_t n, const RangeFn& fn, int64_t min_chunk) {
   }
   fn_ = &fn;
   n_ = n;
+  grain_ = std::max<int64_t>(min_chunk, 1);
   error_ = nullptr;
   done_chunks_.store(0, std::memory_order_relaxed);
   const uint64_t gen = gen_of(claim_.load(std::memory_order_relaxed)) + 1;

@@ -47,8 +47,10 @@ class ThreadPool {
   int size() const { return n_threads_; }
 
   // fn(begin, end) is called for disjoint ranges covering [0, n). Ranges hold
-  // at least min_chunk indices where n allows (for callers whose per-call
-  // efficiency grows with the range, e.g. the multi-column dot over positions).
+  // at least min_chunk indices where n allows, and start at multiples of
+  // min_chunk (for callers whose per-call efficiency grows with the range and
+  // that work in groups of min_chunk, e.g. the multi-column dot or the tile
+  // GEMM over positions: only the last range has a partial group).
   using RangeFn = std::function<void(int64_t begin, int64_t end)>;
   void parallel_for(int64_t n, const RangeFn& fn, int64_t min_chunk = 1);
 
@@ -73,6 +75,7 @@ class ThreadPool {
   // from overwriting them) until that chunk is done.
   const RangeFn* fn_ = nullptr;
   int64_t n_ = 0;
+  int64_t grain_ = 1;  // chunk boundaries are multiples of it (min_chunk)
   // One word, so a claim is valid only for the job it was made in:
   // generation (bits 32..63) | chunk count (bits 16..31) | next chunk (0..15).
   // A thread claims chunk k by a compare-exchange from (g, c, k) to

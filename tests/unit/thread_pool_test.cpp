@@ -33,8 +33,8 @@ std::vector<std::pair<int64_t, int64_t>> ranges_of(ThreadPool& pool, int64_t n, 
 TEST(ThreadPool, RangesTileTheIndexSpaceAndRespectMinChunk) {
   for (int threads : {1, 2, 3, 4}) {
     ThreadPool pool(threads);
-    for (int64_t n : {1, 3, 4, 7, 8, 9, 33, 100}) {
-      for (int64_t min_chunk : {1, 4, 8}) {
+    for (int64_t n : {1, 3, 4, 7, 8, 9, 33, 35, 100}) {
+      for (int64_t min_chunk : {1, 4, 8, 16}) {
         const auto r = ranges_of(pool, n, min_chunk);
         ASSERT_FALSE(r.empty());
         int64_t next = 0;
@@ -43,6 +43,8 @@ TEST(ThreadPool, RangesTileTheIndexSpaceAndRespectMinChunk) {
           EXPECT_LT(b, e);
           // Every range holds min_chunk indices unless n itself is smaller.
           EXPECT_GE(e - b, std::min(n, min_chunk)) << "n " << n << " min_chunk " << min_chunk;
+          // Ranges start at multiples of min_chunk (whole groups but the last).
+          EXPECT_EQ(b % min_chunk, 0) << "n " << n << " min_chunk " << min_chunk << " threads " << threads;
           next = e;
         }
         EXPECT_EQ(next, n);
