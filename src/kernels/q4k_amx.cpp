@@ -90,25 +90,50 @@ SLUICE_AVX512VNNI float vec_dot_q4_k_amx(int64_t n, const void* w, const void* a
 }
 
 // Re-lays n_act (1..16) Q8_K rows for the tile kernel; positions n_act..15
-// repeat the last one (their outputs are never written).
-void prepare_tile_q8k(int64_t n, const void* const* act, int n_act, void* prepared) {
+// repeat the last one (their outputs are never written). Per run, the 16
+// positions' 32 bytes are a 16 x 8 matrix of int32 that the tile wants
+// transposed (tile row k4 = dword k4 of every position): two 8 x 8 int32
+// transposes side by side in zmm registers (positions 0-7 in the low 256
+// bits, 8-15 in the high).
+SLUICE_AVX512VNNI void prepare_tile_q8k(int64_t n, const void* const* act, int n_act, void* prepared) {
   auto* dst = static_cast<uint8_t*>(prepared);
+  const BlockQ8K* y[kTileCols];
+  for (int j = 0; j < kTileCols; ++j) y[j] = static_cast<const BlockQ8K*>(act[j < n_act ? j : n_act - 1]);
+  const __m512i lo_idx = _mm512_setr_epi64(0, 1, 8, 9, 4, 5, 12, 13);
+  const __m512i hi_idx = _mm512_setr_epi64(2, 3, 10, 11, 6, 7, 14, 15);
   for (int64_t i = 0; i < n / kQK_K; ++i) {
     uint8_t* blk = dst + i * static_cast<int64_t>(kPreparedBlockBytes);
     auto* yd = reinterpret_cast<float*>(blk + kPreparedTileBytes);
     auto* spair = reinterpret_cast<int32_t*>(blk + kPreparedTileBytes + 16 * sizeof(float));
     for (int j = 0; j < kTileCols; ++j) {
-      const BlockQ8K& y = static_cast<const BlockQ8K*>(act[j < n_act ? j : n_act - 1])[i];
-      yd[j] = y.d;
+      yd[j] = y[j][i].d;
       for (int k = 0; k < 4; ++k) {
-        const int32_t s0 = y.bsums[4 * k] + y.bsums[4 * k + 1];
-        const int32_t s1 = y.bsums[4 * k + 2] + y.bsums[4 * k + 3];
+        const int32_t s0 = y[j][i].bsums[4 * k] + y[j][i].bsums[4 * k + 1];
+        const int32_t s1 = y[j][i].bsums[4 * k + 2] + y[j][i].bsums[4 * k + 3];
         spair[16 * k + j] = static_cast<int32_t>((static_cast<uint32_t>(s0) & 0xFFFFu) | (static_cast<uint32_t>(s1) << 16));
       }
-      // Tile row k4 of run r holds bytes 4 k4 .. 4 k4 + 3 of that run for
-      // every position: position j at bytes 4j .. 4j + 3.
-      for (int r = 0; r < 8; ++r)
-        for (int k4 = 0; k4 < 8; ++k4) std::memcpy(blk + (r * 8 + k4) * 64 + 4 * j, y.qs + 32 * r + 4 * k4, 4);
+    }
+    for (int r = 0; r < 8; ++r) {
+      __m512i row[8];  // row[j]: dwords of position j | of position j + 8
+      for (int j = 0; j < 8; ++j)
+        row[j] = _mm512_inserti64x4(_mm512_castsi256_si512(kq_x86::load256(y[j][i].qs + 32 * r)),
+                                    kq_x86::load256(y[j + 8][i].qs + 32 * r), 1);
+      __m512i t[8], u[8];
+      for (int j = 0; j < 8; j += 2) {
+        t[j] = _mm512_unpacklo_epi32(row[j], row[j + 1]);
+        t[j + 1] = _mm512_unpackhi_epi32(row[j], row[j + 1]);
+      }
+      for (int j = 0; j < 8; j += 4) {
+        u[j] = _mm512_unpacklo_epi64(t[j], t[j + 2]);      // dword 0 (and 4) of 4 positions
+        u[j + 1] = _mm512_unpackhi_epi64(t[j], t[j + 2]);  // dword 1 (and 5)
+        u[j + 2] = _mm512_unpacklo_epi64(t[j + 1], t[j + 3]);
+        u[j + 3] = _mm512_unpackhi_epi64(t[j + 1], t[j + 3]);
+      }
+      uint8_t* tile = blk + r * 512;
+      for (int k = 0; k < 4; ++k) {
+        _mm512_store_si512(tile + k * 64, _mm512_permutex2var_epi64(u[k], lo_idx, u[k + 4]));
+        _mm512_store_si512(tile + (k + 4) * 64, _mm512_permutex2var_epi64(u[k], hi_idx, u[k + 4]));
+      }
     }
   }
 }

@@ -29,6 +29,9 @@ constexpr int64_t kMaxPositionTile = 64;
 // Weight rows per block: a block is read from memory once and then from L2
 // for every position tile. Only affects speed.
 constexpr size_t kRowBlockBytes = 256 * 1024;
+// Position groups re-laid per thread before TiledActivations::prepare splits
+// them over the pool (each is ~3 us for a 2048-wide row). Speed only.
+constexpr int64_t kMinParallelTileGroups = 4;
 // Decode: how far ahead of the row being computed to hint the next weight
 // row into cache. Only affects speed.
 constexpr int64_t kPrefetchAheadBytes = 4096;
@@ -153,7 +156,9 @@ void TiledActivations::prepare(const kernels::TypeKernels& kern, int64_t n_in, s
       kern.prepare_tile(n_in, act.data() + p0, m, base_ + static_cast<size_t>(g) * group_bytes_);
     }
   };
-  if (pool && pool->size() > 1 && groups > 1) {
+  // A group takes a few microseconds, about a pool round trip: split only
+  // when every thread gets several.
+  if (pool && pool->size() > 1 && groups >= kMinParallelTileGroups * pool->size()) {
     pool->parallel_for(groups, body);
   } else {
     body(0, groups);
