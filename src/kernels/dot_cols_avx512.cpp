@@ -25,10 +25,11 @@
 #if defined(__x86_64__)
 
 // GCC 12 flags the deliberately undefined pass-through operand of its own
-// avx512fintrin.h broadcasts/extracts (_mm512_undefined_*) as maybe
-// uninitialized once they are inlined here: a false positive. Set before
-// immintrin.h is first included so it covers those lines.
+// avx512fintrin.h broadcasts/extracts/shuffles (_mm512_undefined_*) as
+// (maybe) uninitialized once they are inlined here: a false positive. Set
+// before immintrin.h is first included so it covers those lines.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 
 #include "kernels/kquant_x86_common.h"
 
