@@ -17,6 +17,13 @@
 // (16 rows x 32 bytes), tmm6-7 the activation runs (8 rows x 64 bytes: 4 bytes
 // of each of 16 positions per row, the layout tdpbusd reads). Each thread
 // loads this configuration once, on its first call.
+// GCC 12 flags the deliberately undefined pass-through operand of its own
+// avx512fintrin.h intrinsics (_mm512_undefined_*) as (maybe) uninitialized
+// once they are inlined here: a false positive. Set before immintrin.h is
+// first included so it covers those lines.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+
 #include <cmath>
 #include <cstring>
 
