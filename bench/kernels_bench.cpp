@@ -70,6 +70,13 @@ Fixture make_fixture(GgmlType t, uint64_t target_bytes) {
   return f;
 }
 
+// Weight bytes and multiply-adds per iteration -> bytes/s and GMAC/s.
+void report_rates(benchmark::State& state, int64_t weight_bytes, int64_t multiply_adds) {
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * weight_bytes);
+  state.counters["GMAC/s"] =
+      benchmark::Counter(double(state.iterations()) * double(multiply_adds) / 1e9, benchmark::Counter::kIsRate);
+}
+
 void BM_dot(benchmark::State& state, GgmlType t, Isa isa, uint64_t bytes) {
   const TypeKernels* k = kernels_for(t, isa);
   if (!k || !k->vec_dot) {
@@ -82,9 +89,7 @@ void BM_dot(benchmark::State& state, GgmlType t, Isa isa, uint64_t bytes) {
     for (int64_t r = 0; r < f.rows; ++r) sink += k->vec_dot(kRow, f.weights.data() + r * f.row_bytes, f.act.data());
     benchmark::DoNotOptimize(sink);
   }
-  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * f.rows * f.row_bytes);
-  state.counters["GMAC/s"] = benchmark::Counter(double(state.iterations()) * f.rows * kRow / 1e9,
-                                                benchmark::Counter::kIsRate);
+  report_rates(state, f.rows * f.row_bytes, f.rows * kRow);
 }
 
 // One weight row against `cols` activation rows per call (the prefill
@@ -105,9 +110,7 @@ void BM_dot_cols(benchmark::State& state, GgmlType t, Isa isa, uint64_t bytes, i
       benchmark::DoNotOptimize(out);
     }
   }
-  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * f.rows * f.row_bytes);
-  state.counters["GMAC/s"] = benchmark::Counter(double(state.iterations()) * f.rows * kRow * cols / 1e9,
-                                                benchmark::Counter::kIsRate);
+  report_rates(state, f.rows * f.row_bytes, f.rows * kRow * cols);
 }
 
 // The tile GEMM (AMX): kTileRows weight rows against kTileCols positions per
@@ -122,29 +125,24 @@ void BM_gemm_tile(benchmark::State& state, GgmlType t, Isa isa, uint64_t bytes) 
   Fixture f = make_fixture(t, bytes);
   std::vector<const void*> act;
   for (int j = 0; j < kTileCols; ++j) act.push_back(f.act.data() + (j % kActRows) * f.act_row_bytes);
-  std::vector<uint8_t> buf(tile_prepared_bytes(kRow) + 64);
-  void* prepared = buf.data() + (64 - reinterpret_cast<uintptr_t>(buf.data()) % 64) % 64;
-  k->prepare_tile(kRow, act.data(), kTileCols, prepared);
+  std::vector<TileLine> prepared(tile_prepared_lines(kRow));
+  k->prepare_tile(kRow, act.data(), kTileCols, prepared.data());
   std::vector<float> out(static_cast<size_t>(kTileRows * kTileCols));
+  const int64_t rows = f.rows / kTileRows * kTileRows;
   for (auto _ : state) {
-    for (int64_t r = 0; r + kTileRows <= f.rows; r += kTileRows) {
-      TileGemmCall call;
-      call.n = kRow;
-      call.w = f.weights.data() + r * f.row_bytes;
-      call.row_bytes = f.row_bytes;
-      call.n_rows = kTileRows;
-      call.prepared = prepared;
-      call.n_act = kTileCols;
-      call.out = out.data();
-      call.out_stride = kTileRows;
-      k->gemm_tile(call);
+    for (int64_t r = 0; r < rows; r += kTileRows) {
+      k->gemm_tile({.n = kRow,
+                    .w = f.weights.data() + r * f.row_bytes,
+                    .row_bytes = f.row_bytes,
+                    .n_rows = kTileRows,
+                    .prepared = prepared.data(),
+                    .n_act = kTileCols,
+                    .out = out.data(),
+                    .out_stride = kTileRows});
       benchmark::DoNotOptimize(out.data());
     }
   }
-  const int64_t rows = f.rows / kTileRows * kTileRows;
-  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * rows * f.row_bytes);
-  state.counters["GMAC/s"] = benchmark::Counter(double(state.iterations()) * rows * kRow * kTileCols / 1e9,
-                                                benchmark::Counter::kIsRate);
+  report_rates(state, rows * f.row_bytes, rows * kRow * kTileCols);
 }
 
 void BM_dequant(benchmark::State& state, GgmlType t, Isa isa, uint64_t bytes) {

@@ -39,7 +39,11 @@ constexpr size_t kPreparedTileBytes = 8 * 512;
 constexpr size_t kPreparedBlockBytes = kPreparedTileBytes + 16 * sizeof(float) + 4 * 16 * sizeof(int32_t);
 }  // namespace
 
-size_t tile_prepared_bytes(int64_t n) { return static_cast<size_t>(n / kQK_K) * kPreparedBlockBytes; }
+static_assert(kPreparedBlockBytes % sizeof(TileLine) == 0, "blocks start on a line: aligned tile loads");
+
+size_t tile_prepared_lines(int64_t n) {
+  return static_cast<size_t>(n / kQK_K) * (kPreparedBlockBytes / sizeof(TileLine));
+}
 
 }  // namespace sluice::kernels
 
@@ -167,12 +171,13 @@ SLUICE_AMX void gemm_tile_q4k(const TileGemmCall& call) {
   load_tile_config();
   alignas(64) uint8_t a[kTileRows][256];
   alignas(64) int32_t dots[8][kTileRows][kTileCols];
+  // Per-row block data; only rows < n_rows are written and read.
   alignas(64) int32_t sc[kTileRows][8];
   alignas(64) int32_t mpair[kTileRows][4];
-  float wd[kTileRows] = {}, wdmin[kTileRows] = {};
-  std::memset(a, 0, sizeof(a));  // rows past n_rows stay zero
-  std::memset(sc, 0, sizeof(sc));
-  std::memset(mpair, 0, sizeof(mpair));
+  float wd[kTileRows], wdmin[kTileRows];
+  // Rows past n_rows enter the tile loads but not the outputs: zero them once.
+  if (call.n_rows < kTileRows)
+    std::memset(a[call.n_rows], 0, sizeof(a[0]) * static_cast<size_t>(kTileRows - call.n_rows));
   __m512 acc[kTileRows], accm[kTileRows];
   for (int r = 0; r < kTileRows; ++r) acc[r] = accm[r] = _mm512_setzero_ps();
   const __m512i m4 = _mm512_set1_epi8(0x0F);

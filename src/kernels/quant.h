@@ -49,7 +49,7 @@ inline constexpr int kMaxDotCols = 8;
 
 // Tile GEMM (AMX): up to kTileRows weight rows against up to kTileCols
 // positions per call, the positions' activations re-laid once by
-// prepare_tile into `prepared` (tile_prepared_bytes(n) bytes, 64-byte aligned).
+// prepare_tile into `prepared` (tile_prepared_lines(n) TileLines).
 // Contract: out[j * out_stride + r] is BIT-IDENTICAL to
 // vec_dot(n, w + r * row_bytes, act[j]) of the same entry, for r < n_rows and
 // j < n_act; nothing else is written. Uses the calling thread's tile state.
@@ -67,7 +67,13 @@ struct TileGemmCall {
 };
 using PrepareTileFn = void (*)(int64_t n, const void* const* act, int n_act, void* prepared);
 using TileGemmFn = void (*)(const TileGemmCall& call);
-size_t tile_prepared_bytes(int64_t n);
+// Storage unit of prepared activations: tile loads want 64-byte alignment, which
+// a std::vector<TileLine> gives.
+struct alignas(64) TileLine {
+  uint8_t bytes[64];
+};
+// TileLines prepare_tile writes for n-element rows (any n_act).
+size_t tile_prepared_lines(int64_t n);
 
 struct TypeKernels {
   DequantizeFn dequantize = nullptr;  // every supported weight type

@@ -1,9 +1,7 @@
 #include "model/matmul.h"
 
 #include <algorithm>
-#include <cstdint>
 #include <cstring>
-#include <vector>
 
 #include "util/error.h"
 
@@ -59,17 +57,14 @@ void matmul_tiles(const WeightMatrix& w, std::span<const void* const> act, float
   // 2048-wide row, so a prompt's worth stays in L2).
   for (int64_t r = r0; r < r1; r += kernels::kTileRows) {
     for (int64_t p0 = 0; p0 < n_act; p0 += kernels::kTileCols) {
-      const int m = static_cast<int>(std::min<int64_t>(kernels::kTileCols, n_act - p0));
-      kernels::TileGemmCall call;
-      call.n = w.n_in;
-      call.w = w.row(r);
-      call.row_bytes = w.row_bytes;
-      call.n_rows = static_cast<int>(std::min<int64_t>(kernels::kTileRows, r1 - r));
-      call.prepared = tiled.group(p0 / kernels::kTileCols);
-      call.n_act = m;
-      call.out = out + p0 * out_stride + r;
-      call.out_stride = out_stride;
-      kern.gemm_tile(call);
+      kern.gemm_tile({.n = w.n_in,
+                      .w = w.row(r),
+                      .row_bytes = w.row_bytes,
+                      .n_rows = static_cast<int>(std::min<int64_t>(kernels::kTileRows, r1 - r)),
+                      .prepared = tiled.group(p0 / kernels::kTileCols),
+                      .n_act = static_cast<int>(std::min<int64_t>(kernels::kTileCols, n_act - p0)),
+                      .out = out + p0 * out_stride + r,
+                      .out_stride = out_stride});
     }
   }
 }
@@ -143,17 +138,16 @@ void TiledActivations::prepare(const kernels::TypeKernels& kern, int64_t n_in, s
                                ThreadPool* pool) {
   const int64_t n_act = static_cast<int64_t>(act.size());
   const int64_t groups = (n_act + kernels::kTileCols - 1) / kernels::kTileCols;
-  group_bytes_ = (kernels::tile_prepared_bytes(n_in) + 63) / 64 * 64;
-  const size_t need = group_bytes_ * static_cast<size_t>(groups) + 64;
-  if (buf_.size() < need) buf_.resize(need);
-  base_ = buf_.data() + (64 - reinterpret_cast<uintptr_t>(buf_.data()) % 64) % 64;
+  group_lines_ = kernels::tile_prepared_lines(n_in);
+  const size_t need = group_lines_ * static_cast<size_t>(groups);
+  if (lines_.size() < need) lines_.resize(need);
   n_in_ = n_in;
   n_act_ = act.size();
   auto body = [&](int64_t g0, int64_t g1) {
     for (int64_t g = g0; g < g1; ++g) {
       const int64_t p0 = g * kernels::kTileCols;
       const int m = static_cast<int>(std::min<int64_t>(kernels::kTileCols, n_act - p0));
-      kern.prepare_tile(n_in, act.data() + p0, m, base_ + static_cast<size_t>(g) * group_bytes_);
+      kern.prepare_tile(n_in, act.data() + p0, m, &lines_[static_cast<size_t>(g) * group_lines_]);
     }
   };
   // A group takes a few microseconds, about a pool round trip: split only

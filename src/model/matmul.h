@@ -87,12 +87,11 @@ class TiledActivations {
   void prepare(const kernels::TypeKernels& kern, int64_t n_in, std::span<const void* const> act, ThreadPool* pool);
   // True when this holds act's rows for n_in-element rows (same count).
   bool holds(int64_t n_in, size_t n_act) const { return n_in == n_in_ && n_act == n_act_; }
-  const void* group(int64_t g) const { return base_ + static_cast<size_t>(g) * group_bytes_; }
+  const void* group(int64_t g) const { return &lines_[static_cast<size_t>(g) * group_lines_]; }
 
  private:
-  std::vector<uint8_t> buf_;
-  uint8_t* base_ = nullptr;  // buf_'s first 64-byte-aligned byte
-  size_t group_bytes_ = 0;
+  std::vector<kernels::TileLine> lines_;
+  size_t group_lines_ = 0;
   int64_t n_in_ = -1;
   size_t n_act_ = 0;
 };

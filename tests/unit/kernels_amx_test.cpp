@@ -13,6 +13,7 @@
 #include "kernels/blocks_kquant.h"
 #include "kernels/quant.h"
 #include "util/cpu_features.h"
+#include "util/fp16.h"
 
 namespace sluice::kernels {
 namespace {
@@ -22,19 +23,6 @@ namespace {
     if (!kernels_for(GgmlType::Q4_K, Isa::Amx))                                                  \
       GTEST_SKIP() << "no AMX-INT8 tiles here (CPU, XCR0 or the kernel's arch_prctl grant)";    \
   } while (0)
-
-float half_to_float(uint16_t h) {
-  const uint32_t sign = (h >> 15) & 1, exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
-  float v;
-  if (exp == 0) {
-    v = std::ldexp(static_cast<float>(mant), -24);
-  } else if (exp == 31) {
-    v = mant ? NAN : INFINITY;
-  } else {
-    v = std::ldexp(static_cast<float>(mant | 0x400), static_cast<int>(exp) - 25);
-  }
-  return sign ? -v : v;
-}
 
 // Sub-block j's 6-bit scale and min from the 12 packed bytes (ggml's layout).
 void scale_min(const uint8_t* s, int j, int& sc, int& m) {
@@ -66,8 +54,8 @@ float runsum_reference(int64_t n, const BlockQ4K* w, const BlockQ8K* y) {
       T += sc * D;
       M += m * S;
     }
-    acc = std::fma(y[i].d * half_to_float(w[i].d), static_cast<float>(T), acc);
-    accm = std::fma(y[i].d * half_to_float(w[i].dmin), static_cast<float>(M), accm);
+    acc = std::fma(y[i].d * fp16_to_fp32(w[i].d), static_cast<float>(T), acc);
+    accm = std::fma(y[i].d * fp16_to_fp32(w[i].dmin), static_cast<float>(M), accm);
   }
   return acc - accm;
 }
@@ -163,21 +151,18 @@ TEST(KernelsAmx, ExtremeBlocksStayExact) {
     }
     EXPECT_TRUE(same_bits(k.vec_dot(n, w.data(), y.data()), runsum_reference(n, w.data(), y.data())))
         << "activations " << int{v};
-    std::vector<uint8_t> prepared(tile_prepared_bytes(n) + 64);
-    void* p = prepared.data() + (64 - reinterpret_cast<uintptr_t>(prepared.data()) % 64) % 64;
+    std::vector<TileLine> prepared(tile_prepared_lines(n));
     const void* act[1] = {y.data()};
-    k.prepare_tile(n, act, 1, p);
+    k.prepare_tile(n, act, 1, prepared.data());
     float out = 0.0f;
-    TileGemmCall call;
-    call.n = n;
-    call.w = reinterpret_cast<const uint8_t*>(w.data());
-    call.row_bytes = sizeof(BlockQ4K) * 2;
-    call.n_rows = 1;
-    call.prepared = p;
-    call.n_act = 1;
-    call.out = &out;
-    call.out_stride = 1;
-    k.gemm_tile(call);
+    k.gemm_tile({.n = n,
+                 .w = reinterpret_cast<const uint8_t*>(w.data()),
+                 .row_bytes = sizeof(BlockQ4K) * 2,
+                 .n_rows = 1,
+                 .prepared = prepared.data(),
+                 .n_act = 1,
+                 .out = &out,
+                 .out_stride = 1});
     EXPECT_TRUE(same_bits(out, runsum_reference(n, w.data(), y.data()))) << "tile, activations " << int{v};
   }
 }
@@ -189,23 +174,20 @@ TEST(KernelsAmx, TileGemmEqualsVecDotForEveryShape) {
   const TypeKernels& k = *kernels_for(GgmlType::Q4_K, Isa::Amx);
   for (int64_t n : {256, 1024}) {
     const Rows o = make_rows(n, kTileRows, kTileCols, 29 + static_cast<uint32_t>(n));
-    std::vector<uint8_t> prepared(tile_prepared_bytes(n) + 64);
-    void* p = prepared.data() + (64 - reinterpret_cast<uintptr_t>(prepared.data()) % 64) % 64;
+    std::vector<TileLine> prepared(tile_prepared_lines(n));
     for (int n_act : {1, 2, 7, 15, 16}) {
-      k.prepare_tile(n, o.act.data(), n_act, p);
+      k.prepare_tile(n, o.act.data(), n_act, prepared.data());
       for (int n_rows : {1, 3, 8, 13, 16}) {
         const int64_t stride = kTileRows + 3;
         std::vector<float> out(static_cast<size_t>(stride * kTileCols), -7.0f);
-        TileGemmCall call;
-        call.n = n;
-        call.w = o.w.data();
-        call.row_bytes = o.w_row;
-        call.n_rows = n_rows;
-        call.prepared = p;
-        call.n_act = n_act;
-        call.out = out.data();
-        call.out_stride = stride;
-        k.gemm_tile(call);
+        k.gemm_tile({.n = n,
+                     .w = o.w.data(),
+                     .row_bytes = o.w_row,
+                     .n_rows = n_rows,
+                     .prepared = prepared.data(),
+                     .n_act = n_act,
+                     .out = out.data(),
+                     .out_stride = stride});
         for (int j = 0; j < kTileCols; ++j)
           for (int r = 0; r < stride; ++r) {
             const float got = out[j * stride + r];
