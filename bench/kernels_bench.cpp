@@ -70,6 +70,17 @@ Fixture make_fixture(GgmlType t, uint64_t target_bytes) {
   return f;
 }
 
+// The (t, isa) kernels when they have `fn`; else marks the benchmark skipped
+// (registration only adds benchmarks whose function exists, so this guards
+// against a registration slip) and returns nullptr.
+template <class Fn>
+const TypeKernels* kernels_or_skip(benchmark::State& state, GgmlType t, Isa isa, Fn TypeKernels::*fn) {
+  const TypeKernels* k = kernels_for(t, isa);
+  if (k && k->*fn) return k;
+  state.SkipWithError("no such kernel for this ISA on this CPU");
+  return nullptr;
+}
+
 // Weight bytes and multiply-adds per iteration -> bytes/s and GMAC/s.
 void report_rates(benchmark::State& state, int64_t weight_bytes, int64_t multiply_adds) {
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * weight_bytes);
@@ -78,11 +89,8 @@ void report_rates(benchmark::State& state, int64_t weight_bytes, int64_t multipl
 }
 
 void BM_dot(benchmark::State& state, GgmlType t, Isa isa, uint64_t bytes) {
-  const TypeKernels* k = kernels_for(t, isa);
-  if (!k || !k->vec_dot) {
-    state.SkipWithError("no kernel for this ISA on this CPU");
-    return;
-  }
+  const TypeKernels* k = kernels_or_skip(state, t, isa, &TypeKernels::vec_dot);
+  if (!k) return;
   Fixture f = make_fixture(t, bytes);
   float sink = 0;
   for (auto _ : state) {
@@ -95,11 +103,8 @@ void BM_dot(benchmark::State& state, GgmlType t, Isa isa, uint64_t bytes) {
 // One weight row against `cols` activation rows per call (the prefill
 // matmul's inner step; it uses kMaxDotCols).
 void BM_dot_cols(benchmark::State& state, GgmlType t, Isa isa, uint64_t bytes, int cols) {
-  const TypeKernels* k = kernels_for(t, isa);
-  if (!k || !k->vec_dot_cols) {
-    state.SkipWithError("no multi-column kernel for this ISA on this CPU");
-    return;
-  }
+  const TypeKernels* k = kernels_or_skip(state, t, isa, &TypeKernels::vec_dot_cols);
+  if (!k) return;
   Fixture f = make_fixture(t, bytes);
   const void* act[kMaxDotCols];
   for (int j = 0; j < kMaxDotCols; ++j) act[j] = f.act.data() + j * f.act_row_bytes;
@@ -117,11 +122,8 @@ void BM_dot_cols(benchmark::State& state, GgmlType t, Isa isa, uint64_t bytes, i
 // call, the positions re-laid once (not timed, as matmul does it once per
 // position group for every row of the matrix).
 void BM_gemm_tile(benchmark::State& state, GgmlType t, Isa isa, uint64_t bytes) {
-  const TypeKernels* k = kernels_for(t, isa);
-  if (!k || !k->gemm_tile) {
-    state.SkipWithError("no tile kernel for this ISA on this CPU");
-    return;
-  }
+  const TypeKernels* k = kernels_or_skip(state, t, isa, &TypeKernels::gemm_tile);
+  if (!k) return;
   Fixture f = make_fixture(t, bytes);
   std::vector<const void*> act;
   for (int j = 0; j < kTileCols; ++j) act.push_back(f.act.data() + (j % kActRows) * f.act_row_bytes);
@@ -146,11 +148,8 @@ void BM_gemm_tile(benchmark::State& state, GgmlType t, Isa isa, uint64_t bytes) 
 }
 
 void BM_dequant(benchmark::State& state, GgmlType t, Isa isa, uint64_t bytes) {
-  const TypeKernels* k = kernels_for(t, isa);
-  if (!k || !k->dequantize) {
-    state.SkipWithError("no kernel for this ISA on this CPU");
-    return;
-  }
+  const TypeKernels* k = kernels_or_skip(state, t, isa, &TypeKernels::dequantize);
+  if (!k) return;
   Fixture f = make_fixture(t, bytes);
   std::vector<float> out(kRow);
   for (auto _ : state) {
