@@ -86,7 +86,7 @@ const char* expert_layout_name(ExpertLayout l) {
   return "?";
 }
 
-bool is_expert_tensor_name(std::string_view name) { return name.find("_exps") != std::string_view::npos; }
+bool is_expert_tensor_name(std::string_view name) { return parse_expert_tensor_name(name).has_value(); }
 bool is_expert_weight(const TensorInfo& t) { return is_expert_tensor_name(t.name); }
 
 std::string stacked_expert_name(uint32_t layer, size_t part) {
