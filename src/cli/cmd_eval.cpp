@@ -18,6 +18,7 @@
 
 #include "cli/commands.h"
 #include "cli/engine_flags.h"
+#include "model/arch.h"
 #include "runtime/eval.h"
 #include "runtime/session.h"
 #include "tokenizer/tokenizer.h"
@@ -96,7 +97,7 @@ void run_eval(EvalCmdOptions& o) {
   std::shared_ptr<const gguf::GgufModel> g =
       std::make_shared<const gguf::GgufModel>(gguf::GgufModel::open(o.engine.model_path));
   const tokenizer::Tokenizer tok = tokenizer::Tokenizer::from_gguf(g->metadata());
-  const uint32_t ctx_train = model::HParams::from_gguf(*g).n_ctx_train;
+  const uint32_t ctx_train = model::describe_architecture(*g).hp.n_ctx_train;
 
   const int ctx = o.ctx > 0 ? o.ctx : static_cast<int>(std::min<uint32_t>(ctx_train > 0 ? ctx_train : 512, 512));
   if (ctx < 2) throw Error("--ctx: a window needs at least 2 tokens (got " + std::to_string(ctx) + ")");

@@ -15,7 +15,7 @@ constexpr int64_t kMinParallelWork = 256 * 1024;
 }  // namespace
 
 void Attention::run(const float* q, int n_tokens, int pos0, int layer, const KvCache& kv, const HParams& hp,
-                    float* out, ThreadPool& pool) {
+                    const AttentionOptions& opt, float* out, ThreadPool& pool) {
   const int n_keys_max = pos0 + n_tokens;
   const int hd = static_cast<int>(hp.head_dim);
   const int hdv = static_cast<int>(hp.head_dim_v);
@@ -33,7 +33,9 @@ void Attention::run(const float* q, int n_tokens, int pos0, int layer, const KvC
   } else {
     k_scratch_.resize(static_cast<size_t>(n_keys_max) * k_dim);
     v_scratch_.resize(static_cast<size_t>(n_keys_max) * v_dim);
-    for (int j = 0; j < n_keys_max; ++j) {
+    // Only the keys some query of this call can see (a window starts late).
+    const int j0 = opt.window > 0 ? std::max(0, pos0 + 1 - static_cast<int>(opt.window)) : 0;
+    for (int j = j0; j < n_keys_max; ++j) {
       kv.load_k(layer, j, &k_scratch_[static_cast<size_t>(j) * k_dim]);
       kv.load_v(layer, j, &v_scratch_[static_cast<size_t>(j) * v_dim]);
     }
@@ -49,16 +51,22 @@ void Attention::run(const float* q, int n_tokens, int pos0, int layer, const KvC
       const int t = static_cast<int>(item / n_head);
       const int h = static_cast<int>(item % n_head);
       const int kvh = h / group;
-      const int n_keys = pos0 + t + 1;
+      const int pos = pos0 + t;
+      const int first = opt.window > 0 ? std::max(0, pos + 1 - static_cast<int>(opt.window)) : 0;
+      const int n_keys = pos + 1 - first;
       const float* qh = q + static_cast<int64_t>(t) * n_head * hd + static_cast<int64_t>(h) * hd;
-      ops.dot_rows(qh, keys + static_cast<int64_t>(kvh) * hd, k_dim, n_keys, hd, scale, p.data());
+      ops.dot_rows(qh, keys + static_cast<int64_t>(first) * k_dim + static_cast<int64_t>(kvh) * hd, k_dim, n_keys,
+                   hd, scale, p.data());
       float max_s = -INFINITY;
       for (int j = 0; j < n_keys; ++j) max_s = std::max(max_s, p[j]);
-      const double sum = ops.exp_sub_sum(p.data(), max_s, n_keys);
+      if (opt.sinks) max_s = std::max(max_s, opt.sinks[h]);
+      double sum = ops.exp_sub_sum(p.data(), max_s, n_keys);
+      if (opt.sinks) sum += static_cast<double>(std::exp(opt.sinks[h] - max_s));
       const float inv = static_cast<float>(1.0 / sum);
       for (int j = 0; j < n_keys; ++j) p[j] *= inv;
       float* oh = out + static_cast<int64_t>(t) * n_head * hdv + static_cast<int64_t>(h) * hdv;
-      ops.weighted_sum_rows(p.data(), values + static_cast<int64_t>(kvh) * hdv, v_dim, n_keys, hdv, oh);
+      ops.weighted_sum_rows(p.data(), values + static_cast<int64_t>(first) * v_dim + static_cast<int64_t>(kvh) * hdv,
+                            v_dim, n_keys, hdv, oh);
     }
   };
   const int64_t items = static_cast<int64_t>(n_tokens) * n_head;

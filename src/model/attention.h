@@ -1,7 +1,9 @@
 // Causal grouped-query attention over the KV cache, as llama.cpp computes it
 // without flash attention: scores = (q . k) * scale, softmax (max-subtracted,
 // sum accumulated in double), output = sum_j p_j v_j. Query head h reads KV
-// head h / (n_head / n_head_kv).
+// head h / (n_head / n_head_kv). Per layer, optionally (AttentionDesc):
+// a sliding window (query i sees keys j with 0 <= i - j < window) and a sink
+// logit per head that joins the softmax's max and denominator but has no value.
 #pragma once
 
 #include <vector>
@@ -12,6 +14,11 @@
 
 namespace sluice::model {
 
+struct AttentionOptions {
+  uint32_t window = 0;           // 0: full causal attention
+  const float* sinks = nullptr;  // n_head sink logits, or null
+};
+
 class Attention {
  public:
   // q: n_tokens rows of n_head * head_dim floats (RoPE applied); token t sits at
@@ -19,8 +26,8 @@ class Attention {
   // already hold those positions for `layer`. out: n_tokens rows of
   // n_head * head_dim_v floats. Work is split over (token, head) pairs, each
   // computed entirely by one thread, so results do not depend on the pool size.
-  void run(const float* q, int n_tokens, int pos0, int layer, const KvCache& kv, const HParams& hp, float* out,
-           ThreadPool& pool);
+  void run(const float* q, int n_tokens, int pos0, int layer, const KvCache& kv, const HParams& hp,
+           const AttentionOptions& opt, float* out, ThreadPool& pool);
 
  private:
   std::vector<float> k_scratch_, v_scratch_;  // F16 cache: keys/values of the layer as F32

@@ -1,6 +1,7 @@
 #include "model/ffn.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "kernels/ops.h"
 
@@ -11,10 +12,30 @@ namespace {
 // the multi-column dot busy and the imbalance small.
 constexpr int64_t kMinPositionsPerThread = 8;
 
+// llama.cpp's swiglu_oai constants (gpt-oss).
+constexpr float kOaiAlpha = 1.702f;
+constexpr float kOaiLimit = 7.0f;
+
+void add_bias(float* x, const float* b, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) x[i] += b[i];
+}
+
 }  // namespace
 
-void SwiGlu::run(const FfnMatrices& m, std::span<const void* const> act_gate, std::span<const void* const> act_up,
-                 float* out, int64_t out_stride, ThreadPool& pool) {
+void apply_activation(Activation act, float* g, const float* u, int64_t n) {
+  if (act == Activation::SwiGlu) {
+    kernels::ops().swiglu(g, u, n);
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    const float x = std::min(g[i], kOaiLimit);
+    const float y = std::clamp(u[i], -kOaiLimit, kOaiLimit);
+    g[i] = x / (1.0f + std::exp(kOaiAlpha * (-x))) * (y + 1.0f);
+  }
+}
+
+void SwiGlu::run(const FfnMatrices& m, Activation act, const FfnBiases& bias, std::span<const void* const> act_gate,
+                 std::span<const void* const> act_up, float* out, int64_t out_stride, ThreadPool& pool) {
   const int64_t n = static_cast<int64_t>(act_gate.size());
   const int64_t n_ff = m.gate.n_out;
   g_.resize(static_cast<size_t>(n * n_ff));
@@ -25,14 +46,17 @@ void SwiGlu::run(const FfnMatrices& m, std::span<const void* const> act_gate, st
   // few positions: split hidden units, then convert. Either way each element
   // is computed exactly as by separate matmuls + an element-wise pass, so the
   // split changes no value.
-  const kernels::OpsKernels& ops = kernels::ops();
   hidden_q_.prepare(m.down.kern->vec_dot_type, n, n_ff);
   auto by_positions = [&](int64_t p0, int64_t p1) {
     const auto g_rows = act_gate.subspan(static_cast<size_t>(p0), static_cast<size_t>(p1 - p0));
     const auto u_rows = act_up.subspan(static_cast<size_t>(p0), static_cast<size_t>(p1 - p0));
     matmul_rows(m.gate, g_rows, &g_[p0 * n_ff], n_ff, 0, n_ff);
     matmul_rows(m.up, u_rows, &u_[p0 * n_ff], n_ff, 0, n_ff);
-    ops.swiglu(&g_[p0 * n_ff], &u_[p0 * n_ff], (p1 - p0) * n_ff);
+    for (int64_t i = p0; i < p1; ++i) {
+      if (bias.gate) add_bias(&g_[i * n_ff], bias.gate, n_ff);
+      if (bias.up) add_bias(&u_[i * n_ff], bias.up, n_ff);
+    }
+    apply_activation(act, &g_[p0 * n_ff], &u_[p0 * n_ff], (p1 - p0) * n_ff);
     hidden_q_.convert_rows(g_.data(), n_ff, p0, p1);
   };
   // Tile-GEMM weights (AMX) re-lay the positions once for all row ranges.
@@ -42,7 +66,11 @@ void SwiGlu::run(const FfnMatrices& m, std::span<const void* const> act_gate, st
   auto by_units = [&](int64_t r0, int64_t r1) {
     matmul_rows(m.gate, act_gate, g_.data(), n_ff, r0, r1, tiled_gate);
     matmul_rows(m.up, act_up, u_.data(), n_ff, r0, r1, tiled_up);
-    for (int64_t i = 0; i < n; ++i) ops.swiglu(&g_[i * n_ff + r0], &u_[i * n_ff + r0], r1 - r0);
+    for (int64_t i = 0; i < n; ++i) {
+      if (bias.gate) add_bias(&g_[i * n_ff + r0], bias.gate + r0, r1 - r0);
+      if (bias.up) add_bias(&u_[i * n_ff + r0], bias.up + r0, r1 - r0);
+      apply_activation(act, &g_[i * n_ff + r0], &u_[i * n_ff + r0], r1 - r0);
+    }
   };
   const int64_t work = 2 * n * n_ff * m.gate.n_in;
   // Split positions in whole multi-column dots (or whole tiles).
@@ -70,6 +98,8 @@ void SwiGlu::run(const FfnMatrices& m, std::span<const void* const> act_gate, st
   hidden_rows_.resize(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) hidden_rows_[i] = hidden_q_.row(i);
   matmul(m.down, hidden_rows_, out, out_stride, pool);
+  if (bias.down)
+    for (int64_t i = 0; i < n; ++i) add_bias(out + i * out_stride, bias.down, m.down.n_out);
 }
 
 }  // namespace sluice::model

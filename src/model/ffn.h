@@ -1,10 +1,15 @@
-// SiLU-gated feed-forward network: down(silu(gate x) * up x), the dense FFN of
-// llama and the body of every routed expert. silu(g) = g / (1 + exp(-g)).
+// Gated feed-forward network: down(act(gate x + bg, up x + bu)) + bd, the dense
+// FFN of llama, shared experts and the body of every routed expert.
+//   SwiGlu:    act(g, u) = silu(g) * u, silu(g) = g / (1 + exp(-g))
+//   SwiGluOai: act(g, u) = g' * sigmoid(1.702 g') * (u' + 1) with g' = min(g, 7),
+//              u' = clamp(u, -7, 7) (gpt-oss; llama.cpp's swiglu_oai)
+// Biases are optional (null: none).
 #pragma once
 
 #include <span>
 #include <vector>
 
+#include "model/arch.h"
 #include "model/matmul.h"
 #include "model/thread_pool.h"
 
@@ -16,14 +21,23 @@ struct FfnMatrices {
   WeightMatrix down;  // n_ff -> n_embd
 };
 
+struct FfnBiases {
+  const float* gate = nullptr;  // n_ff
+  const float* up = nullptr;    // n_ff
+  const float* down = nullptr;  // down.n_out
+};
+
+// The activation in place over n hidden units: g[i] = act(g[i], u[i]).
+void apply_activation(Activation act, float* g, const float* u, int64_t n);
+
 // Reusable scratch for SwiGLU evaluations; not thread-safe (one per model).
 class SwiGlu {
  public:
   // act_gate[i] / act_up[i]: input row i already converted to gate's / up's
   // vec_dot_type. Writes n = act_gate.size() rows of down.n_out floats to out
   // (row i at out + i * out_stride).
-  void run(const FfnMatrices& m, std::span<const void* const> act_gate, std::span<const void* const> act_up,
-           float* out, int64_t out_stride, ThreadPool& pool);
+  void run(const FfnMatrices& m, Activation act, const FfnBiases& bias, std::span<const void* const> act_gate,
+           std::span<const void* const> act_up, float* out, int64_t out_stride, ThreadPool& pool);
 
  private:
   std::vector<float> g_, u_;

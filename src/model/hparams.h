@@ -1,24 +1,37 @@
-// Typed transformer hyperparameters read from `<arch>.*` GGUF metadata.
-//
-// from_gguf() validates everything the forward pass relies on (positive sizes,
-// head counts that divide, expert counts that make sense, tensor-derived vocab
-// size) and throws sluice::Error naming the file and the key on any problem, so
-// the model code can trust these numbers without re-checking.
+// Typed transformer hyperparameters, read from `<arch>.*` GGUF metadata by the
+// architecture's description (model/arch.h), which validates them against the
+// tensors present so the model code can trust these numbers.
 #pragma once
 
 #include <cstdint>
 #include <string>
 
-#include "gguf/gguf.h"
-
 namespace sluice::model {
 
 enum class RopeType { Norm, Neox };  // Norm: pairs (2i, 2i+1); Neox: pairs (i, i + n_rot/2)
 
+// RoPE in ggml's formulation. Without YaRN (yarn_factor 0) pair j of a head is
+// rotated by pos * theta^(-2j/n_rot). With YaRN (ggml's rope_yarn, as llama.cpp
+// runs gpt-oss and DeepSeek): freq_scale = 1/yarn_factor, the angle blends the
+// interpolated (freq_scale * angle) and extrapolated angle with a ramp over the
+// correction dims of yarn_orig_ctx, beta_fast and beta_slow, scaled by
+// ext_factor; cos and sin are multiplied by attn_factor * (1 + 0.1 ln(yarn_factor)).
+struct RopeParams {
+  RopeType type = RopeType::Norm;
+  uint32_t n_rot = 0;   // rotated dims per head (<= head_dim); the rest pass through
+  float theta = 10000.0f;
+  float yarn_factor = 0.0f;   // rope.scaling.factor when rope.scaling.type = yarn; 0: no YaRN
+  uint32_t yarn_orig_ctx = 0; // rope.scaling.original_context_length
+  float ext_factor = 1.0f;    // llama.cpp's default for YaRN (not in the GGUF)
+  float attn_factor = 1.0f;
+  float beta_fast = 32.0f;    // llama.cpp defaults (not in the GGUF)
+  float beta_slow = 1.0f;
+};
+
 struct HParams {
   std::string arch;
   uint32_t n_embd = 0;
-  uint32_t n_layer = 0;
+  uint32_t n_layer = 0;      // trunk layers the forward pass runs
   uint32_t n_head = 0;
   uint32_t n_head_kv = 0;
   uint32_t head_dim = 0;     // key_length (q and k)
@@ -27,20 +40,15 @@ struct HParams {
   uint32_t n_expert = 0;     // 0 = dense FFN
   uint32_t n_expert_used = 0;
   uint32_t n_ff_exp = 0;     // expert hidden size
-  uint32_t n_rot = 0;        // rope.dimension_count (<= head_dim)
-  float rope_theta = 10000.0f;
   float rms_eps = 1e-5f;
   uint32_t n_ctx_train = 0;
   uint32_t n_vocab = 0;      // rows of token_embd
-  RopeType rope_type = RopeType::Norm;
+  RopeParams rope;
 
   bool is_moe() const { return n_expert > 0; }
   uint32_t q_dim() const { return n_head * head_dim; }
   uint32_t k_dim() const { return n_head_kv * head_dim; }
   uint32_t v_dim() const { return n_head_kv * head_dim_v; }
-
-  // Reads and validates the hyperparameters of `model` for its architecture.
-  static HParams from_gguf(const gguf::GgufModel& model);
 };
 
 }  // namespace sluice::model

@@ -31,6 +31,10 @@ struct ModelConfig {
   int threads = 1;         // compute threads (results do not depend on it)
   KvType kv_type = KvType::F16;
   int n_ctx = 0;           // KV cache positions; 0 = min(context_length, 4096)
+  // Memory the process may use (MemAvailable, lowered to the cgroup's room),
+  // read by the runtime before loading; a KV cache above it is refused with an
+  // Error naming -c. 0: unknown, not checked.
+  uint64_t memory_bytes = 0;
   // Routing trims (moe/trims.h); all off by default. `normalize` is ignored:
   // the architecture decides it. Validated by load_model (Error names the flag).
   moe::TrimConfig trims;
@@ -176,9 +180,11 @@ class Model {
   virtual double dense_resident_fraction() const { return 1.0; }
 };
 
-// Builds the model for `gguf`'s general.architecture ("qwen3moe", "llama").
-// Throws Error("unsupported architecture X") for anything else, and
-// Error("unsupported tensor type X in tensor Y") for weights sluice cannot use.
+// Builds the model for `gguf`'s general.architecture (model/arch.h's registry:
+// llama, qwen3moe, gpt-oss). Throws Error("FILE: unsupported architecture X
+// (supported: ...)") for anything else, Error("unsupported tensor type X in
+// tensor Y") for weights sluice cannot use, and an Error naming the tensor for
+// a tensor no block of the architecture claims.
 std::unique_ptr<Model> load_model(std::shared_ptr<const gguf::GgufModel> gguf, const ModelConfig& cfg);
 
 }  // namespace sluice::model

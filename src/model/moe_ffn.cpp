@@ -58,7 +58,12 @@ void MoeFfn::compute_expert(size_t i, const moe::ExpertView& view, int layer, co
     rows_up_[j] = act_up.row(u[j].position);
   }
   expert_out_.resize(u.size() * n_out);
-  swiglu_.run(m, rows_gate_, rows_up_, expert_out_.data(), n_out, pool);
+  const size_t e = static_cast<size_t>(distinct_[i].expert);
+  FfnBiases bias;
+  if (tmpl.gate_bias) bias.gate = tmpl.gate_bias + e * static_cast<size_t>(m.gate.n_out);
+  if (tmpl.up_bias) bias.up = tmpl.up_bias + e * static_cast<size_t>(m.up.n_out);
+  if (tmpl.down_bias) bias.down = tmpl.down_bias + e * static_cast<size_t>(n_out);
+  swiglu_.run(m, tmpl.act, bias, rows_gate_, rows_up_, expert_out_.data(), n_out, pool);
   for (size_t j = 0; j < u.size(); ++j) {
     const size_t entry = row_start_[u[j].position] + static_cast<size_t>(u[j].slot);
     std::memcpy(&slot_out_[entry * n_out], &expert_out_[j * n_out], sizeof(float) * n_out);
@@ -224,7 +229,7 @@ void MoeFfn::run(int layer, const ExpertTemplate& tmpl, const float* xn, const m
         continue;
       }
       for (size_t s = 0; s < row.size(); ++s) {
-        const float w = row[s].weight;
+        const float w = row[s].weight * tmpl.weights_scale;
         const float* e = &slot_out_[(row_start_[t] + s) * n_out];
         if (s == 0) {
           for (int64_t i = 0; i < n_out; ++i) o[i] = w * e[i];

@@ -23,8 +23,14 @@
 namespace sluice::model {
 
 // Shapes/types of one layer's experts; data pointers are filled per expert.
+// The per-expert biases are resident (dense set): row e of each is expert e's.
 struct ExpertTemplate {
   FfnMatrices m;  // gate/up/down with data == nullptr
+  Activation act = Activation::SwiGlu;
+  const float* gate_bias = nullptr;  // [n_expert][n_ff], or null
+  const float* up_bias = nullptr;    // [n_expert][n_ff], or null
+  const float* down_bias = nullptr;  // [n_expert][n_embd], or null
+  float weights_scale = 1.0f;        // multiplies every routing weight (RouterDesc::weights_scale)
 };
 
 // Experts of one layer whose reads were started before that layer was routed
@@ -53,7 +59,8 @@ class MoeFfn {
  public:
   // xn: routing.n_positions() rows of n_embd (normed input); out: as many rows
   // of n_embd, overwritten with sum over row t's slots s of
-  // weight(t, s) * expert_{expert(t, s)}(xn_t), summed in slot order (0 for an empty row).
+  // (weights_scale * weight(t, s)) * expert_{expert(t, s)}(xn_t), summed in
+  // slot order (0 for an empty row).
   // `drops`: the distinct experts the trims removed from this batch (counted
   // as routed and dropped; their bytes count as saved only when they were not
   // cached, since dropping a cache hit saves no I/O).

@@ -7,49 +7,135 @@
 
 namespace sluice::model {
 
-void route_softmax_topk(const float* logits, int n_tokens, int n_expert, int k, bool renormalize, Routing& out) {
+namespace {
+
+// llama.cpp clamps the sum away from 0 before dividing.
+constexpr float kMinWeightSum = 6.103515625e-5f;
+
+// Indices of the k largest score[e] among the allowed ones (ties -> lower id), in that order.
+void top_k_indices(const float* score, int n_expert, int k, std::vector<int32_t>& order) {
+  order.resize(static_cast<size_t>(n_expert));
+  std::iota(order.begin(), order.end(), 0);
+  std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int32_t a, int32_t b) {
+    return score[a] != score[b] ? score[a] > score[b] : a < b;
+  });
+}
+
+void renormalize(float* w, int k) {
+  double wsum = 0.0;
+  for (int s = 0; s < k; ++s) wsum += w[s];
+  const float denom = std::max(static_cast<float>(wsum), kMinWeightSum);
+  for (int s = 0; s < k; ++s) w[s] = w[s] / denom;
+}
+
+// Sorts the k slots by weight descending (ties -> lower id).
+void sort_slots(int32_t* ex, float* w, int k) {
+  std::vector<std::pair<float, int32_t>> v(static_cast<size_t>(k));
+  for (int s = 0; s < k; ++s) v[s] = {w[s], ex[s]};
+  std::sort(v.begin(), v.end(), [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first > b.first : a.second < b.second;
+  });
+  for (int s = 0; s < k; ++s) {
+    w[s] = v[s].first;
+    ex[s] = v[s].second;
+  }
+}
+
+// Masks (to -inf) the experts outside the n_used best groups of `score`.
+void limit_groups(float* score, int n_expert, uint32_t n_group, uint32_t n_used) {
+  const int per = n_expert / static_cast<int>(n_group);
+  std::vector<float> gscore(n_group);
+  for (uint32_t g = 0; g < n_group; ++g) {
+    float best = -INFINITY, second = -INFINITY;
+    for (int e = static_cast<int>(g) * per; e < static_cast<int>(g + 1) * per; ++e) {
+      if (score[e] > best) {
+        second = best;
+        best = score[e];
+      } else if (score[e] > second) {
+        second = score[e];
+      }
+    }
+    gscore[g] = per >= 2 ? best + second : best;
+  }
+  std::vector<int32_t> order;
+  top_k_indices(gscore.data(), static_cast<int>(n_group), static_cast<int>(n_used), order);
+  std::vector<uint8_t> keep(n_group, 0);
+  for (uint32_t i = 0; i < n_used; ++i) keep[order[i]] = 1;
+  for (uint32_t g = 0; g < n_group; ++g)
+    if (!keep[g])
+      for (int e = static_cast<int>(g) * per; e < static_cast<int>(g + 1) * per; ++e) score[e] = -INFINITY;
+}
+
+}  // namespace
+
+void route_topk(const RouterDesc& router, const float* selection_bias, const float* logits, int n_tokens,
+                int n_expert, int k, Routing& out) {
   out.n_tokens = n_tokens;
   out.k = k;
   out.experts.assign(static_cast<size_t>(n_tokens) * k, 0);
   out.weights.assign(static_cast<size_t>(n_tokens) * k, 0.0f);
-  std::vector<float> prob(static_cast<size_t>(n_expert));
-  std::vector<int32_t> order(static_cast<size_t>(n_expert));
+  std::vector<float> prob(static_cast<size_t>(n_expert)), score(static_cast<size_t>(n_expert));
+  std::vector<int32_t> order;
   for (int t = 0; t < n_tokens; ++t) {
     const float* l = logits + static_cast<int64_t>(t) * n_expert;
-    float mx = -INFINITY;
-    for (int e = 0; e < n_expert; ++e) mx = std::max(mx, l[e]);
-    double sum = 0.0;
-    for (int e = 0; e < n_expert; ++e) {
-      prob[e] = std::exp(l[e] - mx);
-      sum += prob[e];
-    }
-    const float inv = static_cast<float>(1.0 / sum);
-    for (int e = 0; e < n_expert; ++e) prob[e] *= inv;
-
-    std::iota(order.begin(), order.end(), 0);
-    std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int32_t a, int32_t b) {
-      return prob[a] != prob[b] ? prob[a] > prob[b] : a < b;
-    });
     int32_t* ex = &out.experts[static_cast<size_t>(t) * k];
     float* w = &out.weights[static_cast<size_t>(t) * k];
-    double wsum = 0.0;
-    for (int s = 0; s < k; ++s) {
-      ex[s] = order[s];
-      w[s] = prob[order[s]];
-      wsum += w[s];
-    }
-    if (renormalize) {
-      // llama.cpp clamps the sum away from 0 before dividing.
-      const float denom = std::max(static_cast<float>(wsum), 6.103515625e-5f);
-      for (int s = 0; s < k; ++s) w[s] = w[s] / denom;
+    switch (router.kind) {
+      case RouterKind::SoftmaxAll: {
+        float mx = -INFINITY;
+        for (int e = 0; e < n_expert; ++e) mx = std::max(mx, l[e]);
+        double sum = 0.0;
+        for (int e = 0; e < n_expert; ++e) {
+          prob[e] = std::exp(l[e] - mx);
+          sum += prob[e];
+        }
+        const float inv = static_cast<float>(1.0 / sum);
+        for (int e = 0; e < n_expert; ++e) prob[e] *= inv;
+        top_k_indices(prob.data(), n_expert, k, order);
+        for (int s = 0; s < k; ++s) {
+          ex[s] = order[s];
+          w[s] = prob[order[s]];
+        }
+        if (router.normalize) renormalize(w, k);
+        break;
+      }
+      case RouterKind::SoftmaxSelected: {
+        top_k_indices(l, n_expert, k, order);  // descending logits: already slot order
+        const float mx = l[order[0]];
+        double sum = 0.0;
+        for (int s = 0; s < k; ++s) {
+          ex[s] = order[s];
+          w[s] = std::exp(l[order[s]] - mx);
+          sum += w[s];
+        }
+        const float inv = static_cast<float>(1.0 / sum);
+        for (int s = 0; s < k; ++s) w[s] *= inv;
+        break;
+      }
+      case RouterKind::SigmoidBiased: {
+        for (int e = 0; e < n_expert; ++e) {
+          prob[e] = 1.0f / (1.0f + std::exp(-l[e]));
+          score[e] = prob[e] + (selection_bias ? selection_bias[e] : 0.0f);
+        }
+        if (router.n_group_used > 0 && router.n_group_used < router.n_group)
+          limit_groups(score.data(), n_expert, router.n_group, router.n_group_used);
+        top_k_indices(score.data(), n_expert, k, order);
+        for (int s = 0; s < k; ++s) {
+          ex[s] = order[s];
+          w[s] = prob[order[s]];
+        }
+        if (router.normalize) renormalize(w, k);
+        sort_slots(ex, w, k);
+        break;
+      }
     }
   }
 }
 
-moe::TrimStats route_layer(const float* logits, int n_tokens, int n_expert, int k, const moe::TrimConfig& trims,
-                           const moe::ExpertCachedFn& is_cached, Routing& dense, moe::RoutingTable& out,
-                           RouteDrops* drops) {
-  route_softmax_topk(logits, n_tokens, n_expert, k, trims.normalize, dense);
+moe::TrimStats route_layer(const RouterDesc& router, const float* selection_bias, const float* logits, int n_tokens,
+                           int n_expert, int k, const moe::TrimConfig& trims, const moe::ExpertCachedFn& is_cached,
+                           Routing& dense, moe::RoutingTable& out, RouteDrops* drops) {
+  route_topk(router, selection_bias, logits, n_tokens, n_expert, k, dense);
   out = moe::RoutingTable::from_dense(dense.experts.data(), dense.weights.data(), n_tokens, k);
   if (drops) *drops = RouteDrops{};
   if (trims.any_table_trim()) {

@@ -1,15 +1,25 @@
-// Expert routing as llama.cpp's build_moe_ffn does it with softmax gating:
-// probabilities = softmax over ALL expert logits; the k most probable experts
-// are chosen (ties -> lower expert id); their probabilities are renormalised to
-// sum to 1 (qwen3moe's norm_topk_prob, and Mixtral's softmax-over-top-k).
-// Slot order is descending probability, and the MoE output is accumulated in
-// this slot order.
+// Expert routing as llama.cpp's build_moe_ffn does it, for every RouterKind
+// (model/arch.h):
+//  SoftmaxAll      probabilities = softmax over ALL expert logits; the k most
+//                  probable are chosen; optionally renormalised to sum to 1
+//                  (qwen3moe's norm_topk_prob, Mixtral's softmax over the top-k).
+//  SoftmaxSelected the k largest raw logits are chosen; weights = softmax over
+//                  those k logits (gpt-oss).
+//  SigmoidBiased   p = sigmoid(logit); selection by p + selection_bias[e],
+//                  optionally only within the n_group_used best groups (a
+//                  group's score: the sum of its two best biased scores); the
+//                  weights are the UNBIASED p of the chosen, optionally
+//                  renormalised (glm4moe, DeepSeek-V3).
+// Ties go to the lower expert id. Slot order is descending weight (ties: lower
+// id), and the MoE output is accumulated in this slot order. weights_scale is
+// not applied here (MoeFfn scales the routed sum).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <vector>
 
+#include "model/arch.h"
 #include "moe/trims.h"
 
 namespace sluice::model {
@@ -24,14 +34,16 @@ struct Routing {
   float weight(int t, int slot) const { return weights[static_cast<size_t>(t) * k + slot]; }
 };
 
-// logits: n_tokens rows of n_expert router logits.
-void route_softmax_topk(const float* logits, int n_tokens, int n_expert, int k, bool renormalize, Routing& out);
+// logits: n_tokens rows of n_expert router logits (any logit bias already
+// added). selection_bias: n_expert floats (SigmoidBiased; null = zeros).
+void route_topk(const RouterDesc& router, const float* selection_bias, const float* logits, int n_tokens,
+                int n_expert, int k, Routing& out);
 
-// One MoE layer's routing for one ubatch, as the model uses it: softmax top-k
+// One MoE layer's routing for one ubatch, as the model uses it: route_topk
 // with k already resolved (moe::effective_top_k), then moe::apply_trims with
 // `trims` (top-p -> budget -> drop-cold) when any table trim is on. Rows of
 // `out` may be shorter than k, or empty. With no table trim the table holds
-// exactly route_softmax_topk's result, bit for bit. `dense` is scratch.
+// exactly route_topk's result, bit for bit. `dense` is scratch.
 // Returns this call's trim counters (routed == kept when no trim is on).
 // is_cached is needed only for drop-cold (Error otherwise).
 // Distinct experts of one layer's batch removed by the trims, attributed to the
@@ -43,7 +55,7 @@ struct RouteDrops {
   uint64_t total() const { return top_p + budget + cold; }
 };
 
-moe::TrimStats route_layer(const float* logits, int n_tokens, int n_expert, int k, const moe::TrimConfig& trims,
+moe::TrimStats route_layer(const RouterDesc& router, const float* selection_bias, const float* logits, int n_tokens, int n_expert, int k, const moe::TrimConfig& trims,
                            const moe::ExpertCachedFn& is_cached, Routing& dense, moe::RoutingTable& out,
                            RouteDrops* drops = nullptr);
 

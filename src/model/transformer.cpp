@@ -3,8 +3,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <limits>
 #include <string>
+#include <unordered_set>
 
+#include "kernels/ops.h"
 #include "kernels/quant.h"
 #include "model/norm.h"
 #include "moe/cache_budget.h"
@@ -30,31 +33,43 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// Looks tensors up by name, checks shape and type, and returns usable views.
+// Looks tensors up by name, checks shape and type, returns usable views, and
+// remembers every tensor it handed out (so unclaimed ones can be reported).
 class Binder {
  public:
   Binder(const gguf::GgufModel& g, const moe::DenseWeights& dw) : g_(g), dw_(dw) {}
 
   const gguf::TensorInfo* find(const std::string& name) const { return g_.find(name); }
+  bool claimed(const std::string& name) const { return claimed_.count(name) != 0; }
 
-  const gguf::TensorInfo& shaped(const std::string& name, std::vector<uint64_t> want) const {
+  const gguf::TensorInfo& shaped(const std::string& name, std::vector<uint64_t> want) {
     const gguf::TensorInfo& t = g_.require(name);
     if (!same_shape(t.ne, want))
       throw Error("tensor " + name + " has shape " + shape_str(t.ne) + ", expected " + shape_str(want));
+    claimed_.insert(name);
     return t;
   }
 
-  WeightMatrix matrix(const std::string& name, uint64_t n_in, uint64_t n_out) const {
+  WeightMatrix matrix(const std::string& name, uint64_t n_in, uint64_t n_out) {
     const gguf::TensorInfo& t = shaped(name, {n_in, n_out});
     return make_weight(dw_.data(t), t.type, static_cast<int64_t>(n_in), static_cast<int64_t>(n_out), name);
   }
 
-  const float* vector(const std::string& name, uint64_t n) const {
-    const gguf::TensorInfo& t = shaped(name, {n});
+  // An F32 tensor of shape `want` (norm weights, biases, sinks).
+  const float* f32(const std::string& name, std::vector<uint64_t> want) {
+    const gguf::TensorInfo& t = shaped(name, std::move(want));
     if (t.type != GgmlType::F32)
       throw Error("unsupported tensor type " + std::string(ggml_type_name(t.type)) + " in tensor " + name +
-                  " (norm weights must be F32)");
+                  " (norms, biases and sinks must be F32)");
     return static_cast<const float*>(dw_.data(t));
+  }
+  const float* vector(const std::string& name, uint64_t n) { return f32(name, {n}); }
+
+  // An optional input: bound when `need` is Required (missing: Error) or
+  // Optional and present; null otherwise.
+  const float* vector_if(Need need, const std::string& name, std::vector<uint64_t> want) {
+    if (need == Need::Absent || (need == Need::Optional && !find(name))) return nullptr;
+    return f32(name, std::move(want));
   }
 
   // One part of a layer's experts (either file layout): the per-expert matrix
@@ -70,7 +85,16 @@ class Binder {
  private:
   const gguf::GgufModel& g_;
   const moe::DenseWeights& dw_;
+  std::unordered_set<std::string> claimed_;
 };
+
+// Bytes of the KV cache for n_ctx positions, or nullopt when it overflows.
+std::optional<uint64_t> kv_cache_bytes(const HParams& hp, KvType type, int n_ctx) {
+  const unsigned __int128 b = static_cast<unsigned __int128>(hp.n_layer) * static_cast<uint64_t>(n_ctx) *
+                              (uint64_t{hp.k_dim()} + hp.v_dim()) * (type == KvType::F32 ? 4 : 2);
+  if (b > std::numeric_limits<uint64_t>::max()) return std::nullopt;
+  return static_cast<uint64_t>(b);
+}
 
 // Working memory besides the dense set, KV cache and expert cache: activations,
 // logits and private expert buffers of a prefill batch. A fixed allowance; it
@@ -120,24 +144,35 @@ uint64_t resolve_cache_bytes(const ModelConfig& cfg, std::span<const moe::MoeLay
 
 }  // namespace
 
-Transformer::Transformer(std::shared_ptr<const gguf::GgufModel> gguf, const ModelConfig& cfg, HParams hp,
-                         ArchSpec spec)
+Transformer::Transformer(std::shared_ptr<const gguf::GgufModel> gguf, const ModelConfig& cfg, ArchDesc desc)
     : gguf_(std::move(gguf)),
       cfg_(cfg),
-      hp_(std::move(hp)),
-      spec_(spec),
+      desc_(std::move(desc)),
+      hp_(desc_.hp),
       pool_(cfg.threads),
-      rope_(static_cast<int>(hp_.n_rot), hp_.rope_theta) {
+      rope_(desc_.hp.rope) {
   if (cfg.threads < 1) throw Error("-t: thread count must be >= 1 (got " + std::to_string(cfg.threads) + ")");
   if (cfg.io_threads < 1)
     throw Error("--io-threads: must be >= 1 (got " + std::to_string(cfg.io_threads) + ")");
   if (cfg.n_ctx < 0) throw Error("-c: context size must be >= 0 (got " + std::to_string(cfg.n_ctx) + ")");
   if (cfg.ubatch < 1) throw Error("--ubatch: must be >= 1 (got " + std::to_string(cfg.ubatch) + ")");
   moe::validate_trim_config(cfg.trims);
-  cfg_.trims.normalize = spec_.renormalize_topk;  // the architecture's, not the user's
+  // Trims renormalise where the router's weights sum to 1 (the architecture's
+  // rule, not the user's); every MoE layer of an architecture routes alike.
+  for (const LayerDesc& l : desc_.layers)
+    if (l.ffn.kind == FfnKind::Moe) cfg_.trims.normalize = trims_renormalize(l.ffn.router);
   if (hp_.is_moe())
     moe_k_ = moe::effective_top_k(cfg_.trims, static_cast<int>(hp_.n_expert_used), static_cast<int>(hp_.n_expert));
   const int n_ctx = cfg.n_ctx > 0 ? cfg.n_ctx : static_cast<int>(std::min<uint32_t>(hp_.n_ctx_train, 4096));
+  // The KV cache is sized by -c: refuse before allocating what cannot fit.
+  const std::optional<uint64_t> kv_bytes = kv_cache_bytes(hp_, cfg.kv_type, n_ctx);
+  if (!kv_bytes || (cfg.memory_bytes > 0 && *kv_bytes > cfg.memory_bytes))
+    throw Error("-c " + std::to_string(n_ctx) + ": the KV cache would need " +
+                (kv_bytes ? moe::format_mib(*kv_bytes) : std::string("more than 2^64 bytes")) + " (" +
+                std::to_string(hp_.n_layer) + " layers x " + std::to_string(n_ctx) + " positions x " +
+                std::to_string(hp_.k_dim() + hp_.v_dim()) + " " + kv_type_name(cfg.kv_type) +
+                " values), more than the " + moe::format_mib(cfg.memory_bytes) +
+                " of memory available; lower -c");
 
   moe::DenseConfig dc;
   dc.mode = cfg.dense_mode;
@@ -170,8 +205,9 @@ Transformer::Transformer(std::shared_ptr<const gguf::GgufModel> gguf, const Mode
 Transformer::~Transformer() = default;
 
 void Transformer::bind_weights(const std::vector<gguf::LayerExpertParts>& experts) {
-  const Binder b(*gguf_, *dense_);
+  Binder b(*gguf_, *dense_);
   const uint64_t n_embd = hp_.n_embd;
+  const std::string& file = gguf_->paths().front();
   token_embd_ = &b.shaped("token_embd.weight", {n_embd, hp_.n_vocab});
   if (!kernels::is_supported(token_embd_->type))
     throw Error("unsupported tensor type " + std::string(ggml_type_name(token_embd_->type)) +
@@ -179,41 +215,75 @@ void Transformer::bind_weights(const std::vector<gguf::LayerExpertParts>& expert
   token_embd_data_ = static_cast<const uint8_t*>(dense_->data(*token_embd_));
   output_norm_ = b.vector("output_norm.weight", n_embd);
   // Tied embeddings: no output.weight means the lm head reuses token_embd.
+  if (!b.find("output.weight") && !desc_.tied_output) fail(file, "missing tensor output.weight");
   output_ = b.find("output.weight") ? b.matrix("output.weight", n_embd, hp_.n_vocab)
                                     : b.matrix("token_embd.weight", n_embd, hp_.n_vocab);
 
   layers_.resize(hp_.n_layer);
   for (uint32_t il = 0; il < hp_.n_layer; ++il) {
     Layer& L = layers_[il];
+    const LayerDesc& d = desc_.layers[il];
+    L.desc = &d;
     const std::string p = "blk." + std::to_string(il) + ".";
     L.attn_norm = b.vector(p + "attn_norm.weight", n_embd);
-    L.ffn_norm = b.vector(p + "ffn_norm.weight", n_embd);
+    L.ffn_norm = b.vector(p + d.ffn_norm + ".weight", n_embd);
     L.wq = b.matrix(p + "attn_q.weight", n_embd, hp_.q_dim());
     L.wk = b.matrix(p + "attn_k.weight", n_embd, hp_.k_dim());
     L.wv = b.matrix(p + "attn_v.weight", n_embd, hp_.v_dim());
     L.wo = b.matrix(p + "attn_output.weight", uint64_t{hp_.n_head} * hp_.head_dim_v, n_embd);
-    if (spec_.qk_norm) {
-      L.q_norm = b.vector(p + "attn_q_norm.weight", hp_.head_dim);
-      L.k_norm = b.vector(p + "attn_k_norm.weight", hp_.head_dim);
+    L.bq = b.vector_if(d.attn.q_bias, p + "attn_q.bias", {hp_.q_dim()});
+    L.bk = b.vector_if(d.attn.k_bias, p + "attn_k.bias", {hp_.k_dim()});
+    L.bv = b.vector_if(d.attn.v_bias, p + "attn_v.bias", {hp_.v_dim()});
+    L.bo = b.vector_if(d.attn.o_bias, p + "attn_output.bias", {n_embd});
+    L.q_norm = b.vector_if(d.attn.q_norm, p + "attn_q_norm.weight", {hp_.head_dim});
+    L.k_norm = b.vector_if(d.attn.k_norm, p + "attn_k_norm.weight", {hp_.head_dim});
+    L.sinks = b.vector_if(d.attn.sinks, p + "attn_sinks.weight", {hp_.n_head});
+    L.moe = d.ffn.kind == FfnKind::Moe;
+    if (!L.moe) {
+      L.dense.gate = b.matrix(p + "ffn_gate.weight", n_embd, d.ffn.n_ff);
+      L.dense.up = b.matrix(p + "ffn_up.weight", n_embd, d.ffn.n_ff);
+      L.dense.down = b.matrix(p + "ffn_down.weight", d.ffn.n_ff, n_embd);
+      continue;
     }
-    L.moe = hp_.is_moe();
-    if (L.moe) {
-      L.router = b.matrix(p + "ffn_gate_inp.weight", n_embd, hp_.n_expert);
-      const gguf::LayerExpertParts& lp = experts.at(il);
-      if (!lp.present())
-        fail(gguf_->paths().front(), "missing tensor " + gguf::stacked_expert_name(il, gguf::kGate) + " (layer " +
-                                         std::to_string(il) + " of this MoE model has no expert tensors)");
-      if (lp.n_expert() != hp_.n_expert)
-        throw Error("tensor " + lp.part[gguf::kGate].tensor + ": layer " + std::to_string(il) + " has " +
-                    std::to_string(lp.n_expert()) + " experts, expected " + std::to_string(hp_.n_expert));
-      L.experts.m.gate = b.expert(lp, gguf::kGate, n_embd, hp_.n_ff_exp);
-      L.experts.m.up = b.expert(lp, gguf::kUp, n_embd, hp_.n_ff_exp);
-      L.experts.m.down = b.expert(lp, gguf::kDown, hp_.n_ff_exp, n_embd);
-    } else {
-      L.dense.gate = b.matrix(p + "ffn_gate.weight", n_embd, hp_.n_ff);
-      L.dense.up = b.matrix(p + "ffn_up.weight", n_embd, hp_.n_ff);
-      L.dense.down = b.matrix(p + "ffn_down.weight", hp_.n_ff, n_embd);
+    const RouterDesc& r = d.ffn.router;
+    const uint64_t n_expert = hp_.n_expert;
+    L.router = b.matrix(p + "ffn_gate_inp.weight", n_embd, n_expert);
+    L.router_bias = b.vector_if(r.logit_bias, p + "ffn_gate_inp.bias", {n_expert});
+    L.selection_bias = b.vector_if(r.selection_bias, p + "exp_probs_b.bias", {n_expert});
+    const gguf::LayerExpertParts& lp = experts.at(il);
+    if (!lp.present())
+      fail(file, "missing tensor " + gguf::stacked_expert_name(il, gguf::kGate) + " (layer " + std::to_string(il) +
+                     " of this MoE model has no expert tensors)");
+    if (lp.n_expert() != n_expert)
+      throw Error("tensor " + lp.part[gguf::kGate].tensor + ": layer " + std::to_string(il) + " has " +
+                  std::to_string(lp.n_expert()) + " experts, expected " + std::to_string(n_expert));
+    ExpertTemplate& x = L.experts;
+    x.m.gate = b.expert(lp, gguf::kGate, n_embd, hp_.n_ff_exp);
+    x.m.up = b.expert(lp, gguf::kUp, n_embd, hp_.n_ff_exp);
+    x.m.down = b.expert(lp, gguf::kDown, hp_.n_ff_exp, n_embd);
+    x.act = d.ffn.act;
+    x.weights_scale = r.weights_scale;
+    x.gate_bias = b.vector_if(d.ffn.expert_biases, p + "ffn_gate_exps.bias", {hp_.n_ff_exp, n_expert});
+    x.up_bias = b.vector_if(d.ffn.expert_biases, p + "ffn_up_exps.bias", {hp_.n_ff_exp, n_expert});
+    x.down_bias = b.vector_if(d.ffn.expert_biases, p + "ffn_down_exps.bias", {n_embd, n_expert});
+    L.shared = d.ffn.shared_expert;
+    if (L.shared) {
+      L.shexp.gate = b.matrix(p + "ffn_gate_shexp.weight", n_embd, d.ffn.n_ff);
+      L.shexp.up = b.matrix(p + "ffn_up_shexp.weight", n_embd, d.ffn.n_ff);
+      L.shexp.down = b.matrix(p + "ffn_down_shexp.weight", d.ffn.n_ff, n_embd);
     }
+  }
+
+  // Every tensor must be used or knowingly ignored: a tensor nothing claims
+  // means the file is not what its architecture says (or sluice would
+  // silently compute something else).
+  for (const gguf::TensorInfo& t : gguf_->tensors()) {
+    if (b.claimed(t.name) || desc_.ignores(t.name)) continue;
+    if (const auto e = gguf::parse_expert_tensor_name(t.name);
+        e && e->layer < hp_.n_layer && layers_[e->layer].moe)
+      continue;  // a routed-expert weight of a MoE layer (bound through `experts`)
+    fail(file, "tensor " + t.name + " is not used by architecture " + hp_.arch +
+                   " (no block of this layer takes it); the file does not match its general.architecture");
   }
 }
 
@@ -321,11 +391,41 @@ void Transformer::run_ubatch(std::span<const int32_t> tokens, int pos0, int firs
   tokens_evaluated_ += static_cast<uint64_t>(T);
 }
 
+void Transformer::router_logits(const Layer& L, const float* xn, int T, std::vector<float>& logits) {
+  const int64_t n_expert = hp_.n_expert;
+  logits.resize(static_cast<size_t>(T) * n_expert);
+  matmul_f32(L.router, xn, T, logits.data(), pool_, act_);
+  if (L.router_bias)
+    for (int t = 0; t < T; ++t) kernels::ops().add(&logits[static_cast<size_t>(t) * n_expert], L.router_bias, n_expert);
+}
+
+void Transformer::dense_ffn(const FfnMatrices& m, Activation act, int T, float* out) {
+  const int64_t n_embd = hp_.n_embd;
+  QuantizedRows& gate_act = act_;
+  gate_act.quantize(m.gate.kern->vec_dot_type, xn_.data(), T, n_embd, n_embd, &pool_);
+  std::vector<const void*> rows_gate(static_cast<size_t>(T));
+  for (int t = 0; t < T; ++t) rows_gate[t] = gate_act.row(t);
+  QuantizedRows up_act;
+  std::vector<const void*> rows_up = rows_gate;
+  if (m.up.kern->vec_dot_type != m.gate.kern->vec_dot_type) {
+    up_act.quantize(m.up.kern->vec_dot_type, xn_.data(), T, n_embd, n_embd, &pool_);
+    for (int t = 0; t < T; ++t) rows_up[t] = up_act.row(t);
+  }
+  swiglu_.run(m, act, FfnBiases{}, rows_gate, rows_up, out, n_embd, pool_);
+}
+
 void Transformer::forward_layer(int il, int T, int pos0) {
   const Layer& L = layers_[il];
+  const LayerDesc& d = *L.desc;
   const int64_t n_embd = hp_.n_embd;
   const int hd = static_cast<int>(hp_.head_dim);
   const float eps = hp_.rms_eps;
+  const kernels::OpsKernels& ops = kernels::ops();
+  // Adds a bias of n floats to each of T rows of n.
+  auto add_rows = [&](float* x, const float* bias, int64_t n) {
+    if (bias)
+      for (int t = 0; t < T; ++t) ops.add(x + static_cast<int64_t>(t) * n, bias, n);
+  };
 
   // Attention block.
   const auto t_attn = std::chrono::steady_clock::now();
@@ -336,32 +436,35 @@ void Transformer::forward_layer(int il, int T, int pos0) {
   matmul_f32(L.wq, xn_.data(), T, q_.data(), pool_, act_);
   matmul_f32(L.wk, xn_.data(), T, k_.data(), pool_, act_);
   matmul_f32(L.wv, xn_.data(), T, v_.data(), pool_, act_);
-  if (spec_.qk_norm) {
-    rms_norm_rows(q_.data(), L.q_norm, static_cast<int64_t>(T) * hp_.n_head, hd, eps, q_.data());
-    rms_norm_rows(k_.data(), L.k_norm, static_cast<int64_t>(T) * hp_.n_head_kv, hd, eps, k_.data());
-  }
+  add_rows(q_.data(), L.bq, hp_.q_dim());
+  add_rows(k_.data(), L.bk, hp_.k_dim());
+  add_rows(v_.data(), L.bv, hp_.v_dim());
+  if (L.q_norm) rms_norm_rows(q_.data(), L.q_norm, static_cast<int64_t>(T) * hp_.n_head, hd, eps, q_.data());
+  if (L.k_norm) rms_norm_rows(k_.data(), L.k_norm, static_cast<int64_t>(T) * hp_.n_head_kv, hd, eps, k_.data());
   for (int t = 0; t < T; ++t) {
     rope_.set_position(pos0 + t);
-    apply_rope(&q_[static_cast<size_t>(t) * hp_.q_dim()], static_cast<int>(hp_.n_head), hd, rope_, hp_.rope_type);
+    apply_rope(&q_[static_cast<size_t>(t) * hp_.q_dim()], static_cast<int>(hp_.n_head), hd, rope_, hp_.rope.type);
     apply_rope(&k_[static_cast<size_t>(t) * hp_.k_dim()], static_cast<int>(hp_.n_head_kv), hd, rope_,
-               hp_.rope_type);
+               hp_.rope.type);
     kv_->store(il, pos0 + t, &k_[static_cast<size_t>(t) * hp_.k_dim()], &v_[static_cast<size_t>(t) * hp_.v_dim()]);
   }
   attn_.resize(static_cast<size_t>(T) * hp_.n_head * hp_.head_dim_v);
-  attention_.run(q_.data(), T, pos0, il, *kv_, hp_, attn_.data(), pool_);
+  const AttentionOptions opt{d.attn.window, L.sinks};
+  attention_.run(q_.data(), T, pos0, il, *kv_, hp_, opt, attn_.data(), pool_);
   matmul_f32(L.wo, attn_.data(), T, tmp_.data(), pool_, act_);
+  add_rows(tmp_.data(), L.bo, n_embd);
   for (size_t i = 0; i < x_.size(); ++i) x_[i] += tmp_[i];
   attention_s_ += seconds_since(t_attn);
 
   // FFN block.
   rms_norm_rows(x_.data(), L.ffn_norm, T, n_embd, eps, xn_.data());
   if (L.moe) {
-    router_logits_.resize(static_cast<size_t>(T) * hp_.n_expert);
-    matmul_f32(L.router, xn_.data(), T, router_logits_.data(), pool_, act_);
+    router_logits(L, xn_.data(), T, router_logits_);
     const moe::ExpertStore& store = *store_;
     const moe::ExpertCachedFn is_cached = [&store, il](int32_t e) { return store.is_cached(il, e); };
-    trim_stats_ += route_layer(router_logits_.data(), T, static_cast<int>(hp_.n_expert), moe_k_, cfg_.trims,
-                               is_cached, routing_, routes_, &drops_);
+    trim_stats_ += route_layer(d.ffn.router, L.selection_bias, router_logits_.data(), T,
+                               static_cast<int>(hp_.n_expert), moe_k_, cfg_.trims, is_cached, routing_, routes_,
+                               &drops_);
     // This layer's prefetch (if any) is consumed now; the next one is started
     // by after_submit, behind this layer's own reads.
     std::optional<PrefetchedExperts> mine = std::move(prefetch_);
@@ -377,18 +480,14 @@ void Transformer::forward_layer(int il, int T, int pos0) {
     if (prefetch_depth_ > 0) src.after_submit = [this, il, T] { start_prefetch(il, T); };
     moe_ffn_.run(il, L.experts, xn_.data(), routes_, drops_, src, tmp_.data(), pool_);
     if (cfg_.route_trace) record_route(il, T, pos0);
-  } else {
-    QuantizedRows& gate_act = act_;
-    gate_act.quantize(L.dense.gate.kern->vec_dot_type, xn_.data(), T, n_embd, n_embd, &pool_);
-    std::vector<const void*> rows_gate(static_cast<size_t>(T));
-    for (int t = 0; t < T; ++t) rows_gate[t] = gate_act.row(t);
-    QuantizedRows up_act;
-    std::vector<const void*> rows_up = rows_gate;
-    if (L.dense.up.kern->vec_dot_type != L.dense.gate.kern->vec_dot_type) {
-      up_act.quantize(L.dense.up.kern->vec_dot_type, xn_.data(), T, n_embd, n_embd, &pool_);
-      for (int t = 0; t < T; ++t) rows_up[t] = up_act.row(t);
+    if (L.shared) {
+      // The shared expert reads the same normed input; added unweighted.
+      shared_out_.resize(x_.size());
+      dense_ffn(L.shexp, d.ffn.act, T, shared_out_.data());
+      for (size_t i = 0; i < x_.size(); ++i) tmp_[i] += shared_out_[i];
     }
-    swiglu_.run(L.dense, rows_gate, rows_up, tmp_.data(), n_embd, pool_);
+  } else {
+    dense_ffn(L.dense, d.ffn.act, T, tmp_.data());
   }
   for (size_t i = 0; i < x_.size(); ++i) x_[i] += tmp_[i];
 }
@@ -427,13 +526,13 @@ void Transformer::start_prefetch(int il, int T) {
     // rms_norm(x after its own attention): the prediction skips il's FFN and
     // nl's attention, both residual updates.
     pf_xn_.resize(static_cast<size_t>(T) * n_embd);
-    pf_logits_.resize(static_cast<size_t>(T) * n_expert);
     rms_norm_rows(x_.data(), next.ffn_norm, T, n_embd, hp_.rms_eps, pf_xn_.data());
-    matmul_f32(next.router, pf_xn_.data(), T, pf_logits_.data(), pool_, act_);
+    router_logits(next, pf_xn_.data(), T, pf_logits_);
     // Each position's prefetch_depth_ most probable experts (slot order is
-    // descending probability), so the reads that fill the lanes' idle time
-    // are the predictions most likely to be right.
-    route_softmax_topk(pf_logits_.data(), T, n_expert, prefetch_depth_, cfg_.trims.normalize, pf_routing_);
+    // descending weight), so the reads that fill the lanes' idle time are the
+    // predictions most likely to be right.
+    route_topk(next.desc->ffn.router, next.selection_bias, pf_logits_.data(), T, n_expert, prefetch_depth_,
+               pf_routing_);
     std::vector<int> experts(pf_routing_.experts.begin(), pf_routing_.experts.end());
     std::sort(experts.begin(), experts.end());
     experts.erase(std::unique(experts.begin(), experts.end()), experts.end());

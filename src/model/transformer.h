@@ -1,14 +1,17 @@
-// Internal: the decoder-only transformer shared by every supported
-// architecture. Pre-norm blocks x += Attn(RMSNorm(x)); x += FFN(RMSNorm(x)),
-// where FFN is a routed-expert MoE (ExpertStore) or a dense SwiGLU; final
-// RMSNorm and lm head (`output.weight`, or the tied token_embd.weight).
-// Architecture differences are the ArchSpec flags and HParams::rope_type.
+// Internal: the decoder-only transformer every architecture is composed into.
+// Pre-norm blocks x += Attn(RMSNorm(x)); x += FFN(RMSNorm(x)), where each
+// layer's blocks and their optional inputs come from the architecture's
+// declaration (model/arch.h): attention (biases, q/k norm, sinks, window),
+// FFN (dense, or routed experts from the ExpertStore plus an optional shared
+// expert; router and activation kinds); final RMSNorm and lm head
+// (`output.weight`, or the tied token_embd.weight where the architecture allows).
 #pragma once
 
 #include <memory>
 #include <optional>
 #include <vector>
 
+#include "model/arch.h"
 #include "model/attention.h"
 #include "model/ffn.h"
 #include "model/matmul.h"
@@ -20,14 +23,9 @@
 
 namespace sluice::model {
 
-struct ArchSpec {
-  bool qk_norm = false;          // per-head RMSNorm of q and k before RoPE (qwen3moe)
-  bool renormalize_topk = true;  // renormalise the top-k routing weights to sum 1
-};
-
 class Transformer final : public Model {
  public:
-  Transformer(std::shared_ptr<const gguf::GgufModel> gguf, const ModelConfig& cfg, HParams hp, ArchSpec spec);
+  Transformer(std::shared_ptr<const gguf::GgufModel> gguf, const ModelConfig& cfg, ArchDesc desc);
   ~Transformer() override;
 
   const HParams& hparams() const override { return hp_; }
@@ -41,19 +39,32 @@ class Transformer final : public Model {
   double dense_resident_fraction() const override;
 
  private:
+  // One layer's bound weights; optional inputs are null when absent.
   struct Layer {
+    const LayerDesc* desc = nullptr;  // into desc_.layers
     const float* attn_norm = nullptr;
     const float* ffn_norm = nullptr;
-    const float* q_norm = nullptr;  // qk_norm only
+    const float* q_norm = nullptr;
     const float* k_norm = nullptr;
+    const float *bq = nullptr, *bk = nullptr, *bv = nullptr, *bo = nullptr;
+    const float* sinks = nullptr;
     WeightMatrix wq, wk, wv, wo;
     bool moe = false;
-    WeightMatrix router;    // moe
-    ExpertTemplate experts; // moe
-    FfnMatrices dense;      // !moe
+    WeightMatrix router;                   // moe
+    const float* router_bias = nullptr;    // moe: added to the logits
+    const float* selection_bias = nullptr; // moe: exp_probs_b (selection only)
+    ExpertTemplate experts;                // moe
+    bool shared = false;                   // moe: shared expert present
+    FfnMatrices shexp;                     // moe with shared expert
+    FfnMatrices dense;                     // !moe
   };
 
-  void bind_weights(const std::vector<gguf::LayerExpertParts>& experts);  // experts: by layer (MoE models)
+  // Binds every layer's declared tensors, then checks that every tensor of the
+  // file is claimed or ignored. experts: by layer (MoE models).
+  void bind_weights(const std::vector<gguf::LayerExpertParts>& experts);
+  // Router logits (+ logit bias) of layer L for T rows of xn into `logits`.
+  void router_logits(const Layer& L, const float* xn, int T, std::vector<float>& logits);
+  void dense_ffn(const FfnMatrices& m, Activation act, int T, float* out);
   void run(std::span<const int32_t> tokens, int pos0, float* logits_out, bool all_rows);
   // One ubatch of run(): every layer, then the logits of rows [first_row, T).
   void run_ubatch(std::span<const int32_t> tokens, int pos0, int first_row, float* logits_out);
@@ -68,8 +79,8 @@ class Transformer final : public Model {
 
   std::shared_ptr<const gguf::GgufModel> gguf_;
   ModelConfig cfg_;
-  HParams hp_;
-  ArchSpec spec_;
+  ArchDesc desc_;
+  const HParams& hp_;  // desc_.hp
   std::unique_ptr<moe::DenseWeights> dense_;
   std::unique_ptr<moe::ExpertStore> store_;  // null for dense models
   std::unique_ptr<KvCache> kv_;
@@ -82,7 +93,7 @@ class Transformer final : public Model {
   std::vector<Layer> layers_;
 
   // Scratch, sized per eval.
-  std::vector<float> x_, xn_, q_, k_, v_, attn_, tmp_, router_logits_;
+  std::vector<float> x_, xn_, q_, k_, v_, attn_, tmp_, shared_out_, router_logits_;
   QuantizedRows act_;
   RopeAngles rope_;
   Attention attention_;

@@ -45,13 +45,14 @@ uint64_t cgroup_room_bytes() {
 }
 
 // /proc/meminfo text, with MemAvailable lowered to the cgroup's room when
-// that is smaller (said on stderr).
-std::string meminfo_for_cache() {
+// that is smaller (said on stderr when `say`).
+std::string available_meminfo(bool say) {
   std::string text = moe::read_proc_meminfo();
   const uint64_t room = cgroup_room_bytes();
   if (room == 0 || room >= moe::meminfo_available_bytes(text)) return text;
-  std::fprintf(stderr, "cache: cgroup memory limit leaves %s, below MemAvailable %s: sizing from the cgroup\n",
-               moe::format_mib(room).c_str(), moe::format_mib(moe::meminfo_available_bytes(text)).c_str());
+  if (say)
+    std::fprintf(stderr, "cache: cgroup memory limit leaves %s, below MemAvailable %s: sizing from the cgroup\n",
+                 moe::format_mib(room).c_str(), moe::format_mib(moe::meminfo_available_bytes(text)).c_str());
   std::ostringstream ss;
   ss << "MemAvailable: " << room / 1024 << " kB\n";
   return ss.str();
@@ -117,7 +118,9 @@ model::ModelConfig EngineOptions::to_model_config() const {
   c.cache_bytes = cache.mib * moe::kMiB;
   c.cache_floor_bytes = static_cast<uint64_t>(cache_floor_mb) * moe::kMiB;
   c.cache_ceil_bytes = static_cast<uint64_t>(cache_ceil_mb) * moe::kMiB;
-  if (cache.automatic) c.cache_meminfo = meminfo_for_cache();
+  const std::string meminfo = available_meminfo(cache.automatic);
+  if (cache.automatic) c.cache_meminfo = meminfo;
+  c.memory_bytes = moe::meminfo_available_bytes(meminfo);  // bounds the KV cache (-c)
   if (!route_trace.empty()) {
     try {
       c.route_trace = std::make_shared<moe::RouteTraceWriter>(route_trace);

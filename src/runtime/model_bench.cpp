@@ -17,7 +17,7 @@
 
 #include "gguf/gguf.h"
 #include "io/residency.h"
-#include "model/hparams.h"
+#include "model/arch.h"
 #include "moe/cache_budget.h"
 #include "moe/trim_config.h"
 #include "moe/weight_store.h"
@@ -147,7 +147,7 @@ void validate(const ModelBenchConfig& cfg) {
   // What needs the model's metadata: top-k against the expert count, fixed
   // budgets against the floor.
   const gguf::GgufModel g = gguf::GgufModel::open(cfg.model_path);
-  const model::HParams hp = model::HParams::from_gguf(g);
+  const model::HParams hp = model::describe_architecture(g).hp;
   if (!hp.is_moe()) return;
   for (int k : cfg.moe_top_k) {
     moe::TrimConfig trims;

@@ -84,7 +84,8 @@ TEST(ModelLoad, TinyZeroModelGivesUniformLogits) {
 TEST(ModelLoad, UnsupportedArchitecture) {
   TinySpec s;
   s.arch = "mamba";
-  EXPECT_EQ(load_error(write_tiny(s, "arch")), "unsupported architecture mamba");
+  const std::string path = write_tiny(s, "arch");
+  EXPECT_EQ(load_error(path), path + ": unsupported architecture mamba (supported: gpt-oss, llama, qwen3moe)");
 }
 
 TEST(ModelLoad, UnsupportedTensorType) {

@@ -19,6 +19,20 @@
 namespace sluice::model {
 namespace {
 
+RopeParams plain_rope(int n_rot, float theta) {
+  RopeParams p;
+  p.n_rot = static_cast<uint32_t>(n_rot);
+  p.theta = theta;
+  return p;
+}
+
+RouterDesc softmax_all(bool normalize) {
+  RouterDesc r;
+  r.kind = RouterKind::SoftmaxAll;
+  r.normalize = normalize;
+  return r;
+}
+
 TEST(ModelOps, RmsNormMatchesDefinition) {
   const float x[2] = {3.0f, 4.0f};
   const float w[2] = {1.0f, 2.0f};
@@ -32,7 +46,7 @@ TEST(ModelOps, RmsNormMatchesDefinition) {
 }
 
 TEST(ModelOps, RopePositionZeroIsIdentity) {
-  RopeAngles a(4, 10000.0f);
+  RopeAngles a(plain_rope(4, 10000.0f));
   a.set_position(0);
   std::vector<float> v = {1, 2, 3, 4};
   apply_rope(v.data(), 1, 4, a, RopeType::Neox);
@@ -41,7 +55,7 @@ TEST(ModelOps, RopePositionZeroIsIdentity) {
 
 TEST(ModelOps, RopeNormRotatesAdjacentPairs) {
   // n_rot 4, base 100: pair 0 angle = pos, pair 1 angle = pos * 100^(-1/2) = pos / 10.
-  RopeAngles a(4, 100.0f);
+  RopeAngles a(plain_rope(4, 100.0f));
   a.set_position(2);
   std::vector<float> v = {1, 0, 0, 1, 7};  // 5th dim is past n_rot: untouched
   apply_rope(v.data(), 1, 5, a, RopeType::Norm);
@@ -53,7 +67,7 @@ TEST(ModelOps, RopeNormRotatesAdjacentPairs) {
 }
 
 TEST(ModelOps, RopeNeoxRotatesHalfSplitPairs) {
-  RopeAngles a(4, 100.0f);
+  RopeAngles a(plain_rope(4, 100.0f));
   a.set_position(2);
   std::vector<float> v = {1, 0, 0, 1};  // pairs (0,2) and (1,3)
   apply_rope(v.data(), 1, 4, a, RopeType::Neox);
@@ -66,19 +80,19 @@ TEST(ModelOps, RopeNeoxRotatesHalfSplitPairs) {
 TEST(ModelOps, RouterSoftmaxTopKRenormalised) {
   const float logits[4] = {0.0f, std::log(3.0f), std::log(2.0f), 0.0f};  // probs 1/7, 3/7, 2/7, 1/7
   Routing r;
-  route_softmax_topk(logits, 1, 4, 2, true, r);
+  route_topk(softmax_all(true), nullptr, logits, 1, 4, 2, r);
   EXPECT_EQ(r.expert(0, 0), 1);
   EXPECT_EQ(r.expert(0, 1), 2);
   EXPECT_NEAR(r.weight(0, 0), 0.6f, 1e-6);
   EXPECT_NEAR(r.weight(0, 1), 0.4f, 1e-6);
-  route_softmax_topk(logits, 1, 4, 2, false, r);
+  route_topk(softmax_all(false), nullptr, logits, 1, 4, 2, r);
   EXPECT_NEAR(r.weight(0, 0), 3.0f / 7.0f, 1e-6);
 }
 
 TEST(ModelOps, RouterTiesPickLowerExpertId) {
   const float logits[8] = {1, 5, 5, 1, /* token 1: */ 2, 2, 2, 2};
   Routing r;
-  route_softmax_topk(logits, 2, 4, 3, true, r);
+  route_topk(softmax_all(true), nullptr, logits, 2, 4, 3, r);
   EXPECT_EQ(r.expert(0, 0), 1);
   EXPECT_EQ(r.expert(0, 1), 2);
   EXPECT_EQ(r.expert(0, 2), 0);

@@ -1,0 +1,152 @@
+// An architecture is a declaration: which metadata keys it reads, which
+// tensors it binds (required / optional / ignored) and, per layer, which
+// blocks the shared Transformer composes (attention options, FFN kind, router
+// kind, activation, RoPE). One file per architecture under src/model/arch/
+// fills an ArchDesc from a GGUF; arch/registry.def lists them, one line each.
+// See docs/architecture.md, "Adding an architecture".
+//
+// Contract: describe() validates everything the forward pass relies on before
+// anything is sized by it (layer, head, expert and vocabulary counts are
+// checked against the tensors present; floats are finite), and throws
+// sluice::Error naming the file and the key or tensor. Shapes and types of
+// the tensors are checked when they are bound (Transformer), where every
+// tensor of the file must be claimed by a block or listed as ignored.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gguf/gguf.h"
+#include "model/hparams.h"
+
+namespace sluice::model {
+
+// Whether a block's optional input tensor is bound.
+enum class Need { Absent, Optional, Required };
+
+struct AttentionDesc {
+  Need q_norm = Need::Absent;  // per-head RMSNorm of q (attn_q_norm.weight {head_dim}) before RoPE
+  Need k_norm = Need::Absent;  // per-head RMSNorm of k (attn_k_norm.weight {head_dim})
+  Need q_bias = Need::Absent, k_bias = Need::Absent, v_bias = Need::Absent, o_bias = Need::Absent;
+  // Learned per-head sink logit (attn_sinks.weight {n_head}, F32): joins the
+  // softmax denominator only (softmax over [scores, sink]; the sink has no value).
+  Need sinks = Need::Absent;
+  // Sliding window: query at position i sees key j iff 0 <= i - j < window;
+  // 0 = full causal attention.
+  uint32_t window = 0;
+};
+
+enum class RouterKind {
+  SoftmaxAll,       // weights = softmax over all experts, top-k of them (qwen3moe, Mixtral)
+  SoftmaxSelected,  // top-k of the raw logits, weights = softmax over the k selected (gpt-oss)
+  SigmoidBiased,    // sigmoid; selection by sigmoid + exp_probs_b, weights the unbiased sigmoids (glm4moe, DeepSeek-V3)
+};
+const char* router_kind_name(RouterKind k);
+
+struct RouterDesc;
+// Whether routing trims renormalise the weights left after a drop: when the
+// router's weights sum to 1 (normalised, or a softmax over the selected).
+bool trims_renormalize(const RouterDesc& r);
+
+struct RouterDesc {
+  RouterKind kind = RouterKind::SoftmaxAll;
+  // The router scales the selected weights to sum to 1 (SoftmaxAll, SigmoidBiased).
+  // SoftmaxSelected weights sum to 1 by construction and are not rescaled.
+  bool normalize = true;
+  // Multiplies the routed experts' weighted sum (expert_weights_scale). Applied
+  // to the sum, not to the table, so trims see weights that sum to 1.
+  float weights_scale = 1.0f;
+  Need logit_bias = Need::Absent;      // ffn_gate_inp.bias {n_expert}, added to the logits
+  Need selection_bias = Need::Absent;  // exp_probs_b.bias {n_expert}, selection only (SigmoidBiased)
+  uint32_t n_group = 0;        // group-limited selection: experts in n_group groups ...
+  uint32_t n_group_used = 0;   // ... only the best n_group_used groups compete (0: off)
+};
+
+enum class Activation {
+  SwiGlu,     // silu(gate) * up
+  SwiGluOai,  // g = min(gate, 7), u = clamp(up, -7, 7): g * sigmoid(1.702 g) * (u + 1) (gpt-oss)
+};
+const char* activation_name(Activation a);
+
+enum class FfnKind { Dense, Moe };
+
+struct FfnDesc {
+  FfnKind kind = FfnKind::Dense;
+  Activation act = Activation::SwiGlu;
+  uint32_t n_ff = 0;  // dense hidden size (Dense), or the shared expert's (Moe with shared)
+  // Moe: per-expert biases ffn_{gate,up,down}_exps.bias {n_out, n_expert} (F32,
+  // resident: see gguf/expert_layout.h).
+  Need expert_biases = Need::Absent;
+  // Moe: an always-on shared expert ffn_{gate,up,down}_shexp (resident), added
+  // unweighted to the routed sum.
+  bool shared_expert = false;
+  RouterDesc router;
+};
+
+struct LayerDesc {
+  AttentionDesc attn;
+  FfnDesc ffn;
+  // The norm in front of the FFN: "ffn_norm" (llama, qwen3moe) or
+  // "post_attention_norm" (gpt-oss, glm4moe) — same role, converter's name.
+  std::string ffn_norm = "ffn_norm";
+};
+
+struct ArchDesc {
+  HParams hp;
+  std::vector<LayerDesc> layers;  // hp.n_layer entries: the trunk the forward pass runs
+  // Tensors the forward pass does not use, by exact name or "blk.*." suffix
+  // pattern (see ignores()); anything else in the file that no block claims is
+  // an error.
+  std::vector<std::string> ignored;
+  bool tied_output = true;  // no output.weight: the lm head reuses token_embd
+
+  // Whether `tensor` is listed in `ignored` ("blk.*.NAME" matches NAME in any layer).
+  bool ignores(std::string_view tensor) const;
+};
+
+// Typed reads of `<arch>.<key>`, each error naming the file and the key.
+class ArchReader {
+ public:
+  explicit ArchReader(const gguf::GgufModel& model);
+
+  const gguf::GgufModel& model() const { return model_; }
+  const std::string& arch() const { return arch_; }
+  const std::string& file() const { return file_; }
+  std::string key(std::string_view k) const { return arch_ + "." + std::string(k); }
+
+  uint32_t u32(std::string_view k, std::optional<uint32_t> fallback = std::nullopt) const;
+  float f32(std::string_view k, std::optional<float> fallback = std::nullopt) const;  // finite, always
+  bool flag(std::string_view k, bool fallback) const;
+  std::optional<std::string> str(std::string_view k) const;
+  [[noreturn]] void bad(std::string_view k, const std::string& why) const;
+
+  // The hyperparameters every decoder shares (sizes, heads, RoPE base, eps,
+  // context, expert counts, vocabulary from token_embd), validated, with the
+  // layer count checked against the blk.N tensors present (n_trunk_layers of
+  // them run; the rest, e.g. NextN blocks, are the caller's business).
+  HParams common() const;
+
+ private:
+  const gguf::GgufModel& model_;
+  std::string arch_;
+  std::string file_;
+};
+
+// One architecture: its general.architecture name and how to describe a file of it.
+struct ArchEntry {
+  const char* name;
+  ArchDesc (*describe)(const ArchReader& r);
+};
+
+// The registered architectures, in registry.def order.
+const std::vector<ArchEntry>& architectures();
+// "gpt-oss, llama, qwen3moe" (for messages).
+std::string supported_architectures();
+// The description of `model`: Error("FILE: unsupported architecture X (supported: ...)").
+ArchDesc describe_architecture(const gguf::GgufModel& model);
+
+}  // namespace sluice::model
