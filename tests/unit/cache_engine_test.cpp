@@ -90,7 +90,10 @@ class CacheEngine : public ::testing::Test {
   uint64_t floor_ = 0;
 };
 
-TEST_F(CacheEngine, LogitsBitIdenticalAtEveryBudgetDecodeAndBatch) {
+// Every cache budget from the floor to all experts gives the cache-off bits,
+// at decode and in one batch, on a cold and a warm cache.
+void expect_cache_transparent(const std::string& path_, const Shape& shape_, const std::vector<int32_t>& tokens_,
+                              uint64_t floor_) {
   ASSERT_GT(shape_.n_layer, 0);
   auto off = load(path_, golden_config());
   const std::vector<float> want_decode = eval_decode(*off, tokens_);
@@ -111,6 +114,22 @@ TEST_F(CacheEngine, LogitsBitIdenticalAtEveryBudgetDecodeAndBatch) {
     EXPECT_LE(io.cache_peak_bytes, std::max<uint64_t>(budget, 1));
     EXPECT_EQ(io.cache_budget_bytes, budget);
   }
+}
+
+TEST_F(CacheEngine, LogitsBitIdenticalAtEveryBudgetDecodeAndBatch) {
+  expect_cache_transparent(path_, shape_, tokens_, floor_);
+}
+
+// The same on gpt-oss (MXFP4 experts with resident per-expert biases, sinks,
+// sliding window, softmax over the selected experts).
+TEST(CacheEngineGptOss, LogitsBitIdenticalAtEveryBudgetDecodeAndBatch) {
+  const std::string path = shared_path("golden/gpt-oss-mxfp4.gguf");
+  if (!exists(path)) GTEST_SKIP() << path << " not found";
+  Shape shape = model_shape(path);
+  auto m = load(path, golden_config());
+  shape.top_k = static_cast<int>(m->hparams().n_expert_used);
+  expect_cache_transparent(path, shape, sequence(m->hparams().n_vocab),
+                           static_cast<uint64_t>(shape.top_k) * shape.expert_bytes);
 }
 
 TEST_F(CacheEngine, BelowFloorIsAnErrorNamingTheFlag) {

@@ -183,7 +183,7 @@ TEST_P(PrefetchInvariance, LogitsAreBitIdenticalWithPrefetchOnAndOff) {
 
 INSTANTIATE_TEST_SUITE_P(Models, PrefetchInvariance,
                          ::testing::Values("golden/qwen3moe-q8_0-q4_0.gguf", "golden/qwen3moe-kquants.gguf",
-                                           kStoriesQ8),
+                                           "golden/gpt-oss-mxfp4.gguf", kStoriesQ8),
                          [](const auto& info) {
                            std::string s = info.param;
                            for (char& ch : s)
