@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstring>
 #include <limits>
+#include <new>
 #include <string>
 #include <unordered_set>
 
@@ -186,8 +187,13 @@ Transformer::Transformer(std::shared_ptr<const gguf::GgufModel> gguf, const Mode
   }
   dense_ = std::make_unique<moe::DenseWeights>(*gguf_, dc, gguf::is_expert_weight);
   bind_weights(experts);
-  kv_ = std::make_unique<KvCache>(cfg.kv_type, static_cast<int>(hp_.n_layer), n_ctx, static_cast<int>(hp_.k_dim()),
-                                  static_cast<int>(hp_.v_dim()));
+  try {
+    kv_ = std::make_unique<KvCache>(cfg.kv_type, static_cast<int>(hp_.n_layer), n_ctx,
+                                    static_cast<int>(hp_.k_dim()), static_cast<int>(hp_.v_dim()));
+  } catch (const std::bad_alloc&) {
+    throw Error("-c " + std::to_string(n_ctx) + ": could not allocate the KV cache (" +
+                moe::format_mib(kv_bytes.value_or(0)) + "); lower -c");
+  }
   if (hp_.is_moe()) {
     moe::ExpertStoreConfig sc;
     sc.odirect = cfg.odirect;
@@ -207,7 +213,7 @@ Transformer::~Transformer() = default;
 void Transformer::bind_weights(const std::vector<gguf::LayerExpertParts>& experts) {
   Binder b(*gguf_, *dense_);
   const uint64_t n_embd = hp_.n_embd;
-  const std::string& file = gguf_->paths().front();
+  const std::string file = gguf_->paths().front();
   token_embd_ = &b.shaped("token_embd.weight", {n_embd, hp_.n_vocab});
   if (!kernels::is_supported(token_embd_->type))
     throw Error("unsupported tensor type " + std::string(ggml_type_name(token_embd_->type)) +

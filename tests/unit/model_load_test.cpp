@@ -20,6 +20,13 @@ struct TinySpec {
   GgmlType attn_q_type = GgmlType::F32;
   uint64_t attn_k_rows = 128;  // n_head_kv * head_dim = 2 * 64
   bool head_count = true;
+  uint32_t block_count = 1;
+  std::vector<std::pair<std::string, gguf::Value>> extra_metadata;  // appended as given
+  struct Extra {
+    std::string name;
+    std::vector<uint64_t> ne;
+  };
+  std::vector<Extra> extra_tensors;  // F32 zeros
 };
 
 // A 1-layer dense llama (n_embd 256, 4 heads of 64, 2 KV heads, FFN 256,
@@ -29,14 +36,15 @@ std::string write_tiny(const TinySpec& s, const std::string& name) {
   gguf::Writer w(path);
   const std::string a = s.arch;
   w.add_metadata("general.architecture", gguf::Value::from_string(a));
-  w.add_metadata(a + ".block_count", gguf::Value::from_u32(1));
+  w.add_metadata(a + ".block_count", gguf::Value::from_u32(s.block_count));
   w.add_metadata(a + ".embedding_length", gguf::Value::from_u32(256));
   if (s.head_count) w.add_metadata(a + ".attention.head_count", gguf::Value::from_u32(4));
   w.add_metadata(a + ".attention.head_count_kv", gguf::Value::from_u32(2));
   w.add_metadata(a + ".feed_forward_length", gguf::Value::from_u32(256));
   w.add_metadata(a + ".context_length", gguf::Value::from_u32(64));
+  for (const auto& [k, v] : s.extra_metadata) w.add_metadata(a + "." + k, v);
   struct T { std::string n; GgmlType t; std::vector<uint64_t> ne; };
-  const std::vector<T> ts = {
+  std::vector<T> ts = {
       {"token_embd.weight", GgmlType::F32, {256, 8}},
       {"output_norm.weight", GgmlType::F32, {256}},
       {"blk.0.attn_norm.weight", GgmlType::F32, {256}},
@@ -49,6 +57,7 @@ std::string write_tiny(const TinySpec& s, const std::string& name) {
       {"blk.0.ffn_up.weight", GgmlType::F32, {256, 256}},
       {"blk.0.ffn_down.weight", GgmlType::F32, {256, 256}},
   };
+  for (const auto& e : s.extra_tensors) ts.push_back({e.name, GgmlType::F32, e.ne});
   for (const auto& t : ts) w.add_tensor(t.n, t.t, t.ne);
   w.write_header();
   for (const auto& t : ts) {
@@ -86,6 +95,68 @@ TEST(ModelLoad, UnsupportedArchitecture) {
   s.arch = "mamba";
   const std::string path = write_tiny(s, "arch");
   EXPECT_EQ(load_error(path), path + ": unsupported architecture mamba (supported: gpt-oss, llama, qwen3moe)");
+}
+
+// A tensor no block of the architecture takes is an error naming it (a llama
+// layer has no q bias: loading it silently would compute another model).
+TEST(ModelLoad, UnclaimedTensorIsNamed) {
+  TinySpec s;
+  s.extra_tensors.push_back({"blk.0.attn_q.bias", {256}});
+  const std::string path = write_tiny(s, "unclaimed");
+  EXPECT_EQ(load_error(path), path + ": tensor blk.0.attn_q.bias is not used by architecture llama (no block of this "
+                                     "layer takes it); the file does not match its general.architecture");
+}
+
+// block_count sizes the layer table and the KV cache: checked against the
+// tensors present before anything is sized by it (no GB allocation, no bad_alloc).
+TEST(ModelLoad, BlockCountMustMatchTheTensors) {
+  for (uint32_t n : {2u, 1000000u, 4294967295u}) {
+    TinySpec s;
+    s.block_count = n;
+    const std::string path = write_tiny(s, "blocks");
+    EXPECT_EQ(load_error(path), path + ": invalid metadata llama.block_count: " + std::to_string(n) +
+                                    " but the file has tensors for 1 layers (highest blk.0)");
+  }
+  TinySpec gap;  // two layers claimed, blk.0 and blk.5 present
+  gap.block_count = 2;
+  gap.extra_tensors.push_back({"blk.5.attn_norm.weight", {256}});
+  const std::string path = write_tiny(gap, "gap");
+  EXPECT_EQ(load_error(path), path + ": invalid metadata llama.block_count: 2 but the file has tensors for 2 layers "
+                                     "(highest blk.5)");
+}
+
+TEST(ModelLoad, ExpertCountMustMatchTheTensors) {
+  TinySpec s;
+  s.extra_metadata.emplace_back("expert_count", gguf::Value::from_u32(4294967295u));
+  s.extra_metadata.emplace_back("expert_used_count", gguf::Value::from_u32(2));
+  const std::string path = write_tiny(s, "experts");
+  EXPECT_EQ(load_error(path),
+            path + ": invalid metadata llama.expert_count: 4294967295 but the file has no expert tensors");
+}
+
+TEST(ModelLoad, NonFiniteFloatsAreRejected) {
+  for (const char* key : {"rope.freq_base", "attention.layer_norm_rms_epsilon"}) {
+    TinySpec s;
+    s.extra_metadata.emplace_back(key, gguf::Value::from_f32(INFINITY));
+    const std::string path = write_tiny(s, "inf");
+    EXPECT_EQ(load_error(path), path + ": invalid metadata llama." + key + ": must be a finite number (got inf)");
+  }
+}
+
+// -c sizes the KV cache: refused with the bytes and the flag before allocating.
+TEST(ModelLoad, KvCacheAboveAvailableMemoryNamesTheFlag) {
+  const std::string path = write_tiny(TinySpec{}, "kv");
+  auto cfg = golden_config();
+  cfg.n_ctx = 1000000000;
+  cfg.memory_bytes = uint64_t{1} << 30;
+  try {
+    load(path, cfg);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), "-c 1000000000: the KV cache would need 976562.5 MiB (1 layers x 1000000000 "
+                                     "positions x 256 f32 values), more than the 1024 MiB of memory available; "
+                                     "lower -c");
+  }
 }
 
 TEST(ModelLoad, UnsupportedTensorType) {
