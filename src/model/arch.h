@@ -98,13 +98,14 @@ struct LayerDesc {
 struct ArchDesc {
   HParams hp;
   std::vector<LayerDesc> layers;  // hp.n_layer entries: the trunk the forward pass runs
-  // Tensors the forward pass does not use, by exact name or "blk.*." suffix
-  // pattern (see ignores()); anything else in the file that no block claims is
-  // an error.
+  // Tensors the forward pass does not use, by exact name, "blk.*.SUFFIX" (that
+  // suffix in any layer) or "blk.N.*" (all of layer N, e.g. a NextN/MTP block
+  // past the trunk); see ignores(). They are not loaded. Anything else in the
+  // file that no block claims is an error.
   std::vector<std::string> ignored;
   bool tied_output = true;  // no output.weight: the lm head reuses token_embd
 
-  // Whether `tensor` is listed in `ignored` ("blk.*.NAME" matches NAME in any layer).
+  // Whether `tensor` is listed in `ignored`.
   bool ignores(std::string_view tensor) const;
 };
 

@@ -48,6 +48,9 @@ const char* activation_name(Activation a) {
 bool ArchDesc::ignores(std::string_view tensor) const {
   for (const std::string& pat : ignored) {
     if (pat == tensor) return true;
+    if (std::string_view(pat).ends_with(".*") && !std::string_view(pat).starts_with("blk.*.") &&
+        tensor.starts_with(std::string_view(pat).substr(0, pat.size() - 1)))
+      return true;  // "blk.N.*": every tensor of layer N
     constexpr std::string_view kAnyLayer = "blk.*.";
     if (std::string_view(pat).starts_with(kAnyLayer) && block_index(tensor)) {
       const std::string_view suffix = std::string_view(pat).substr(kAnyLayer.size());

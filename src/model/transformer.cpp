@@ -185,7 +185,10 @@ Transformer::Transformer(std::shared_ptr<const gguf::GgufModel> gguf, const Mode
     experts = gguf::layer_expert_parts(*gguf_);
     experts.resize(hp_.n_layer);
   }
-  dense_ = std::make_unique<moe::DenseWeights>(*gguf_, dc, gguf::is_expert_weight);
+  // Streamed experts and tensors the architecture ignores (e.g. a NextN block) are not loaded.
+  dense_ = std::make_unique<moe::DenseWeights>(*gguf_, dc, [this](const gguf::TensorInfo& t) {
+    return gguf::is_expert_weight(t) || desc_.ignores(t.name);
+  });
   bind_weights(experts);
   try {
     kv_ = std::make_unique<KvCache>(cfg.kv_type, static_cast<int>(hp_.n_layer), n_ctx,

@@ -100,7 +100,7 @@ TEST_P(InvarianceTest, F16KvCacheDiffersSlightly) {
   EXPECT_LT(mean / static_cast<double>(got.size()), 0.1);
 }
 
-INSTANTIATE_TEST_SUITE_P(Cases, InvarianceTest, ::testing::Values("qwen3moe-q8_0-q4_0", "qwen3moe-kquants", "gpt-oss-mxfp4"),
+INSTANTIATE_TEST_SUITE_P(Cases, InvarianceTest, ::testing::Values("qwen3moe-q8_0-q4_0", "qwen3moe-kquants", "gpt-oss-mxfp4", "glm4moe-q8_0"),
                          [](const auto& info) {
                            std::string s = info.param;
                            for (char& ch : s)
