@@ -28,7 +28,14 @@ namespace sluice::model {
 // Whether a block's optional input tensor is bound.
 enum class Need { Absent, Optional, Required };
 
+enum class AttentionKind {
+  Gqa,  // attn_q/k/v/output (grouped-query; multi-head when head_count_kv = head_count)
+  Mla,  // multi-head latent attention (HParams::mla_params): attn_q_a + attn_q_a_norm + attn_q_b
+        // (or attn_q), attn_kv_a_mqa, attn_kv_a_norm, attn_k_b, attn_v_b, attn_output
+};
+
 struct AttentionDesc {
+  AttentionKind kind = AttentionKind::Gqa;
   Need q_norm = Need::Absent;  // per-head RMSNorm of q (attn_q_norm.weight {head_dim}) before RoPE
   Need k_norm = Need::Absent;  // per-head RMSNorm of k (attn_k_norm.weight {head_dim})
   Need q_bias = Need::Absent, k_bias = Need::Absent, v_bias = Need::Absent, o_bias = Need::Absent;

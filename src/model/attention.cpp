@@ -23,24 +23,26 @@ void Attention::run(const float* q, int n_tokens, int pos0, int layer, const KvC
   const int v_dim = static_cast<int>(hp.v_dim());
   const int n_head = static_cast<int>(hp.n_head);
   const int group = static_cast<int>(hp.n_head / hp.n_head_kv);
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  const float scale = opt.scale != 0.0f ? opt.scale : 1.0f / std::sqrt(static_cast<float>(hd));
+  // Row stride of the values: their own rows, or the key rows (MLA).
+  const int v_stride = opt.values_in_keys ? k_dim : v_dim;
 
   const float* keys = nullptr;
   const float* values = nullptr;
   if (kv.type() == KvType::F32) {
     keys = kv.k_f32(layer, 0);
-    values = kv.v_f32(layer, 0);
+    values = opt.values_in_keys ? keys : kv.v_f32(layer, 0);
   } else {
     k_scratch_.resize(static_cast<size_t>(n_keys_max) * k_dim);
-    v_scratch_.resize(static_cast<size_t>(n_keys_max) * v_dim);
+    if (!opt.values_in_keys) v_scratch_.resize(static_cast<size_t>(n_keys_max) * v_dim);
     // Only the keys some query of this call can see (a window starts late).
     const int j0 = opt.window > 0 ? std::max(0, pos0 + 1 - static_cast<int>(opt.window)) : 0;
     for (int j = j0; j < n_keys_max; ++j) {
       kv.load_k(layer, j, &k_scratch_[static_cast<size_t>(j) * k_dim]);
-      kv.load_v(layer, j, &v_scratch_[static_cast<size_t>(j) * v_dim]);
+      if (!opt.values_in_keys) kv.load_v(layer, j, &v_scratch_[static_cast<size_t>(j) * v_dim]);
     }
     keys = k_scratch_.data();
-    values = v_scratch_.data();
+    values = opt.values_in_keys ? keys : v_scratch_.data();
   }
 
   const kernels::OpsKernels& ops = kernels::ops();
@@ -65,8 +67,8 @@ void Attention::run(const float* q, int n_tokens, int pos0, int layer, const KvC
       const float inv = static_cast<float>(1.0 / sum);
       for (int j = 0; j < n_keys; ++j) p[j] *= inv;
       float* oh = out + static_cast<int64_t>(t) * n_head * hdv + static_cast<int64_t>(h) * hdv;
-      ops.weighted_sum_rows(p.data(), values + static_cast<int64_t>(first) * v_dim + static_cast<int64_t>(kvh) * hdv,
-                            v_dim, n_keys, hdv, oh);
+      ops.weighted_sum_rows(p.data(), values + static_cast<int64_t>(first) * v_stride + static_cast<int64_t>(kvh) * hdv,
+                            v_stride, n_keys, hdv, oh);
     }
   };
   const int64_t items = static_cast<int64_t>(n_tokens) * n_head;

@@ -17,6 +17,10 @@ namespace sluice::model {
 struct AttentionOptions {
   uint32_t window = 0;           // 0: full causal attention
   const float* sinks = nullptr;  // n_head sink logits, or null
+  float scale = 0.0f;            // score scale; 0: 1/sqrt(head_dim)
+  // MLA: the values are the first head_dim_v dims of each cached key row (the
+  // cache stores no separate values).
+  bool values_in_keys = false;
 };
 
 class Attention {

@@ -28,6 +28,22 @@ struct RopeParams {
   float beta_slow = 1.0f;
 };
 
+// Multi-head latent attention (DeepSeek-V2/V3, deepseek2 in GGUF), in the
+// absorbed form llama.cpp runs: the KV cache holds, per position, the
+// normalised compressed kv (kv_lora_rank) followed by the shared rotated key
+// part (n_rot): the "one KV head" of width head_dim = kv_lora_rank + n_rot, and
+// the values are its first kv_lora_rank dims (head_dim_v). Queries are
+// absorbed through attn_k_b into the same space; outputs leave it through
+// attn_v_b.
+struct MlaParams {
+  uint32_t q_lora_rank = 0;   // 0: no q LoRA (attn_q directly)
+  uint32_t kv_lora_rank = 0;
+  uint32_t qk_head_dim = 0;   // key_length_mla: per-head q = [nope, rope]
+  uint32_t v_head_dim = 0;    // value_length_mla
+  uint32_t nope_dim() const { return qk_head_dim - kv_rope_dim; }
+  uint32_t kv_rope_dim = 0;   // rope.dimension_count
+};
+
 struct HParams {
   std::string arch;
   uint32_t n_embd = 0;
@@ -44,11 +60,18 @@ struct HParams {
   uint32_t n_ctx_train = 0;
   uint32_t n_vocab = 0;      // rows of token_embd
   RopeParams rope;
+  // Attention logit scale; 0: 1/sqrt(head_dim).
+  float attn_scale = 0.0f;
+  bool mla = false;  // multi-head latent attention (mla_params)
+  MlaParams mla_params;
 
   bool is_moe() const { return n_expert > 0; }
   uint32_t q_dim() const { return n_head * head_dim; }
   uint32_t k_dim() const { return n_head_kv * head_dim; }
   uint32_t v_dim() const { return n_head_kv * head_dim_v; }
+  // Value width the KV cache stores per position: 0 with MLA (the values are
+  // the first head_dim_v dims of the cached key row).
+  uint32_t kv_v_dim() const { return mla ? 0 : v_dim(); }
 };
 
 }  // namespace sluice::model

@@ -48,13 +48,11 @@ void KvCache::store(int layer, int pos, const float* k, const float* v) {
     throw Error("KV cache: store out of range (layer " + std::to_string(layer) + ", pos " + std::to_string(pos) + ")");
   if (type_ == KvType::F32) {
     std::memcpy(&k32_[k_index(layer, pos)], k, sizeof(float) * k_dim_);
-    std::memcpy(&v32_[v_index(layer, pos)], v, sizeof(float) * v_dim_);
+    if (v_dim_ > 0) std::memcpy(&v32_[v_index(layer, pos)], v, sizeof(float) * v_dim_);
   } else {
-    uint16_t* kd = &k16_[k_index(layer, pos)];
-    uint16_t* vd = &v16_[v_index(layer, pos)];
     // The F16 kernels (F16C where available) convert exactly as fp16.h does.
-    kernels::quantize_row(GgmlType::F16, k, kd, k_dim_);
-    kernels::quantize_row(GgmlType::F16, v, vd, v_dim_);
+    kernels::quantize_row(GgmlType::F16, k, &k16_[k_index(layer, pos)], k_dim_);
+    if (v_dim_ > 0) kernels::quantize_row(GgmlType::F16, v, &v16_[v_index(layer, pos)], v_dim_);
   }
 }
 

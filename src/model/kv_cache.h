@@ -1,7 +1,7 @@
 // Per-layer key/value cache for causal attention.
 //
 // Layout: for each layer, n_ctx rows of k_dim keys and n_ctx rows of v_dim
-// values, stored as F32 or F16 (F16 halves memory; the golden tests use F32
+// values (v_dim 0: no values stored, as for MLA, whose values are part of the key row), stored as F32 or F16 (F16 halves memory; the golden tests use F32
 // to match the reference exactly). Positions are written in order; a read of
 // a position that was never written since reset() is refused, so no
 // uninitialised memory is ever used.

@@ -181,7 +181,7 @@ class Model {
 };
 
 // Builds the model for `gguf`'s general.architecture (model/arch.h's registry:
-// llama, qwen3moe, gpt-oss, glm4moe). Throws Error("FILE: unsupported architecture X
+// llama, qwen3moe, gpt-oss, glm4moe, deepseek2). Throws Error("FILE: unsupported architecture X
 // (supported: ...)") for anything else, Error("unsupported tensor type X in
 // tensor Y") for weights sluice cannot use, and an Error naming the tensor for
 // a tensor no block of the architecture claims.

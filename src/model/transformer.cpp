@@ -34,6 +34,8 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+}  // namespace
+
 // Looks tensors up by name, checks shape and type, returns usable views, and
 // remembers every tensor it handed out (so unclaimed ones can be reported).
 class Binder {
@@ -87,12 +89,27 @@ class Binder {
   const gguf::GgufModel& g_;
   const moe::DenseWeights& dw_;
   std::unordered_set<std::string> claimed_;
+
+ public:
+  // Head h's matrix of a 3-D per-head tensor {n_in, n_out, n_head}.
+  std::vector<WeightMatrix> per_head(const std::string& name, uint64_t n_in, uint64_t n_out, uint64_t n_head) {
+    const gguf::TensorInfo& t = shaped(name, {n_in, n_out, n_head});
+    const uint8_t* base = static_cast<const uint8_t*>(dw_.data(t));
+    const uint64_t slice = t.bytes / n_head;
+    std::vector<WeightMatrix> out;
+    for (uint64_t h = 0; h < n_head; ++h)
+      out.push_back(make_weight(base + h * slice, t.type, static_cast<int64_t>(n_in), static_cast<int64_t>(n_out),
+                                name + " (head " + std::to_string(h) + ")"));
+    return out;
+  }
 };
+
+namespace {
 
 // Bytes of the KV cache for n_ctx positions, or nullopt when it overflows.
 std::optional<uint64_t> kv_cache_bytes(const HParams& hp, KvType type, int n_ctx) {
   const unsigned __int128 b = static_cast<unsigned __int128>(hp.n_layer) * static_cast<uint64_t>(n_ctx) *
-                              (uint64_t{hp.k_dim()} + hp.v_dim()) * (type == KvType::F32 ? 4 : 2);
+                              (uint64_t{hp.k_dim()} + hp.kv_v_dim()) * (type == KvType::F32 ? 4 : 2);
   if (b > std::numeric_limits<uint64_t>::max()) return std::nullopt;
   return static_cast<uint64_t>(b);
 }
@@ -164,6 +181,15 @@ Transformer::Transformer(std::shared_ptr<const gguf::GgufModel> gguf, const Mode
     if (l.ffn.kind == FfnKind::Moe) cfg_.trims.normalize = trims_renormalize(l.ffn.router);
   if (hp_.is_moe())
     moe_k_ = moe::effective_top_k(cfg_.trims, static_cast<int>(hp_.n_expert_used), static_cast<int>(hp_.n_expert));
+  for (const LayerDesc& l : desc_.layers) {
+    const RouterDesc& r = l.ffn.router;
+    if (l.ffn.kind != FfnKind::Moe || r.n_group == 0 || r.n_group_used == 0 || r.n_group_used >= r.n_group) continue;
+    const uint64_t eligible = uint64_t{hp_.n_expert} / r.n_group * r.n_group_used;
+    if (static_cast<uint64_t>(moe_k_) > eligible)
+      throw Error("--moe-top-k: " + std::to_string(moe_k_) + " experts cannot be chosen from the " +
+                  std::to_string(eligible) + " experts of the " + std::to_string(r.n_group_used) +
+                  " expert groups this model routes within");
+  }
   const int n_ctx = cfg.n_ctx > 0 ? cfg.n_ctx : static_cast<int>(std::min<uint32_t>(hp_.n_ctx_train, 4096));
   // The KV cache is sized by -c: refuse before allocating what cannot fit.
   const std::optional<uint64_t> kv_bytes = kv_cache_bytes(hp_, cfg.kv_type, n_ctx);
@@ -171,7 +197,7 @@ Transformer::Transformer(std::shared_ptr<const gguf::GgufModel> gguf, const Mode
     throw Error("-c " + std::to_string(n_ctx) + ": the KV cache would need " +
                 (kv_bytes ? moe::format_mib(*kv_bytes) : std::string("more than 2^64 bytes")) + " (" +
                 std::to_string(hp_.n_layer) + " layers x " + std::to_string(n_ctx) + " positions x " +
-                std::to_string(hp_.k_dim() + hp_.v_dim()) + " " + kv_type_name(cfg.kv_type) +
+                std::to_string(hp_.k_dim() + hp_.kv_v_dim()) + " " + kv_type_name(cfg.kv_type) +
                 " values), more than the " + moe::format_mib(cfg.memory_bytes) +
                 " of memory available; lower -c");
 
@@ -192,7 +218,7 @@ Transformer::Transformer(std::shared_ptr<const gguf::GgufModel> gguf, const Mode
   bind_weights(experts);
   try {
     kv_ = std::make_unique<KvCache>(cfg.kv_type, static_cast<int>(hp_.n_layer), n_ctx,
-                                    static_cast<int>(hp_.k_dim()), static_cast<int>(hp_.v_dim()));
+                                    static_cast<int>(hp_.k_dim()), static_cast<int>(hp_.kv_v_dim()));
   } catch (const std::bad_alloc&) {
     throw Error("-c " + std::to_string(n_ctx) + ": could not allocate the KV cache (" +
                 moe::format_mib(kv_bytes.value_or(0)) + "); lower -c");
@@ -236,10 +262,14 @@ void Transformer::bind_weights(const std::vector<gguf::LayerExpertParts>& expert
     const std::string p = "blk." + std::to_string(il) + ".";
     L.attn_norm = b.vector(p + "attn_norm.weight", n_embd);
     L.ffn_norm = b.vector(p + d.ffn_norm + ".weight", n_embd);
-    L.wq = b.matrix(p + "attn_q.weight", n_embd, hp_.q_dim());
-    L.wk = b.matrix(p + "attn_k.weight", n_embd, hp_.k_dim());
-    L.wv = b.matrix(p + "attn_v.weight", n_embd, hp_.v_dim());
-    L.wo = b.matrix(p + "attn_output.weight", uint64_t{hp_.n_head} * hp_.head_dim_v, n_embd);
+    if (d.attn.kind == AttentionKind::Mla) {
+      bind_mla(b, p, L);
+    } else {
+      L.wq = b.matrix(p + "attn_q.weight", n_embd, hp_.q_dim());
+      L.wk = b.matrix(p + "attn_k.weight", n_embd, hp_.k_dim());
+      L.wv = b.matrix(p + "attn_v.weight", n_embd, hp_.v_dim());
+      L.wo = b.matrix(p + "attn_output.weight", uint64_t{hp_.n_head} * hp_.head_dim_v, n_embd);
+    }
     L.bq = b.vector_if(d.attn.q_bias, p + "attn_q.bias", {hp_.q_dim()});
     L.bk = b.vector_if(d.attn.k_bias, p + "attn_k.bias", {hp_.k_dim()});
     L.bv = b.vector_if(d.attn.v_bias, p + "attn_v.bias", {hp_.v_dim()});
@@ -294,6 +324,24 @@ void Transformer::bind_weights(const std::vector<gguf::LayerExpertParts>& expert
     fail(file, "tensor " + t.name + " is not used by architecture " + hp_.arch +
                    " (no block of this layer takes it); the file does not match its general.architecture");
   }
+}
+
+void Transformer::bind_mla(Binder& b, const std::string& p, Layer& L) {
+  const MlaParams& m = hp_.mla_params;
+  const uint64_t n_embd = hp_.n_embd, n_head = hp_.n_head;
+  const uint64_t q_width = n_head * m.qk_head_dim;
+  if (m.q_lora_rank > 0) {
+    L.wq_a = b.matrix(p + "attn_q_a.weight", n_embd, m.q_lora_rank);
+    L.q_a_norm = b.vector(p + "attn_q_a_norm.weight", m.q_lora_rank);
+    L.wq_b = b.matrix(p + "attn_q_b.weight", m.q_lora_rank, q_width);
+  } else {
+    L.wq = b.matrix(p + "attn_q.weight", n_embd, q_width);
+  }
+  L.wkv_a = b.matrix(p + "attn_kv_a_mqa.weight", n_embd, uint64_t{m.kv_lora_rank} + m.kv_rope_dim);
+  L.kv_a_norm = b.vector(p + "attn_kv_a_norm.weight", m.kv_lora_rank);
+  L.k_b = b.per_head(p + "attn_k_b.weight", m.nope_dim(), m.kv_lora_rank, n_head);
+  L.v_b = b.per_head(p + "attn_v_b.weight", m.kv_lora_rank, m.v_head_dim, n_head);
+  L.wo = b.matrix(p + "attn_output.weight", n_head * m.v_head_dim, n_embd);
 }
 
 ModelStats Transformer::stats() const {
@@ -423,22 +471,15 @@ void Transformer::dense_ffn(const FfnMatrices& m, Activation act, int T, float* 
   swiglu_.run(m, act, FfnBiases{}, rows_gate, rows_up, out, n_embd, pool_);
 }
 
-void Transformer::forward_layer(int il, int T, int pos0) {
+void Transformer::attention_gqa(int il, int T, int pos0) {
   const Layer& L = layers_[il];
-  const LayerDesc& d = *L.desc;
-  const int64_t n_embd = hp_.n_embd;
   const int hd = static_cast<int>(hp_.head_dim);
   const float eps = hp_.rms_eps;
   const kernels::OpsKernels& ops = kernels::ops();
-  // Adds a bias of n floats to each of T rows of n.
   auto add_rows = [&](float* x, const float* bias, int64_t n) {
     if (bias)
       for (int t = 0; t < T; ++t) ops.add(x + static_cast<int64_t>(t) * n, bias, n);
   };
-
-  // Attention block.
-  const auto t_attn = std::chrono::steady_clock::now();
-  rms_norm_rows(x_.data(), L.attn_norm, T, n_embd, eps, xn_.data());
   q_.resize(static_cast<size_t>(T) * hp_.q_dim());
   k_.resize(static_cast<size_t>(T) * hp_.k_dim());
   v_.resize(static_cast<size_t>(T) * hp_.v_dim());
@@ -458,9 +499,99 @@ void Transformer::forward_layer(int il, int T, int pos0) {
     kv_->store(il, pos0 + t, &k_[static_cast<size_t>(t) * hp_.k_dim()], &v_[static_cast<size_t>(t) * hp_.v_dim()]);
   }
   attn_.resize(static_cast<size_t>(T) * hp_.n_head * hp_.head_dim_v);
-  const AttentionOptions opt{d.attn.window, L.sinks};
+  const AttentionOptions opt{L.desc->attn.window, L.sinks, hp_.attn_scale, false};
   attention_.run(q_.data(), T, pos0, il, *kv_, hp_, opt, attn_.data(), pool_);
   matmul_f32(L.wo, attn_.data(), T, tmp_.data(), pool_, act_);
+}
+
+// MLA in the absorbed form (HParams::MlaParams): per position the cache
+// stores k = [norm(kv_cmpr), rope(k_pe)]; per head the query is
+// [k_b_h . q_nope_h, rope(q_pe_h)], so a score is one dot over the cached row,
+// and the head's output is v_b_h . (sum_j p_j kv_cmpr_j).
+void Transformer::attention_mla(int il, int T, int pos0) {
+  const Layer& L = layers_[il];
+  const MlaParams& m = hp_.mla_params;
+  const float eps = hp_.rms_eps;
+  const int n_head = static_cast<int>(hp_.n_head);
+  const int64_t qk = m.qk_head_dim, nope = m.nope_dim(), rope_dim = m.kv_rope_dim, lora = m.kv_lora_rank;
+  const int64_t row = hp_.head_dim;  // lora + rope_dim: the cached key row
+  // q: [T][n_head][qk] = [nope | rope] per head.
+  q_.resize(static_cast<size_t>(T) * n_head * qk);
+  if (m.q_lora_rank > 0) {
+    mla_qa_.resize(static_cast<size_t>(T) * m.q_lora_rank);
+    matmul_f32(L.wq_a, xn_.data(), T, mla_qa_.data(), pool_, act_);
+    rms_norm_rows(mla_qa_.data(), L.q_a_norm, T, m.q_lora_rank, eps, mla_qa_.data());
+    matmul_f32(L.wq_b, mla_qa_.data(), T, q_.data(), pool_, act_);
+  } else {
+    matmul_f32(L.wq, xn_.data(), T, q_.data(), pool_, act_);
+  }
+  // kv: [T][lora + rope] -> the cached rows after norm and RoPE.
+  k_.resize(static_cast<size_t>(T) * row);
+  matmul_f32(L.wkv_a, xn_.data(), T, k_.data(), pool_, act_);
+  for (int t = 0; t < T; ++t) {
+    float* kr = &k_[static_cast<size_t>(t) * row];
+    rms_norm_rows(kr, L.kv_a_norm, 1, lora, eps, kr);
+    rope_.set_position(pos0 + t);
+    apply_rope(kr + lora, 1, static_cast<int>(rope_dim), rope_, hp_.rope.type);
+    apply_rope(&q_[static_cast<size_t>(t) * n_head * qk] + nope, n_head, static_cast<int>(qk), rope_,
+               hp_.rope.type);
+    kv_->store(il, pos0 + t, kr, nullptr);
+  }
+  // Absorbed queries: [T][n_head][row] = [k_b_h . q_nope_h | q_pe_h].
+  v_.resize(static_cast<size_t>(T) * n_head * row);
+  mla_in_.resize(static_cast<size_t>(T) * nope);
+  mla_out_.resize(static_cast<size_t>(T) * std::max(lora, static_cast<int64_t>(m.v_head_dim)));
+  for (int h = 0; h < n_head; ++h) {
+    for (int t = 0; t < T; ++t)
+      std::memcpy(&mla_in_[static_cast<size_t>(t) * nope], &q_[(static_cast<size_t>(t) * n_head + h) * qk],
+                  sizeof(float) * nope);
+    matmul_f32(L.k_b[h], mla_in_.data(), T, mla_out_.data(), pool_, act_);
+    for (int t = 0; t < T; ++t) {
+      float* dst = &v_[(static_cast<size_t>(t) * n_head + h) * row];
+      std::memcpy(dst, &mla_out_[static_cast<size_t>(t) * lora], sizeof(float) * lora);
+      std::memcpy(dst + lora, &q_[(static_cast<size_t>(t) * n_head + h) * qk] + nope, sizeof(float) * rope_dim);
+    }
+  }
+  // Attention over the latent rows: one shared KV "head", values = the first lora dims.
+  attn_.resize(static_cast<size_t>(T) * n_head * lora);
+  const AttentionOptions opt{L.desc->attn.window, L.sinks, hp_.attn_scale, true};
+  attention_.run(v_.data(), T, pos0, il, *kv_, hp_, opt, attn_.data(), pool_);
+  // Per head back to values: [T][n_head][v_head_dim], then the output projection.
+  const int64_t vh = m.v_head_dim;
+  q_.resize(static_cast<size_t>(T) * n_head * vh);  // reused as the heads' values
+  mla_in_.resize(static_cast<size_t>(T) * lora);
+  for (int h = 0; h < n_head; ++h) {
+    for (int t = 0; t < T; ++t)
+      std::memcpy(&mla_in_[static_cast<size_t>(t) * lora], &attn_[(static_cast<size_t>(t) * n_head + h) * lora],
+                  sizeof(float) * lora);
+    matmul_f32(L.v_b[h], mla_in_.data(), T, mla_out_.data(), pool_, act_);
+    for (int t = 0; t < T; ++t)
+      std::memcpy(&q_[(static_cast<size_t>(t) * n_head + h) * vh], &mla_out_[static_cast<size_t>(t) * vh],
+                  sizeof(float) * vh);
+  }
+  matmul_f32(L.wo, q_.data(), T, tmp_.data(), pool_, act_);
+}
+
+void Transformer::forward_layer(int il, int T, int pos0) {
+  const Layer& L = layers_[il];
+  const LayerDesc& d = *L.desc;
+  const int64_t n_embd = hp_.n_embd;
+  const float eps = hp_.rms_eps;
+  const kernels::OpsKernels& ops = kernels::ops();
+  // Adds a bias of n floats to each of T rows of n.
+  auto add_rows = [&](float* x, const float* bias, int64_t n) {
+    if (bias)
+      for (int t = 0; t < T; ++t) ops.add(x + static_cast<int64_t>(t) * n, bias, n);
+  };
+
+  // Attention block: attention_* leave the output projection's result in tmp_.
+  const auto t_attn = std::chrono::steady_clock::now();
+  rms_norm_rows(x_.data(), L.attn_norm, T, n_embd, eps, xn_.data());
+  if (d.attn.kind == AttentionKind::Mla) {
+    attention_mla(il, T, pos0);
+  } else {
+    attention_gqa(il, T, pos0);
+  }
   add_rows(tmp_.data(), L.bo, n_embd);
   for (size_t i = 0; i < x_.size(); ++i) x_[i] += tmp_[i];
   attention_s_ += seconds_since(t_attn);

@@ -23,6 +23,8 @@
 
 namespace sluice::model {
 
+class Binder;  // transformer.cpp: tensor lookup with shape checks and claims
+
 class Transformer final : public Model {
  public:
   Transformer(std::shared_ptr<const gguf::GgufModel> gguf, const ModelConfig& cfg, ArchDesc desc);
@@ -49,6 +51,13 @@ class Transformer final : public Model {
     const float *bq = nullptr, *bk = nullptr, *bv = nullptr, *bo = nullptr;
     const float* sinks = nullptr;
     WeightMatrix wq, wk, wv, wo;
+    // MLA (desc->attn.kind == Mla): q = wq_b(norm(wq_a x)) or wq x; wkv_a x =
+    // [compressed kv, k rope part]; per head, k_b absorbs q's nope part into
+    // the compressed space and v_b maps the attended latent to the head's values.
+    WeightMatrix wq_a, wq_b, wkv_a;
+    const float* q_a_norm = nullptr;
+    const float* kv_a_norm = nullptr;
+    std::vector<WeightMatrix> k_b, v_b;  // [n_head]
     bool moe = false;
     WeightMatrix router;                   // moe
     const float* router_bias = nullptr;    // moe: added to the logits
@@ -69,6 +78,10 @@ class Transformer final : public Model {
   // One ubatch of run(): every layer, then the logits of rows [first_row, T).
   void run_ubatch(std::span<const int32_t> tokens, int pos0, int first_row, float* logits_out);
   void forward_layer(int il, int n_tokens, int pos0);
+  // The attention block's output projection input for T positions: GQA, or MLA.
+  void attention_gqa(int il, int T, int pos0);
+  void attention_mla(int il, int T, int pos0);
+  void bind_mla(Binder& b, const std::string& prefix, Layer& L);
   void record_route(int il, int n_tokens, int pos0);  // --route-trace: appends to trace_buf_
   // --prefetch: the depth in force after the load-time rules (0: off; logs why).
   int resolve_prefetch(uint64_t cache_bytes) const;
@@ -94,6 +107,7 @@ class Transformer final : public Model {
 
   // Scratch, sized per eval.
   std::vector<float> x_, xn_, q_, k_, v_, attn_, tmp_, shared_out_, router_logits_;
+  std::vector<float> mla_qa_, mla_in_, mla_out_;  // MLA scratch
   QuantizedRows act_;
   RopeAngles rope_;
   Attention attention_;

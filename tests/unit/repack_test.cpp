@@ -431,7 +431,8 @@ TEST(ExpertLayout, RejectsGapsMismatchesAndUntaggedFiles) {
 
 TEST(RepackGolden, LogitsBitIdenticalOnEveryGoldenMoeModel) {
   const char* models[] = {"qwen3moe-f32", "qwen3moe-kquants", "qwen3moe-mixed", "qwen3moe-q8_0-q4_0",
-                          "llama-moe-f32", "llama-moe-q8_0", "gpt-oss-mxfp4", "glm4moe-q8_0"};
+                          "llama-moe-f32", "llama-moe-q8_0", "gpt-oss-mxfp4", "glm4moe-q8_0",
+                          "deepseek2-q4_k"};
   TempDir d;
   int tested = 0;
   for (const char* name : models) {
