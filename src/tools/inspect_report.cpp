@@ -99,6 +99,8 @@ json inspect_json(const ModelInfo& info, const gguf::Metadata& metadata) {
   j["layer_demand_MiB"] = s.layer_demand_bytes / kMiB;
   j["min_ram_MiB"] = s.min_ram_bytes / kMiB;
   j["kv_context"] = s.kv_context;
+  j["runnable"] = info.not_runnable.empty();
+  if (!info.not_runnable.empty()) j["not_runnable"] = info.not_runnable;
   j["hyperparameters"] = {
       {"block_count", opt(hp.block_count)},
       {"context_length", opt(hp.context_length)},
@@ -140,6 +142,8 @@ json inspect_json(const ModelInfo& info, const gguf::Metadata& metadata) {
                  {"layer_demand_bytes", s.layer_demand_bytes},
                  {"kv_context", s.kv_context},
                  {"kv_bytes", s.kv_bytes},
+                 {"kv_layout", s.kv_layout},
+                 {"not_loaded_bytes", s.not_loaded_bytes},
                  {"scratch_bytes", s.scratch_bytes},
                  {"min_ram_bytes", s.min_ram_bytes},
                  {"layers", layers}};
@@ -170,6 +174,7 @@ std::string inspect_text(const ModelInfo& info, bool full_tensors) {
   out += "model\n";
   for (const auto& p : info.file.paths) line("file", p);
   line("architecture", info.architecture.empty() ? "(none)" : info.architecture);
+  if (!info.not_runnable.empty()) line("runs with sluice", "no: " + info.not_runnable);
   if (!info.file.name.empty()) line("name", info.file.name);
   line("gguf version / alignment", std::to_string(info.file.version) + " / " + std::to_string(info.file.alignment));
   line("file size", mib(info.file.file_bytes));
@@ -208,7 +213,9 @@ std::string inspect_text(const ModelInfo& info, bool full_tensors) {
   }
   line("token demand (top-" + std::to_string(s.top_k) + ")", mib(s.token_demand_bytes));
   line("layer demand", mib(s.layer_demand_bytes));
-  line("KV cache (f16, ctx " + std::to_string(s.kv_context) + ")", mib(s.kv_bytes));
+  line("KV cache (f16, ctx " + std::to_string(s.kv_context) + ")",
+       mib(s.kv_bytes) + (s.kv_layout == "mla-latent" ? " (MLA latent rows)" : ""));
+  if (s.not_loaded_bytes > 0) line("not loaded (NextN/MTP)", mib(s.not_loaded_bytes));
   line("scratch", mib(s.scratch_bytes));
   line("min RAM", mib(s.min_ram_bytes));
 

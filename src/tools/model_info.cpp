@@ -4,6 +4,8 @@
 #include <map>
 
 #include "gguf/expert_layout.h"
+#include "model/arch.h"
+#include "util/error.h"
 
 namespace sluice::tools {
 namespace {
@@ -89,12 +91,19 @@ TokenizerSummary read_tokenizer(const gguf::Metadata& md) {
   return t;
 }
 
-Sizing compute_sizing(const ModelInfo& info, uint64_t kv_context) {
+// `desc`: the architecture's declaration when sluice runs it (null otherwise):
+// tensors it ignores (NextN/MTP blocks) are not loaded and counted apart, and
+// the KV cache is sized as the engine sizes it.
+Sizing compute_sizing(const ModelInfo& info, uint64_t kv_context, const model::ArchDesc* desc) {
   Sizing s;
   s.kv_context = kv_context;
   std::map<uint32_t, LayerSizing> layers;
   for (const auto& t : info.tensors) {
     s.total_bytes += t.bytes;
+    if (desc && desc->ignores(t.name)) {
+      s.not_loaded_bytes += t.bytes;
+      continue;
+    }
     if (!gguf::is_expert_tensor_name(t.name) || t.ne.empty()) {
       s.dense_bytes += t.bytes;
       continue;
@@ -123,8 +132,14 @@ Sizing compute_sizing(const ModelInfo& info, uint64_t kv_context) {
     s.token_demand_bytes += s.top_k * ls.per_expert_bytes;
     s.layer_demand_bytes = std::max(s.layer_demand_bytes, s.top_k * ls.per_expert_bytes);
   }
-  s.kv_bytes = hp.block_count.value_or(0) * kv_context * hp.head_count_kv.value_or(0) *
-               (hp.head_dim_k + hp.head_dim_v) * 2;
+  if (desc) {
+    const model::HParams& mh = desc->hp;
+    s.kv_bytes = uint64_t{mh.n_layer} * kv_context * (uint64_t{mh.k_dim()} + mh.kv_v_dim()) * 2;
+    s.kv_layout = mh.mla ? "mla-latent" : "per-head";
+  } else {
+    s.kv_bytes = hp.block_count.value_or(0) * kv_context * hp.head_count_kv.value_or(0) *
+                 (hp.head_dim_k + hp.head_dim_v) * 2;
+  }
   const uint64_t n_ff = hp.expert_feed_forward_length.value_or(hp.feed_forward_length.value_or(0));
   const uint64_t ff_width = s.top_k > 0 ? s.top_k * n_ff : n_ff;
   s.scratch_bytes = 4 * (hp.vocab_size.value_or(0) + hp.head_count.value_or(0) * kv_context +
@@ -153,7 +168,13 @@ ModelInfo model_info(const gguf::GgufModel& model, uint64_t kv_context) {
   info.hp = read_hparams(model, info.architecture);
   info.tokenizer = read_tokenizer(md);
   for (const auto& t : model.tensors()) info.tensors.push_back({t.name, t.type, t.ne, t.split, t.offset, t.bytes});
-  info.sizing = compute_sizing(info, kv_context);
+  std::optional<model::ArchDesc> desc;
+  try {
+    desc = model::describe_architecture(model);
+  } catch (const Error& e) {
+    info.not_runnable = e.what();  // inspect still describes what it can
+  }
+  info.sizing = compute_sizing(info, kv_context, desc ? &*desc : nullptr);
   return info;
 }
 

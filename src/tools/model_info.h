@@ -10,8 +10,12 @@
 //   per_expert[L]    bytes of one expert of layer L: sum over L's expert tensors of bytes / n_expert
 //   token_demand     sum_L top_k * per_expert[L]: the routed bytes one token touches
 //   layer_demand     max_L top_k * per_expert[L]: the widest layer's routed bytes at decode
-//   kv_bytes         f16 K and V for kv_context positions:
-//                    n_layer * kv_context * n_head_kv * (key_length + value_length) * 2
+//   kv_bytes         f16 K and V for kv_context positions, as the engine allocates them:
+//                    n_layer * kv_context * n_head_kv * (key_length + value_length) * 2,
+//                    for MLA (deepseek2) n_layer * kv_context * (kv_lora_rank + rope dims) * 2
+//                    (the latent row; no per-head K/V); n_layer is the trunk
+//   not_loaded       tensors the architecture ignores (NextN/MTP blocks): in
+//                    neither dense nor expert figures
 //   scratch_bytes    decode-time activations, 4 bytes each:
 //                    4 * (n_vocab + n_head * kv_context + 8 * n_embd + 3 * top_k * n_ff_expert)
 //                    (n_ff_expert falls back to feed_forward_length for dense models)
@@ -67,6 +71,8 @@ struct Sizing {
   uint64_t top_k = 0;
   uint64_t token_demand_bytes = 0, layer_demand_bytes = 0;
   uint64_t kv_context = kDefaultKvContext, kv_bytes = 0, scratch_bytes = 0, min_ram_bytes = 0;
+  uint64_t not_loaded_bytes = 0;  // tensors the architecture does not load (NextN/MTP blocks)
+  std::string kv_layout = "per-head";  // "mla-latent" for MLA; "per-head" also when the arch is unknown
   std::vector<LayerSizing> layers;  // layers that have expert tensors, ascending
 };
 
@@ -87,6 +93,10 @@ struct ModelInfo {
   TokenizerSummary tokenizer;
   std::vector<TensorRow> tensors;  // file order
   Sizing sizing;
+  // Why `sluice run` would refuse this file (unsupported architecture, keys
+  // or tensors that do not match it); empty when it loads. Sizing then falls
+  // back to the generic rules above.
+  std::string not_runnable;
 };
 
 // Never throws for missing keys; throws sluice::Error for keys of the wrong type.

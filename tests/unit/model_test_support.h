@@ -19,6 +19,10 @@ namespace sluice::test {
 
 inline bool exists(const std::string& p) { return std::filesystem::exists(p); }
 
+// Skips the current test (with the path) when shared/REL is absent.
+#define REQUIRE_SHARED(rel) \
+  if (!::sluice::test::exists(::sluice::test::shared_path(rel))) GTEST_SKIP() << ::sluice::test::shared_path(rel) << " not found"
+
 // A config that matches the golden reference (F32 KV cache) and reads through
 // the page cache by default so tests are cheap; callers override fields.
 inline model::ModelConfig golden_config() {
