@@ -19,6 +19,7 @@
 
 #include "gguf/gguf.h"
 #include "test_support.h"
+#include "tools/routing_probe.h"
 #include "tools/synth.h"
 #include "tools/synth_plan.h"
 #include "util/error.h"
@@ -175,6 +176,22 @@ TEST(SynthArch, LlamaTinyForwardPassIsFinite) {
     const double mean = sum / v.size();
     EXPECT_GT(std::sqrt(sq / v.size() - mean * mean), 0.05) << extra;
   }
+}
+
+// The routing probe reads gpt-oss's pre-FFN norm (post_attention_norm) and
+// router bias: synth's skew shows (busiest expert well above uniform), and
+// every token makes top-k selections.
+TEST(SynthArch, RoutingProbeHandlesGptOss) {
+  TempFile out("probe.gguf");
+  synth_model(synth_preset("tiny", "gpt-oss"), out.path.string(), 2);
+  const RoutingStats st = probe_routing(gguf::GgufModel::open(out.path.string()), 0, 512);
+  EXPECT_EQ(st.n_expert, 16u);
+  EXPECT_EQ(st.top_k, 4u);
+  EXPECT_EQ(st.n_tokens, 512u);
+  uint64_t total = 0;
+  for (uint64_t h : st.hits) total += h;
+  EXPECT_EQ(total, 512u * 4);
+  EXPECT_GT(st.top_share(), 2 * st.uniform_share());
 }
 
 // ---- the real gpt-oss-120b tensor table without 63 GB ----------------------------
