@@ -57,10 +57,13 @@ SynthConfig tiny(const std::string& arch) {
 
 // gpt-oss-20b / -120b (openai/gpt-oss-* config.json). Types as ggml-org's
 // gpt-oss-*-GGUF (mxfp4): MXFP4 experts; token_embd, output and attention
-// Q8_0 (the search found no tensor listing; a forum post reports Q8_0
-// embeddings, and Q8_0 for all three is what reproduces the published 59.02 GiB
-// of the 120b file: F16 attention/embeddings would make it ~61 GiB); F32
-// norms, biases, sinks and router, which llama-quantize never quantizes.
+// Q8_0. No tensor listing of those files was found; a forum post reports
+// Q8_0 embeddings, and Q8_0 for all three reproduces the tensor sizes
+// llama-bench reports for them (59.02 GiB for 120b, 11.27 GiB for 20b; F16
+// attention and embeddings would give ~61 GiB and ~13 GiB). F32 norms,
+// biases, sinks and router, which llama-quantize never quantizes. (The golden
+// gpt-oss file has F16 attention/embeddings instead: llama-quantize's F16
+// override.)
 SynthConfig gpt_oss(uint32_t n_layer, uint32_t n_expert, const char* name) {
   SynthConfig c;
   c.arch = "gpt-oss";
