@@ -1,5 +1,6 @@
-// `sluice synth -o OUT.gguf --preset tiny|qwen3-30b-a3b [overrides]`: writes a
-// random-weight model with a real architecture's layout (see tools/synth.h).
+// `sluice synth -o OUT.gguf [--preset tiny|qwen3-30b-a3b|gpt-oss-20b|gpt-oss-120b]
+// [--arch qwen3moe|llama|gpt-oss] [overrides]`: writes a random-weight model
+// with a real architecture's layout (see tools/synth.h).
 #include <cstdio>
 #include <optional>
 #include <string>
@@ -16,11 +17,12 @@ namespace {
 struct SynthOptions {
   std::string out, preset = "tiny", arch, vocab, type, dense_type, quant_mode = "auto";
   std::optional<uint32_t> layers, experts, experts_used, n_embd, n_ff_exp, n_ff, heads, kv_heads, head_dim,
-      vocab_size, context_length;
+      vocab_size, context_length, sliding_window;
   std::optional<uint64_t> seed;
   std::optional<float> routing_skew;
   unsigned threads = 0;
   bool quiet = false;
+  bool zero_data = false;
 };
 
 GgmlType parse_type(const std::string& s, const char* flag) {
@@ -30,8 +32,7 @@ GgmlType parse_type(const std::string& s, const char* flag) {
 }
 
 void run_synth(const SynthOptions& o) {
-  tools::SynthConfig c = tools::synth_preset(o.preset);
-  if (!o.arch.empty()) c.arch = o.arch;
+  tools::SynthConfig c = tools::synth_preset(o.preset, o.arch);
   if (o.layers) c.n_layer = *o.layers;
   if (o.experts) c.n_expert = *o.experts;
   if (o.experts_used) c.n_expert_used = *o.experts_used;
@@ -43,6 +44,8 @@ void run_synth(const SynthOptions& o) {
   if (o.head_dim) c.head_dim = *o.head_dim;
   if (o.vocab_size) c.n_vocab = *o.vocab_size;
   if (o.context_length) c.context_length = *o.context_length;
+  if (o.sliding_window) c.n_swa = *o.sliding_window;
+  c.zero_data = o.zero_data;
   if (o.seed) c.seed = *o.seed;
   if (o.routing_skew) c.routing_skew = *o.routing_skew;
   if (!o.vocab.empty()) {
@@ -58,10 +61,11 @@ void run_synth(const SynthOptions& o) {
   else fail("--quant-mode", "expected auto, exact or direct, got '" + o.quant_mode + "'");
 
   const tools::SynthResult r = tools::synth_model(c, o.out, o.threads, {.print = !o.quiet});
-  std::fprintf(stderr, "synth: wrote %s: %llu tensors, %.1f MiB in %.1f s (%.1f MB/s, %s quantization)\n",
+  std::fprintf(stderr, "synth: wrote %s: %llu tensors, %.1f MiB in %.1f s (%.1f MB/s, %s)\n",
                o.out.c_str(), static_cast<unsigned long long>(r.n_tensors), r.bytes / 1048576.0, r.seconds,
-               r.seconds > 0 ? r.bytes / 1e6 / r.seconds : 0.0, r.direct ? "direct-block" : "exact");
-  if (!o.quiet) {
+               r.seconds > 0 ? r.bytes / 1e6 / r.seconds : 0.0,
+               c.zero_data ? "no data: zero-filled hole" : r.direct ? "direct-block quantization" : "exact quantization");
+  if (!o.quiet && !c.zero_data && c.n_expert > 0) {
     const tools::RoutingStats st = tools::probe_routing(gguf::GgufModel::open(o.out), 0, 2048);
     std::fprintf(stderr, "synth: layer-0 router on %llu token embeddings: busiest expert takes %.1f%% of top-%u "
                  "selections (uniform %.1f%%)\n", static_cast<unsigned long long>(st.n_tokens), 100 * st.top_share(),
@@ -73,12 +77,12 @@ void run_synth(const SynthOptions& o) {
 
 void register_synth(CLI::App& app) {
   auto o = std::make_shared<SynthOptions>();
-  CLI::App* cmd = app.add_subcommand("synth", "Write a random-weight MoE GGUF with a real architecture's layout");
+  CLI::App* cmd = app.add_subcommand("synth", "Write a random-weight GGUF with a real architecture's layout");
   cmd->add_option("-o,--output", o->out, "Output GGUF path")->required();
-  cmd->add_option("--preset", o->preset, "tiny | qwen3-30b-a3b")->capture_default_str();
-  cmd->add_option("--arch", o->arch, "Architecture (qwen3moe)");
-  cmd->add_option("--layers", o->layers, "Number of blocks");
-  cmd->add_option("--experts", o->experts, "Experts per layer");
+  cmd->add_option("--preset", o->preset, "tiny | qwen3-30b-a3b | gpt-oss-20b | gpt-oss-120b")->capture_default_str();
+  cmd->add_option("--arch", o->arch, "qwen3moe | llama | gpt-oss (default: the preset's; tiny is qwen3moe)");
+  cmd->add_option("--layers", o->layers, "Number of blocks (a real-model preset's can only be cut)");
+  cmd->add_option("--experts", o->experts, "Experts per layer (llama: 0 = dense)");
   cmd->add_option("--experts-used", o->experts_used, "Experts per token (top-k)");
   cmd->add_option("--n-embd", o->n_embd, "Embedding width");
   cmd->add_option("--n-ff-exp", o->n_ff_exp, "Expert FFN width");
@@ -88,6 +92,7 @@ void register_synth(CLI::App& app) {
   cmd->add_option("--head-dim", o->head_dim, "Head dimension");
   cmd->add_option("--vocab-size", o->vocab_size, "Vocabulary size (pads the vocabulary with <|extra_N|>)");
   cmd->add_option("--context-length", o->context_length, "context_length metadata");
+  cmd->add_option("--sliding-window", o->sliding_window, "gpt-oss attention.sliding_window");
   cmd->add_option("--type", o->type, "Type of the expert tensors (e.g. Q4_K)");
   cmd->add_option("--dense-type", o->dense_type, "Type of attention, embedding and output matrices");
   cmd->add_option("--quant-mode", o->quant_mode, "auto | exact | direct (random quantized blocks)")
@@ -97,6 +102,8 @@ void register_synth(CLI::App& app) {
   cmd->add_option("--vocab", o->vocab, "Copy tokenizer.* metadata from this GGUF");
   cmd->add_option("--threads", o->threads, "Worker threads (0 = all cores); output does not depend on it");
   cmd->add_flag("-q,--quiet", o->quiet, "No progress output");
+  cmd->add_flag("--zero-data", o->zero_data,
+                "Header and tensor table only; tensor data is a sparse hole of zeros (for inspect/sizing)");
   cmd->callback([o] { run_synth(*o); });
 }
 

@@ -9,6 +9,8 @@
 #include <cstring>
 #include <unordered_set>
 
+#include <unistd.h>
+
 #include "util/error.h"
 
 namespace sluice::gguf {
@@ -196,6 +198,22 @@ void Writer::write_tensor_data(const void* data, size_t n) {
       current_written_ = 0;
     }
   }
+}
+
+void Writer::zero_fill_remaining() {
+  if (!header_written_) fail(path_, "tensor data written before write_header");
+  if (!f_) fail(path_, "write after finish()");
+  if (current_ >= tensors_.size()) return;
+  const Pending& last = tensors_.back();
+  const uint64_t end = (data_start_ + last.offset + last.bytes + alignment_ - 1) / alignment_ * alignment_;
+  if (!buffer_.empty() && std::fwrite(buffer_.data(), 1, buffer_.size(), f_) != buffer_.size())
+    fail(path_, std::string("write failed: ") + std::strerror(errno));
+  buffer_.clear();
+  if (::ftruncate(::fileno(f_), static_cast<off_t>(end)) != 0 || ::fseeko(f_, static_cast<off_t>(end), SEEK_SET) != 0)
+    fail(path_, std::string("cannot extend the file to ") + num(end) + " bytes: " + std::strerror(errno));
+  written_ = end;
+  current_ = tensors_.size();
+  current_written_ = 0;
 }
 
 void Writer::finish() {

@@ -28,6 +28,11 @@ class Writer {
   void write_header();
   // Appends bytes of the current tensor; moves to the next once it is complete.
   void write_tensor_data(const void* data, size_t n);
+  // Completes every tensor not yet written with zeros without writing them:
+  // the file is extended to its final size, leaving a hole (sparse, taking no
+  // disk space, on filesystems that support it). For header-only test/sizing
+  // files with full-size tensor tables. finish() must still be called.
+  void zero_fill_remaining();
   // Checks every tensor was written completely, flushes and closes.
   void finish();
 

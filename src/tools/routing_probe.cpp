@@ -39,7 +39,11 @@ RoutingStats probe_routing(const gguf::GgufModel& model, uint32_t layer, uint64_
   const std::string blk = "blk." + std::to_string(layer) + ".";
   const gguf::TensorInfo& embd = model.require("token_embd.weight");
   const gguf::TensorInfo& router = model.require(blk + "ffn_gate_inp.weight");
-  const gguf::TensorInfo& norm = model.require(blk + "ffn_norm.weight");
+  // The RMSNorm in front of the router: ffn_norm, or gpt-oss's post_attention_norm.
+  const gguf::TensorInfo* norm_p = model.find(blk + "ffn_norm.weight");
+  if (!norm_p) norm_p = model.find(blk + "post_attention_norm.weight");
+  const gguf::TensorInfo& norm = norm_p ? *norm_p : model.require(blk + "ffn_norm.weight");  // throws naming it
+  const gguf::TensorInfo* bias = model.find(blk + "ffn_gate_inp.bias");  // gpt-oss
   const uint64_t n_embd = embd.ne[0];
   if (router.ne.size() != 2 || router.ne[0] != n_embd || norm.ne[0] != n_embd || embd.ne.size() != 2)
     fail(model.paths().front(), "routing probe: shapes of token_embd, " + router.name + " and " + norm.name +
@@ -57,6 +61,11 @@ RoutingStats probe_routing(const gguf::GgufModel& model, uint32_t layer, uint64_
   for (const auto& p : model.paths()) files.push_back(io::open_file(p));
   const std::vector<float> w = read_rows(files, router, 0, st.n_expert);
   const std::vector<float> g = read_rows(files, norm, 0, 1);
+  std::vector<float> b(st.n_expert, 0.0f);
+  if (bias) {
+    if (bias->ne[0] != st.n_expert) fail(model.paths().front(), "routing probe: " + bias->name + " has the wrong length");
+    b = read_rows(files, *bias, 0, 1);
+  }
   const uint64_t n_vocab = embd.ne[1];
   const uint64_t n = std::min(max_tokens, n_vocab);
   std::vector<float> logits(st.n_expert);
@@ -69,7 +78,7 @@ RoutingStats probe_routing(const gguf::GgufModel& model, uint32_t layer, uint64_
     const float scale = static_cast<float>(1.0 / std::sqrt(ss / n_embd + eps));
     for (uint64_t k = 0; k < n_embd; ++k) x[k] *= scale * g[k];
     for (uint32_t e = 0; e < st.n_expert; ++e) {
-      double acc = 0;
+      double acc = b[e];
       for (uint64_t k = 0; k < n_embd; ++k) acc += double{w[e * n_embd + k]} * x[k];
       logits[e] = static_cast<float>(acc);
     }

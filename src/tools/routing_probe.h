@@ -1,6 +1,7 @@
 // Router statistics of a MoE layer evaluated on the token embeddings: the
-// top-k expert hit counts of ffn_gate_inp(RMSNorm(embedding) * ffn_norm) for a
-// set of token ids. Used to check that synthesized models route unevenly (a
+// top-k expert hit counts of ffn_gate_inp(RMSNorm(embedding) * ffn_norm) (+ the
+// router bias where there is one; gpt-oss's pre-FFN norm is post_attention_norm)
+// for a set of token ids. Used to check that synthesized models route unevenly (a
 // proxy for the real layer-0 input, which also includes the attention output).
 #pragma once
 

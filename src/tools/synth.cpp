@@ -11,6 +11,8 @@
 #include <cstring>
 #include <exception>
 #include <filesystem>
+#include <functional>
+#include <new>
 #include <mutex>
 #include <thread>
 
@@ -25,6 +27,9 @@ namespace {
 constexpr uint64_t kChunkBytes = 4ull << 20;  // target output bytes per chunk
 constexpr unsigned kSlotsPerThread = 2;
 constexpr float kRouterGain = 2.0f;  // router logits' token-to-token std ~ gain/sqrt(2)
+// Cap on all workers' chunk buffers and scratch together (with the shape limits
+// of validate_synth_config one worker needs at most ~10 MiB).
+constexpr uint64_t kMaxBufferBytes = 4ull << 30;
 
 struct Chunk {
   size_t tensor;
@@ -110,6 +115,89 @@ class ChunkPipeline {
   std::exception_ptr error_;
 };
 
+// Rethrows the exception in `e` as one sluice::Error (an Error unchanged).
+[[noreturn]] void rethrow_as_error(std::exception_ptr e) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const Error&) {
+    throw;
+  } catch (const std::bad_alloc&) {
+    throw Error("synth: out of memory while generating tensor data (try fewer --threads)");
+  } catch (const std::exception& x) {
+    throw Error(std::string("synth: worker failed: ") + x.what());
+  } catch (...) {
+    throw Error("synth: worker failed with an unknown exception");
+  }
+}
+
+uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+
+// Serialized size of one metadata value's payload, as gguf::Writer writes it.
+uint64_t value_bytes(const gguf::Value& v) {
+  switch (v.type) {
+    case gguf::ValueType::UINT8: case gguf::ValueType::INT8: case gguf::ValueType::BOOL: return 1;
+    case gguf::ValueType::UINT16: case gguf::ValueType::INT16: return 2;
+    case gguf::ValueType::UINT32: case gguf::ValueType::INT32: case gguf::ValueType::FLOAT32: return 4;
+    case gguf::ValueType::UINT64: case gguf::ValueType::INT64: case gguf::ValueType::FLOAT64: return 8;
+    case gguf::ValueType::STRING: return 8 + v.s.size();
+    case gguf::ValueType::ARRAY: {
+      uint64_t n = 4 + 8;
+      for (const auto& e : v.array) n += value_bytes(e);
+      return n;
+    }
+  }
+  return 0;
+}
+
+uint64_t tensor_bytes(const PlannedTensor& t) {
+  uint64_t rows = 1;
+  for (size_t d = 1; d < t.ne.size(); ++d) rows *= t.ne[d];
+  return *ggml_row_bytes(t.type, t.ne[0]) * rows;
+}
+
+constexpr uint64_t kAlignment = 32;  // gguf::Writer's default, which synth uses
+
+// File size and memory of writing `plan` (GGUF v3 layout, as gguf::Writer
+// writes it with the default alignment: no general.alignment key).
+SynthSizes plan_sizes(const SynthPlan& plan, unsigned threads) {
+  SynthSizes s;
+  // Per tensor the sizes fit easily (validate_synth_config's limits); the sum
+  // over absurd shapes can pass 2^64, so it saturates (and then cannot fit).
+  auto add = [](uint64_t& acc, uint64_t v) {
+    if (__builtin_add_overflow(acc, v, &acc)) acc = UINT64_MAX - kAlignment;
+  };
+  uint64_t header = 4 + 4 + 8 + 8, data = 0, layer0 = 0, max_chunk = 0, max_row = 0;
+  for (const auto& [k, v] : plan.metadata) header += 8 + k.size() + 4 + value_bytes(v);
+  for (const auto& t : plan.tensors) {
+    const uint64_t info = 8 + t.name.size() + 4 + 8 * t.ne.size() + 4 + 8;
+    const uint64_t bytes = align_up(tensor_bytes(t), kAlignment);
+    header += info;
+    add(data, bytes);
+    if (t.name.rfind("blk.0.", 0) == 0) layer0 += info + bytes;
+    const uint64_t row_bytes = *ggml_row_bytes(t.type, t.ne[0]);
+    const uint64_t rows = tensor_bytes(t) / row_bytes;
+    max_chunk = std::max(max_chunk, std::min(rows, std::max<uint64_t>(1, kChunkBytes / row_bytes)) * row_bytes);
+    max_row = std::max(max_row, t.ne[0]);
+  }
+  s.header_bytes = align_up(header, kAlignment);
+  s.file_bytes = s.header_bytes;
+  add(s.file_bytes, data);
+  uint64_t n_layer = 0;
+  for (const auto& t : plan.tensors) n_layer = std::max<uint64_t>(n_layer, t.name.rfind("blk.", 0) == 0 ? t.layer + 1 : 0);
+  s.per_layer_bytes = layer0;
+  // + alignment: the header's padding is not linear in the layer count.
+  // (Saturated sums make this an over-estimate, which only hides the advice.)
+  uint64_t layers_bytes = 0;
+  if (__builtin_mul_overflow(n_layer, layer0, &layers_bytes)) layers_bytes = s.file_bytes;
+  s.fixed_bytes = s.file_bytes - std::min(s.file_bytes, layers_bytes) + kAlignment;
+  s.buffer_bytes = uint64_t{threads} * (kSlotsPerThread * max_chunk + sizeof(float) * max_row);
+  return s;
+}
+
+unsigned worker_count(unsigned threads) {
+  return threads == 0 ? std::max(1u, std::thread::hardware_concurrency()) : threads;
+}
+
 void check_writable(const PlannedTensor& t) {
   if (t.direct || t.type == GgmlType::F32) return;
   const kernels::TypeKernels* k = nullptr;
@@ -155,6 +243,9 @@ void RowGenerator::float_row(const PlannedTensor& t, uint64_t row, float* out) c
     case Init::Norm:
       for (uint64_t i = 0; i < n; ++i) out[i] = 1.0f + 0.05f * rng.normal();
       break;
+    case Init::Bias:
+      for (uint64_t i = 0; i < n; ++i) out[i] = 0.1f * rng.normal();
+      break;
     case Init::Embedding: {
       // x = z + sqrt(n) u: after RMSNorm, u . x_norm ~ sqrt(n/2) for every token.
       const float c = std::sqrt(static_cast<float>(n));
@@ -195,10 +286,48 @@ void RowGenerator::row(const PlannedTensor& t, uint64_t row, void* dst, float* s
 
 // ---- synth_model ---------------------------------------------------------------
 
+void run_chunk_pipeline(size_t n_chunks, unsigned threads, size_t slots,
+                        const std::function<void(size_t, std::vector<uint8_t>&)>& produce,
+                        const std::function<void(size_t, std::vector<uint8_t>&)>& consume) {
+  ChunkPipeline pipe(n_chunks, slots);
+  auto work = [&] {
+    // Everything a worker does, allocation included, is inside the try: an
+    // exception escaping a thread would std::terminate the process.
+    try {
+      size_t index;
+      while (pipe.claim(&index)) {
+        produce(index, pipe.buffer(index));
+        pipe.publish(index);
+      }
+    } catch (...) {
+      pipe.abort(std::current_exception());
+    }
+  };
+  std::vector<std::jthread> workers;
+  try {
+    for (unsigned i = 0; i < threads; ++i) workers.emplace_back(work);
+    for (size_t i = 0; i < n_chunks; ++i) {
+      std::vector<uint8_t>& buf = pipe.wait_ready(i);
+      consume(i, buf);
+      pipe.release(i);
+    }
+  } catch (...) {
+    const std::exception_ptr e = std::current_exception();
+    pipe.abort(e);
+    workers.clear();  // join: they see the abort
+    rethrow_as_error(e);
+  }
+  workers.clear();
+}
+
+SynthSizes synth_sizes(const SynthConfig& cfg, unsigned threads) {
+  return plan_sizes(synth_plan(cfg), worker_count(threads));
+}
+
 SynthResult synth_model(const SynthConfig& cfg, const std::string& out_path, unsigned threads,
                         const SynthProgress& progress) {
-  if (cfg.arch != "qwen3moe") fail("--arch", "unsupported architecture '" + cfg.arch + "' (supported: qwen3moe)");
-  SynthPlan plan = plan_qwen3moe(cfg);
+  SynthPlan plan = synth_plan(cfg);
+  threads = worker_count(threads);
 
   uint64_t total_elements = 0;
   for (const auto& t : plan.tensors) {
@@ -210,16 +339,25 @@ SynthResult synth_model(const SynthConfig& cfg, const std::string& out_path, uns
                       (cfg.quant_mode == QuantMode::Auto && total_elements > kDirectThresholdElements);
   for (auto& t : plan.tensors) {
     t.direct = direct && t.init == Init::Projection && direct_block_supported(t.type);
-    check_writable(t);
+    if (!cfg.zero_data) check_writable(t);
   }
-  const RowGenerator gen(cfg, cfg.n_embd, cfg.n_layer, cfg.n_expert);
 
-  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
-  const auto chunks = make_chunks(plan.tensors);
+  // Sizes first: nothing is opened or allocated for a file that cannot fit.
+  const SynthSizes sizes = plan_sizes(plan, threads);
+  if (sizes.buffer_bytes > kMaxBufferBytes)
+    fail("--threads", std::to_string(threads) + " workers would need " + std::to_string(sizes.buffer_bytes >> 20) +
+                          " MiB of chunk buffers (limit " + std::to_string(kMaxBufferBytes >> 20) + " MiB)");
+  // A zero-data file's tensor data is a hole: only the header takes space.
+  check_disk_space(out_path, cfg.zero_data ? sizes.header_bytes : sizes.file_bytes, free_disk_bytes(out_path),
+                   sizes.fixed_bytes, sizes.per_layer_bytes);
+
+  const RowGenerator gen(cfg, cfg.n_embd, cfg.n_layer, cfg.n_expert);
+  const auto chunks = cfg.zero_data ? std::vector<Chunk>{} : make_chunks(plan.tensors);
   const auto t0 = std::chrono::steady_clock::now();
   SynthResult result;
   result.direct = direct;
   result.n_tensors = plan.tensors.size();
+  result.buffer_bytes = sizes.buffer_bytes;
   uint64_t max_row = 0;
   for (const auto& t : plan.tensors) max_row = std::max(max_row, t.ne[0]);
 
@@ -229,51 +367,36 @@ SynthResult synth_model(const SynthConfig& cfg, const std::string& out_path, uns
     for (const auto& t : plan.tensors) writer.add_tensor(t.name, t.type, t.ne);
     writer.write_header();
 
-    ChunkPipeline pipe(chunks.size(), size_t{threads} * kSlotsPerThread);
-    auto work = [&] {
-      std::vector<float> scratch(max_row);
-      size_t index;
-      try {
-        while (pipe.claim(&index)) {
-          const Chunk& c = chunks[index];
-          const PlannedTensor& t = plan.tensors[c.tensor];
-          const uint64_t row_bytes = c.bytes / (c.row_end - c.row_begin);
-          std::vector<uint8_t>& buf = pipe.buffer(index);
-          buf.resize(c.bytes);
-          for (uint64_t r = c.row_begin; r < c.row_end; ++r)
-            gen.row(t, r, buf.data() + (r - c.row_begin) * row_bytes, scratch.data());
-          pipe.publish(index);
-        }
-      } catch (...) {
-        pipe.abort(std::current_exception());
-      }
+    // One scratch row per worker thread, allocated inside the worker's try.
+    auto produce = [&](size_t index, std::vector<uint8_t>& buf) {
+      thread_local std::vector<float> scratch;
+      scratch.resize(max_row);
+      const Chunk& c = chunks[index];
+      const PlannedTensor& t = plan.tensors[c.tensor];
+      const uint64_t row_bytes = c.bytes / (c.row_end - c.row_begin);
+      buf.resize(c.bytes);
+      for (uint64_t r = c.row_begin; r < c.row_end; ++r)
+        gen.row(t, r, buf.data() + (r - c.row_begin) * row_bytes, scratch.data());
     };
-    std::vector<std::jthread> workers;
-    for (unsigned i = 0; i < threads; ++i) workers.emplace_back(work);
-
     uint64_t total = 0, done = 0;
     for (const auto& c : chunks) total += c.bytes;
     auto last_print = t0;
-    try {
-      for (size_t i = 0; i < chunks.size(); ++i) {
-        std::vector<uint8_t>& buf = pipe.wait_ready(i);
-        writer.write_tensor_data(buf.data(), chunks[i].bytes);
-        pipe.release(i);
-        done += chunks[i].bytes;
-        const auto now = std::chrono::steady_clock::now();
-        if (progress.print && (now - last_print > std::chrono::seconds(1) || i + 1 == chunks.size())) {
-          last_print = now;
-          const double s = std::chrono::duration<double>(now - t0).count();
-          std::fprintf(stderr, "\rsynth: %8.1f / %.1f MiB  %6.1f MB/s  %5.1f s", done / 1048576.0,
-                       total / 1048576.0, s > 0 ? done / 1e6 / s : 0.0, s);
-          std::fflush(stderr);
-        }
+    auto consume = [&](size_t i, std::vector<uint8_t>& buf) {
+      writer.write_tensor_data(buf.data(), chunks[i].bytes);
+      done += chunks[i].bytes;
+      const auto now = std::chrono::steady_clock::now();
+      if (progress.print && (now - last_print > std::chrono::seconds(1) || i + 1 == chunks.size())) {
+        last_print = now;
+        const double s = std::chrono::duration<double>(now - t0).count();
+        std::fprintf(stderr, "\rsynth: %8.1f / %.1f MiB  %6.1f MB/s  %5.1f s", done / 1048576.0,
+                     total / 1048576.0, s > 0 ? done / 1e6 / s : 0.0, s);
+        std::fflush(stderr);
       }
-    } catch (...) {
-      pipe.abort(std::current_exception());
-      throw;
-    }
-    workers.clear();  // join
+    };
+    if (cfg.zero_data)
+      writer.zero_fill_remaining();
+    else
+      run_chunk_pipeline(chunks.size(), threads, size_t{threads} * kSlotsPerThread, produce, consume);
     writer.finish();
     result.bytes = writer.bytes_written();
     if (progress.print) std::fprintf(stderr, "\n");

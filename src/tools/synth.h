@@ -26,15 +26,18 @@ namespace sluice::tools {
 enum class QuantMode { Auto, Exact, Direct };
 inline constexpr uint64_t kDirectThresholdElements = 1ull << 30;
 
+// Architectures synth writes (general.architecture names, as llama.cpp spells them).
+std::vector<std::string> synth_arch_names();
+
 struct SynthConfig {
   std::string arch = "qwen3moe";
   std::string name = "sluice-synth";
   uint32_t n_layer = 4;
-  uint32_t n_expert = 16;
+  uint32_t n_expert = 16;  // llama only: 0 writes a dense model (ffn_gate/up/down of n_ff)
   uint32_t n_expert_used = 4;
   uint32_t n_embd = 128;
   uint32_t n_ff_exp = 128;
-  uint32_t n_ff = 384;  // feed_forward_length metadata (the model family's dense width)
+  uint32_t n_ff = 384;  // feed_forward_length metadata (the model family's dense width); dense llama's FFN width
   uint32_t n_head = 4;
   uint32_t n_head_kv = 2;
   uint32_t head_dim = 32;
@@ -42,6 +45,11 @@ struct SynthConfig {
   uint32_t context_length = 4096;
   float rope_theta = 1e6f;
   float rms_eps = 1e-6f;
+  // gpt-oss: sliding-window length of the even layers, YaRN factor and the
+  // context it stretches.
+  uint32_t n_swa = 128;
+  float rope_scaling_factor = 32.0f;
+  uint32_t rope_orig_ctx = 4096;
   GgmlType expert_type = GgmlType::Q4_0;  // ffn_{gate,up,down}_exps
   GgmlType down_type = GgmlType::Q4_0;    // ffn_down_exps
   GgmlType attn_type = GgmlType::Q8_0;    // attn_q, attn_k, attn_output
@@ -54,13 +62,35 @@ struct SynthConfig {
   // Routing skew: spread of the per-expert affinity to the shared residual
   // direction (0 gives near-uniform routing).
   float routing_skew = 1.5f;
+  // Real-model presets: their layer count; --layers may only cut it (1..this).
+  // 0: no preset bound (only the general limit).
+  uint32_t preset_layers = 0;
+  // Header and tensor table only: the data section is a hole of zeros (the
+  // file has its full size but takes almost no disk), for sizing/inspect
+  // experiments with full-size tensor tables.
+  bool zero_data = false;
 };
 
-// Presets: "tiny" (~2 MB, Q4_0 experts / Q8_0 rest, built-in vocab) and
-// "qwen3-30b-a3b" (Qwen3-30B-A3B shapes, Q4_K_M-like types, ~17 GB).
-// Throws sluice::Error naming the preset if unknown.
-SynthConfig synth_preset(const std::string& preset);
+// Presets: "tiny" (a few MB, Q4_0 experts / Q8_0 rest, built-in vocab; for
+// gpt-oss MXFP4 experts), "qwen3-30b-a3b" (Qwen3-30B-A3B shapes, Q4_K_M-like
+// types, ~17 GB), "gpt-oss-20b" / "gpt-oss-120b" (the real shapes and types of
+// ggml-org's MXFP4 GGUFs, ~12 / ~63 GB). `arch` ("" = the preset's own):
+// "tiny" takes any architecture; the real-model presets imply theirs and
+// reject another. Throws sluice::Error naming the flag if unknown/conflicting.
+SynthConfig synth_preset(const std::string& preset, const std::string& arch = "");
 std::vector<std::string> synth_preset_names();
+
+// Range checks of every shape flag (message names the flag and its limit).
+// Runs before anything is allocated; synth_model calls it.
+void validate_synth_config(const SynthConfig& cfg);
+
+// Free bytes for an unprivileged writer in the directory that will hold `out_path`.
+uint64_t free_disk_bytes(const std::string& out_path);
+// Throws sluice::Error naming `out_path` with both sizes when `need` > `free`
+// (plus the --layers count that would fit, when fixed_bytes + L * per_layer_bytes
+// fits for some L >= 1).
+void check_disk_space(const std::string& out_path, uint64_t need, uint64_t free, uint64_t fixed_bytes,
+                      uint64_t per_layer_bytes);
 
 struct SynthProgress {
   bool print = false;  // progress lines (MB/s) to stderr
@@ -71,11 +101,25 @@ struct SynthResult {
   uint64_t n_tensors = 0;
   double seconds = 0;
   bool direct = false;  // whether direct block generation was used
+  uint64_t buffer_bytes = 0;  // chunk buffers + scratch of all workers (bounded up front)
 };
 
+// What a config will write, computed before anything is opened or allocated.
+struct SynthSizes {
+  uint64_t file_bytes = 0;       // exact size of the output file
+  uint64_t header_bytes = 0;     // metadata + tensor table, padded (where the data starts)
+  uint64_t fixed_bytes = 0;      // header + tensors outside blk.N
+  uint64_t per_layer_bytes = 0;  // one block's tensors (all blocks are equal), with padding
+  uint64_t buffer_bytes = 0;     // workers' chunk buffers and scratch for `threads` workers
+};
+SynthSizes synth_sizes(const SynthConfig& cfg, unsigned threads);
+
 // Writes the model to `out_path` using `threads` worker threads (0 = all cores).
-// Throws sluice::Error naming the flag/file on invalid config or I/O failure;
-// a partially written file is removed.
+// Before opening the file it validates the config, computes synth_sizes and
+// refuses (check_disk_space) when the file does not fit the destination's free
+// space. Throws sluice::Error naming the flag/file on invalid config, I/O
+// failure or a failed worker (e.g. out of memory); a partially written file is
+// removed.
 SynthResult synth_model(const SynthConfig& cfg, const std::string& out_path, unsigned threads,
                         const SynthProgress& progress = {});
 

@@ -17,6 +17,13 @@
 //    d*scale*(q-32), q uniform in 0..63 (E[(q-32)^2] = 341.5); |scale| uniform
 //    in [64,127] with random sign (cancels the -0.5 offset); d = std /
 //    (sqrt(341.5) * rms(scale)).
+//  - MXFP4 {u8 e; u8 qs[16]}: value = 2^(e-128) * L(q), L the doubled E2M1
+//    levels (kernels/tables.h), q uniform in 0..15: symmetric (mean 0),
+//    E[L^2] = 274/8 = 34.25. The scale is a power of two, so per block e is
+//    e_lo or e_lo + 1 (s_lo = 2^(e_lo-128) <= std/sqrt(34.25) < 2 s_lo) with
+//    the probability p = (t^2 - s_lo^2) / (3 s_lo^2) of e_lo + 1 that makes
+//    the mean square over blocks exactly t^2, t = std/sqrt(34.25).
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -89,10 +96,21 @@ void q6_k_block(Rng& rng, float std, uint8_t* b) {
   put_fp16(b + 208, std / (std::sqrt(341.5f) * std::sqrt(sum_sq / 16)));
 }
 
+void mxfp4_block(Rng& rng, float std, uint8_t* b) {
+  const float t = std / std::sqrt(34.25f);
+  const int e_lo = static_cast<int>(std::floor(std::log2(t)));
+  const float s_lo = std::ldexp(1.0f, e_lo);
+  const float p = (t * t - s_lo * s_lo) / (3 * s_lo * s_lo);
+  const int e = 128 + e_lo + (rng.uniform() < p ? 1 : 0);
+  b[0] = static_cast<uint8_t>(std::clamp(e, 2, 254));  // a normal float scale, never the E8M0 NaN
+  fill_random_bytes(rng, b + 1, 16);
+}
+
 }  // namespace
 
 bool direct_block_supported(GgmlType t) {
-  return t == GgmlType::Q8_0 || t == GgmlType::Q4_0 || t == GgmlType::Q4_K || t == GgmlType::Q6_K;
+  return t == GgmlType::Q8_0 || t == GgmlType::Q4_0 || t == GgmlType::Q4_K || t == GgmlType::Q6_K ||
+         t == GgmlType::MXFP4;
 }
 
 void generate_direct_row(GgmlType t, Rng& rng, float std, void* dst, int64_t n) {
@@ -105,6 +123,7 @@ void generate_direct_row(GgmlType t, Rng& rng, float std, void* dst, int64_t n) 
       case GgmlType::Q4_0: q4_0_block(rng, std, out); break;
       case GgmlType::Q4_K: q4_k_block(rng, std, out); break;
       case GgmlType::Q6_K: q6_k_block(rng, std, out); break;
+      case GgmlType::MXFP4: mxfp4_block(rng, std, out); break;
       default: throw Error("synth: no direct block generator for type " + std::string(info.name));
     }
   }

@@ -1,9 +1,11 @@
 // Internal to synth: the list of tensors to write and how each is initialised.
-// An architecture file (synth_qwen3moe.cpp) turns a SynthConfig into a
-// SynthPlan; synth.cpp streams the plan to disk through RowGenerator.
+// One file per architecture (synth_qwen3moe.cpp, synth_llama.cpp,
+// synth_gpt_oss.cpp) turns a validated SynthConfig into a SynthPlan through
+// PlanBuilder; synth.cpp streams the plan to disk through RowGenerator.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -20,6 +22,7 @@ enum class Init {
   Norm,        // 1 + 0.05 N(0,1)
   Router,      // projection rows orthogonal to u, plus g_{layer,e} * u (skewed routing)
   Embedding,   // N(0,1) + sqrt(n_embd) * u: every token shares the direction u
+  Bias,        // 0.1 N(0,1): biases and attention sinks, small next to O(1) activations
 };
 
 struct PlannedTensor {
@@ -36,8 +39,43 @@ struct SynthPlan {
   std::vector<PlannedTensor> tensors;
 };
 
-// Validates cfg for qwen3moe and builds its plan (names and shapes as llama.cpp).
+// Builds a plan: metadata in insertion order, tensors checked against their
+// type's block size (the message names `flag`, the option that sets the type
+// or width).
+class PlanBuilder {
+ public:
+  void md(std::string key, gguf::Value v) { plan_.metadata.emplace_back(std::move(key), std::move(v)); }
+  void add(std::string name, GgmlType type, std::vector<uint64_t> ne, Init init, uint32_t layer, const char* flag);
+  // general.architecture/type/name (first, as llama.cpp writes them).
+  void general(const SynthConfig& cfg);
+  // general.file_type for cfg.expert_type and general.quantization_version.
+  void file_type(const SynthConfig& cfg);
+  // tokenizer.* from synth_vocab; returns the vocabulary size. `builtin_pre`
+  // (non-null) replaces tokenizer.ggml.pre of the built-in vocabulary (a
+  // --vocab file keeps its own).
+  uint32_t tokenizer(const SynthConfig& cfg, const char* builtin_pre = nullptr);
+  SynthPlan take() { return std::move(plan_); }
+
+ private:
+  SynthPlan plan_;
+};
+
+// Names and shapes as llama.cpp writes them for each architecture. cfg must
+// have passed validate_synth_config; each adds the checks specific to it.
 SynthPlan plan_qwen3moe(const SynthConfig& cfg);
+SynthPlan plan_llama(const SynthConfig& cfg);
+SynthPlan plan_gpt_oss(const SynthConfig& cfg);
+// Dispatches on cfg.arch (validates first).
+SynthPlan synth_plan(const SynthConfig& cfg);
+
+// Runs produce(i, buffer) for chunks 0..n_chunks-1 on `threads` workers and
+// consume(i, buffer) on the calling thread in chunk order, with at most
+// `slots` buffers in flight. Whatever a worker or consume throws (including
+// std::bad_alloc) stops all workers, is joined, and is rethrown here as one
+// sluice::Error (an Error as is, anything else wrapped with its what()).
+void run_chunk_pipeline(size_t n_chunks, unsigned threads, size_t slots,
+                        const std::function<void(size_t, std::vector<uint8_t>&)>& produce,
+                        const std::function<void(size_t, std::vector<uint8_t>&)>& consume);
 
 // Generates rows of planned tensors. Immutable after construction: safe to
 // call from several threads. Row r of tensor t is a function of (seed, t.name, r).

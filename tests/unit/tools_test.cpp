@@ -206,7 +206,7 @@ TEST(ToolsSynth, ExactRowsDequantizeToTheGeneratedFloats) {
 }
 
 TEST(ToolsSynth, DirectBlocksHaveZeroMeanAndTargetStd) {
-  for (GgmlType t : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_K, GgmlType::Q6_K}) {
+  for (GgmlType t : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::MXFP4}) {
     ASSERT_TRUE(direct_block_supported(t));
     const int64_t n = 1 << 18;
     const float target = 0.03f;
@@ -317,7 +317,7 @@ TEST(ToolsSynth, InvalidConfigsNameTheFlag) {
   cfg.n_expert_used = 20;
   EXPECT_THROW(synth_model(cfg, out.path.string(), 1), Error);
   cfg = synth_preset("tiny");
-  cfg.arch = "llama";
+  cfg.arch = "falcon";
   EXPECT_THROW(synth_model(cfg, out.path.string(), 1), Error);
   EXPECT_THROW(synth_preset("huge"), Error);
 }
