@@ -6,6 +6,7 @@
 
 #include "cli/commands.h"
 #include "gguf/gguf.h"
+#include "io/output_file.h"
 #include "tools/routing_probe.h"
 #include "tools/synth.h"
 #include "util/error.h"
@@ -21,6 +22,7 @@ struct SynthOptions {
   std::optional<float> routing_skew;
   unsigned threads = 0;
   bool quiet = false;
+  bool force = false;
 };
 
 GgmlType parse_type(const std::string& s, const char* flag) {
@@ -57,7 +59,9 @@ void run_synth(const SynthOptions& o) {
   else if (o.quant_mode == "direct") c.quant_mode = tools::QuantMode::Direct;
   else fail("--quant-mode", "expected auto, exact or direct, got '" + o.quant_mode + "'");
 
-  const tools::SynthResult r = tools::synth_model(c, o.out, o.threads, {.print = !o.quiet});
+  // Refused before any work: OUT is the --vocab file, or exists without --force.
+  io::OutputFile out(o.out, {.flag = "-o", .inputs = {o.vocab}, .overwrite = o.force});
+  const tools::SynthResult r = tools::synth_model(c, out, o.threads, {.print = !o.quiet});
   std::fprintf(stderr, "synth: wrote %s: %llu tensors, %.1f MiB in %.1f s (%.1f MB/s, %s quantization)\n",
                o.out.c_str(), static_cast<unsigned long long>(r.n_tensors), r.bytes / 1048576.0, r.seconds,
                r.seconds > 0 ? r.bytes / 1e6 / r.seconds : 0.0, r.direct ? "direct-block" : "exact");
@@ -97,6 +101,7 @@ void register_synth(CLI::App& app) {
   cmd->add_option("--vocab", o->vocab, "Copy tokenizer.* metadata from this GGUF");
   cmd->add_option("--threads", o->threads, "Worker threads (0 = all cores); output does not depend on it");
   cmd->add_flag("-q,--quiet", o->quiet, "No progress output");
+  cmd->add_flag("--force", o->force, "Overwrite the output file if it exists (never the --vocab file)");
   cmd->callback([o] { run_synth(*o); });
 }
 

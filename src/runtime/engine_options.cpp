@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "gguf/gguf.h"
 #include "moe/cache_budget.h"
 #include "util/error.h"
 
@@ -119,11 +120,9 @@ model::ModelConfig EngineOptions::to_model_config() const {
   c.cache_ceil_bytes = static_cast<uint64_t>(cache_ceil_mb) * moe::kMiB;
   if (cache.automatic) c.cache_meminfo = meminfo_for_cache();
   if (!route_trace.empty()) {
-    try {
-      c.route_trace = std::make_shared<moe::RouteTraceWriter>(route_trace);
-    } catch (const Error& e) {
-      throw Error(std::string("--route-trace: ") + e.what());
-    }
+    io::OutputOptions out{.flag = "--route-trace", .inputs = gguf::model_file_paths(model_path), .overwrite = true};
+    out.inputs.insert(out.inputs.end(), extra_inputs.begin(), extra_inputs.end());
+    c.route_trace = std::make_shared<moe::RouteTraceWriter>(route_trace, std::move(out));
   }
   c.log = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
   return c;

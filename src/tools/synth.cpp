@@ -197,6 +197,11 @@ void RowGenerator::row(const PlannedTensor& t, uint64_t row, void* dst, float* s
 
 SynthResult synth_model(const SynthConfig& cfg, const std::string& out_path, unsigned threads,
                         const SynthProgress& progress) {
+  io::OutputFile out(out_path, {.flag = "", .inputs = {cfg.vocab_path}, .overwrite = true});
+  return synth_model(cfg, out, threads, progress);
+}
+
+SynthResult synth_model(const SynthConfig& cfg, io::OutputFile& out, unsigned threads, const SynthProgress& progress) {
   if (cfg.arch != "qwen3moe") fail("--arch", "unsupported architecture '" + cfg.arch + "' (supported: qwen3moe)");
   SynthPlan plan = plan_qwen3moe(cfg);
 
@@ -223,8 +228,8 @@ SynthResult synth_model(const SynthConfig& cfg, const std::string& out_path, uns
   uint64_t max_row = 0;
   for (const auto& t : plan.tensors) max_row = std::max(max_row, t.ne[0]);
 
-  try {
-    gguf::Writer writer(out_path);
+  {
+    gguf::Writer writer(out);
     for (auto& [k, v] : plan.metadata) writer.add_metadata(k, std::move(v));
     for (const auto& t : plan.tensors) writer.add_tensor(t.name, t.type, t.ne);
     writer.write_header();
@@ -275,12 +280,9 @@ SynthResult synth_model(const SynthConfig& cfg, const std::string& out_path, uns
     }
     workers.clear();  // join
     writer.finish();
+    out.commit();
     result.bytes = writer.bytes_written();
     if (progress.print) std::fprintf(stderr, "\n");
-  } catch (...) {
-    std::error_code ec;
-    std::filesystem::remove(out_path, ec);
-    throw;
   }
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return result;

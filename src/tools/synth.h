@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "gguf/gguf.h"
+#include "io/output_file.h"
 #include "util/ggml_type.h"
 
 namespace sluice::tools {
@@ -73,9 +74,13 @@ struct SynthResult {
   bool direct = false;  // whether direct block generation was used
 };
 
-// Writes the model to `out_path` using `threads` worker threads (0 = all cores).
-// Throws sluice::Error naming the flag/file on invalid config or I/O failure;
-// a partially written file is removed.
+// Writes the model into `out` using `threads` worker threads (0 = all cores)
+// and commits it when complete. Throws sluice::Error naming the flag/file on
+// invalid config or I/O failure; `out`'s destination is then untouched.
+SynthResult synth_model(const SynthConfig& cfg, io::OutputFile& out, unsigned threads,
+                        const SynthProgress& progress = {});
+// The same into io::OutputFile(out_path) that keeps cfg.vocab_path safe and
+// replaces an existing file (tests; the CLI refuses one without --force).
 SynthResult synth_model(const SynthConfig& cfg, const std::string& out_path, unsigned threads,
                         const SynthProgress& progress = {});
 
