@@ -12,7 +12,9 @@
 namespace sluice::io {
 namespace {
 
-std::string mib(uint64_t bytes) { return std::to_string(bytes >> 20) + " MiB"; }
+std::string mib(uint64_t bytes) {
+  return bytes % (uint64_t{1} << 20) == 0 ? std::to_string(bytes >> 20) + " MiB" : std::to_string(bytes) + "-byte";
+}
 
 }  // namespace
 
