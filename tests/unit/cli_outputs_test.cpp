@@ -195,6 +195,14 @@ TEST_F(CliOutputs, StdoutWriteErrorsFailTheCommand) {
     // stderr to the captured pipe, stdout to the full device.
     expect_failure(run_sluice(args, "2>&1 >/dev/full"), {"write failed: No space left on device"});
   }
+  // The run failed at its first token: its trace and CSV describe no finished
+  // run, so neither appears.
+  const std::string trace2 = path("failed.jsonl"), csv2 = path("failed.csv");
+  expect_failure(run_sluice("run -m " + m + " -p hi -n 4 --route-trace " + trace2 + " --csv " + csv2,
+                            "2>&1 >/dev/full"),
+                 {"stdout: write failed"});
+  EXPECT_FALSE(fs::exists(trace2));
+  EXPECT_FALSE(fs::exists(csv2));
 }
 
 // SIGPIPE ignored, EPIPE is a quiet stop: status 141, nothing on stderr. The
