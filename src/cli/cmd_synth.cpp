@@ -65,7 +65,7 @@ void run_synth(const SynthOptions& o) {
   std::fprintf(stderr, "synth: wrote %s: %llu tensors, %.1f MiB in %.1f s (%.1f MB/s, %s quantization)\n",
                o.out.c_str(), static_cast<unsigned long long>(r.n_tensors), r.bytes / 1048576.0, r.seconds,
                r.seconds > 0 ? r.bytes / 1e6 / r.seconds : 0.0, r.direct ? "direct-block" : "exact");
-  if (!o.quiet) {
+  if (!o.quiet && out.renames()) {  // a pipe or device cannot be read back
     const tools::RoutingStats st = tools::probe_routing(gguf::GgufModel::open(o.out), 0, 2048);
     std::fprintf(stderr, "synth: layer-0 router on %llu token embeddings: busiest expert takes %.1f%% of top-%u "
                  "selections (uniform %.1f%%)\n", static_cast<unsigned long long>(st.n_tokens), 100 * st.top_share(),

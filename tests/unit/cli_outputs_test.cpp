@@ -12,6 +12,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <spawn.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -170,6 +171,15 @@ TEST_F(CliOutputs, FileOutputWriteErrorsSurface) {
                  {"--csv /dev/full: write failed: No space left on device"});
   expect_failure(run_sluice("logits -m " + m + " --tokens 1,2 -o /dev/full"),
                  {"-o /dev/full: write failed: No space left on device"});
+  expect_failure(run_sluice("synth -q -o /dev/full"), {"-o /dev/full: write failed: No space left on device"});
+  // Devices are written in place (not refused as "existing", never renamed over).
+  for (const std::string& args : {std::string("synth -o /dev/null"), "repack " + m + " /dev/null"}) {
+    const CliResult r = run_sluice(args);
+    EXPECT_EQ(r.status, 0) << args << ": " << r.out;
+  }
+  struct stat st {};
+  ASSERT_EQ(::stat("/dev/null", &st), 0);
+  EXPECT_TRUE(S_ISCHR(st.st_mode));
   // The same outputs to files: complete, replacing what was there.
   const std::string trace = file("trace.jsonl", "stale");
   const std::string csv = file("t.csv", "stale");
