@@ -123,7 +123,8 @@ void register_run(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("run", "generate text from a prompt");
   add_engine_flags(cmd, opts->engine);
   CLI::Option* p = cmd->add_option("-p,--prompt", opts->prompt, "prompt text");
-  CLI::Option* f = cmd->add_option("-f,--file", opts->prompt_file, "read the prompt from a file (- for stdin; at most 64 MiB)");
+  CLI::Option* f =
+      cmd->add_option("-f,--file", opts->prompt_file, "read the prompt from a file (- for stdin; at most 64 MiB)");
   p->excludes(f);
   f->excludes(p);
   cmd->add_option("-n,--n-predict", opts->n_predict, "tokens to generate")->capture_default_str();

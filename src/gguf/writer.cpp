@@ -24,7 +24,10 @@ std::string num(uint64_t v) { return std::to_string(v); }
 }  // namespace
 
 Writer::Writer(std::string path, uint64_t alignment)
-    : path_(std::move(path)), alignment_(alignment), owned_(std::make_unique<io::OutputFile>(path_)), out_(owned_.get()) {
+    : path_(std::move(path)),
+      alignment_(alignment),
+      owned_(std::make_unique<io::OutputFile>(path_)),
+      out_(owned_.get()) {
   check_alignment();
 }
 

@@ -191,7 +191,8 @@ void OutputFile::commit() {
   try {
     check_not_input(target_);
     struct stat st {};
-    if (!opts_.overwrite && ::stat(target_.c_str(), &st) == 0) fail_io("already exists (pass --force to overwrite it)", 0);
+    if (!opts_.overwrite && ::stat(target_.c_str(), &st) == 0)
+      fail_io("already exists (pass --force to overwrite it)", 0);
   } catch (...) {
     discard();
     throw;

@@ -198,7 +198,8 @@ TEST_F(CliOutputs, StdoutWriteErrorsFailTheCommand) {
   ASSERT_EQ(run_sluice("run -m " + m + " -p hi -n 2 --route-trace " + trace, ">/dev/null 2>&1").status, 0);
   const std::string text = file("text.txt", "hello world, this is a short text to score");
   for (const std::string& args : {"run -m " + m + " -p hi -n 4", "tokenize -m " + m + " -p hello", "inspect " + m,
-                                  "logits -m " + m + " --tokens 1,2 -o -", "cache-sim --expert-mib 1 --cache-mb 8 --trace " + trace,
+                                  "logits -m " + m + " --tokens 1,2 -o -",
+                                  "cache-sim --expert-mib 1 --cache-mb 8 --trace " + trace,
                                   "eval -m " + m + " -f " + text + " --ctx 8",
                                   "bench -m " + m + " -p 4 -n 2 -r 1"}) {
     SCOPED_TRACE(args);
