@@ -83,7 +83,7 @@ OutputFile::OutputFile(std::string path, OutputOptions opts) : path_(std::move(p
   const mode_t mode = exists ? (st.st_mode & 07777) : (0666 & ~current_umask());
   // O_TMPFILE needs /proc/self/fd at commit to give the file a name.
   static const bool have_proc_fd = ::access("/proc/self/fd", X_OK) == 0;
-  fd_ = have_proc_fd ? ::open(dir_of(target_).c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600) : -1;
+  fd_ = have_proc_fd && opts_.anonymous_temp ? ::open(dir_of(target_).c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600) : -1;
   if (fd_ >= 0) {
     anonymous_ = true;
   } else {

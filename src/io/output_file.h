@@ -36,6 +36,7 @@ struct OutputOptions {
   std::string flag;                 // names the output in messages ("--route-trace"); may be empty
   std::vector<std::string> inputs;  // files the command reads (empty strings and missing files are skipped)
   bool overwrite = true;            // false: an existing destination is refused ("pass --force")
+  bool anonymous_temp = true;       // false: always the named hidden file (tests of that fallback)
 };
 
 class OutputFile {

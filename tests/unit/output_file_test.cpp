@@ -173,6 +173,31 @@ TEST(OutputFile, AKilledWriterLeavesTheDestinationAsItWas) {
   EXPECT_EQ(d.entries(), 1u);
 }
 
+// Where the file system has no O_TMPFILE: a hidden named file beside the
+// destination, renamed at commit, removed when not committed.
+TEST(OutputFile, TheNamedTemporaryFallbackKeepsTheSamePromises) {
+  Dir d;
+  const io::OutputOptions named{.flag = "", .inputs = {}, .overwrite = true, .anonymous_temp = false};
+  const std::string dest = d.file("out.bin", "old");
+  {
+    io::OutputFile out(dest, named);
+    out.write("abandoned");
+    ASSERT_EQ(d.entries(), 2u);  // the hidden temporary file is visible while writing
+    for (const auto& e : fs::directory_iterator(d.path)) {
+      if (e.path() != dest) {
+        EXPECT_EQ(e.path().filename().string().rfind(".out.bin.sluice-", 0), 0u) << e.path();
+      }
+    }
+  }
+  EXPECT_EQ(file_bytes(dest), "old");
+  EXPECT_EQ(d.entries(), 1u);
+  io::OutputFile out(dest, named);
+  out.write("new");
+  out.commit();
+  EXPECT_EQ(file_bytes(dest), "new");
+  EXPECT_EQ(d.entries(), 1u);
+}
+
 // ---- text inputs ----------------------------------------------------------------
 
 TEST(TextInput, ReadsRegularFilesWhole) {
