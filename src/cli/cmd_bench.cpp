@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "cli/stdout_output.h"
 #include "cli/commands.h"
+#include "cli/stdout_output.h"
 #include "gguf/gguf.h"
 #include "runtime/io_bench.h"
 #include "runtime/model_bench.h"

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "cli/stdout_output.h"
 #include "cli/commands.h"
+#include "cli/stdout_output.h"
 #include "moe/cache_budget.h"
 #include "moe/cache_sim.h"
 #include "moe/route_trace.h"

@@ -14,9 +14,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cli/stdout_output.h"
 #include "cli/commands.h"
 #include "cli/engine_flags.h"
+#include "cli/stdout_output.h"
 #include "io/text_input.h"
 #include "runtime/eval.h"
 #include "runtime/session.h"

@@ -3,8 +3,8 @@
 #include <cstdio>
 #include <string>
 
-#include "cli/stdout_output.h"
 #include "cli/commands.h"
+#include "cli/stdout_output.h"
 #include "gguf/gguf.h"
 #include "tools/inspect_report.h"
 #include "tools/model_info.h"

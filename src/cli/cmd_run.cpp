@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "cli/stdout_output.h"
 #include "cli/commands.h"
 #include "cli/engine_flags.h"
 #include "cli/load_progress.h"
+#include "cli/stdout_output.h"
 #include "cli/telemetry_output.h"
 #include "io/text_input.h"
 #include "runtime/session.h"

@@ -5,9 +5,9 @@
 #include <string>
 #include <vector>
 
-#include "cli/stdout_output.h"
 #include "cli/commands.h"
 #include "cli/id_list.h"
+#include "cli/stdout_output.h"
 #include "gguf/gguf.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
