@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/stdout_output.h"
 #include "gguf/gguf.h"
 #include "runtime/io_bench.h"
 #include "runtime/model_bench.h"
@@ -112,7 +113,7 @@ void run_io_bench_command(const BenchOptions& o) {
   if (o.output != "md") {
     for (const std::string& n : notes) std::fprintf(stderr, "note: %s\n", n.c_str());
   }
-  std::fwrite(text.data(), 1, text.size(), stdout);
+  out(text);
 }
 
 runtime::ModelBenchConfig model_config_from(const BenchOptions& o) {
@@ -158,7 +159,7 @@ void run_model_bench_command(const BenchOptions& o) {
   } else {
     text = runtime::format_bench_markdown(rows);
   }
-  std::fwrite(text.data(), 1, text.size(), stdout);
+  out(text);
 }
 
 void run_bench(const BenchOptions& o) {

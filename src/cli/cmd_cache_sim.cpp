@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/stdout_output.h"
 #include "moe/cache_budget.h"
 #include "moe/cache_sim.h"
 #include "moe/route_trace.h"
@@ -32,17 +33,17 @@ void print_table(const std::vector<moe::RouteTrace>& traces, const std::vector<m
   for (const auto& t : traces) {
     records += t.records.size();
     tokens += t.n_tokens();
-    std::printf("trace %s: %s format, %zu records, %llu tokens, %d layers, top-%d of %d experts\n",
+    outf("trace %s: %s format, %zu records, %llu tokens, %d layers, top-%d of %d experts\n",
                 t.source.c_str(), t.format.c_str(), t.records.size(),
                 static_cast<unsigned long long>(t.n_tokens()), t.n_layers(), t.max_top_k(), t.n_expert());
   }
-  std::printf("expert size %.2f MiB; %s\n\n", o.expert_mib,
+  outf("expert size %.2f MiB; %s\n\n", o.expert_mib,
               o.warm ? "cache kept warm across sequences" : "each sequence starts with a cold cache");
-  std::printf("%-10s %12s %9s %8s %14s %10s\n", "policy", "budget MiB", "per-layer", "hit %", "MiB read/token",
+  outf("%-10s %12s %9s %8s %14s %10s\n", "policy", "budget MiB", "per-layer", "hit %", "MiB read/token",
               "evictions");
   for (const auto& r : results) {
     const std::string k = r.per_layer_k ? std::to_string(r.per_layer_k) : "-";
-    std::printf("%-10s %12.0f %9s %8.2f %14.1f %10llu\n", r.policy.c_str(),
+    outf("%-10s %12.0f %9s %8.2f %14.1f %10llu\n", r.policy.c_str(),
                 static_cast<double>(r.budget_bytes) / static_cast<double>(moe::kMiB), k.c_str(),
                 100.0 * r.hit_rate(), r.mib_read_per_token(), static_cast<unsigned long long>(r.evictions));
   }
@@ -73,7 +74,7 @@ void print_json(const std::vector<moe::RouteTrace>& traces, const std::vector<mo
                             {"hit_rate", r.hit_rate()},
                             {"mib_read_per_token", r.mib_read_per_token()}});
   }
-  std::printf("%s\n", j.dump(2).c_str());
+  outf("%s\n", j.dump(2).c_str());
 }
 
 void run_cache_sim(const CacheSimCliOptions& o) {

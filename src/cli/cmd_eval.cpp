@@ -8,9 +8,7 @@
 // and its I/O figures are not flattered by the other's reads. The cost is a
 // second copy of the dense weights and KV cache.
 #include <cstdio>
-#include <fstream>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -18,6 +16,8 @@
 
 #include "cli/commands.h"
 #include "cli/engine_flags.h"
+#include "cli/stdout_output.h"
+#include "io/text_input.h"
 #include "model/arch.h"
 #include "runtime/eval.h"
 #include "runtime/session.h"
@@ -34,15 +34,6 @@ struct EvalCmdOptions {
   int64_t max_tokens = 0;   // 0: all
   bool json_only = false;
 };
-
-std::string read_text(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) fail(path, "cannot open for reading");
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  if (f.bad()) fail(path, "read failed");
-  return ss.str();
-}
 
 bool trims_set(const moe::TrimConfig& t) { return t.top_k > 0 || t.any_table_trim(); }
 
@@ -68,13 +59,13 @@ nlohmann::json side_json(const runtime::EvalSide& s, int64_t n_scored, double pp
 
 void print_table(const runtime::EvalResult& r, const nlohmann::json& j) {
   const bool ref = r.has_reference;
-  std::printf("eval: %d windows, %lld tokens scored\n", r.n_windows, static_cast<long long>(r.n_scored));
-  std::printf("%-28s %14s %14s\n", "", ref ? "trimmed" : "model", ref ? "untrimmed" : "");
+  outf("eval: %d windows, %lld tokens scored\n", r.n_windows, static_cast<long long>(r.n_scored));
+  outf("%-28s %14s %14s\n", "", ref ? "trimmed" : "model", ref ? "untrimmed" : "");
   auto row = [&](const char* name, const char* key, const char* fmt) {
     char a[32], b[32] = "";
     std::snprintf(a, sizeof a, fmt, j["model"][key].get<double>());
     if (ref) std::snprintf(b, sizeof b, fmt, j["reference"][key].get<double>());
-    std::printf("%-28s %14s %14s\n", name, a, b);
+    outf("%-28s %14s %14s\n", name, a, b);
   };
   row("perplexity", "ppl", "%.4f");
   row("mean NLL (nats)", "nll", "%.5f");
@@ -85,14 +76,15 @@ void print_table(const runtime::EvalResult& r, const nlohmann::json& j) {
   row("experts dropped / token", "experts_dropped_per_token", "%.3f");
   row("tokens / s", "tokens_per_second", "%.1f");
   if (ref) {
-    std::printf("%-28s %14.6f\n", "mean KL(untrimmed||trimmed)", r.mean_kl());
-    std::printf("%-28s %13.2f%%\n", "top-1 agreement", r.top1_agree_pct());
+    outf("%-28s %14.6f\n", "mean KL(untrimmed||trimmed)", r.mean_kl());
+    outf("%-28s %13.2f%%\n", "top-1 agreement", r.top1_agree_pct());
   }
 }
 
 void run_eval(EvalCmdOptions& o) {
+  o.engine.extra_inputs = {o.text_path};  // --route-trace must not replace it
   const model::ModelConfig user_cfg = o.engine.to_model_config();  // reads the trim env once
-  const std::string text = read_text(o.text_path);                 // fail before loading anything
+  const std::string text = io::read_text_input(o.text_path, "-f");  // fail before loading anything
   const moe::TrimConfig trims = user_cfg.trims;
   std::shared_ptr<const gguf::GgufModel> g =
       std::make_shared<const gguf::GgufModel>(gguf::GgufModel::open(o.engine.model_path));
@@ -138,8 +130,9 @@ void run_eval(EvalCmdOptions& o) {
     j["top1_agree_pct"] = r.top1_agree_pct();
   }
   if (!o.json_only) print_table(r, j);
-  std::printf("SLUICE_EVAL %s\n", j.dump().c_str());
-  std::fflush(stdout);
+  outf("SLUICE_EVAL %s\n", j.dump().c_str());
+  flush_stdout();
+  if (cfg.route_trace) cfg.route_trace->close();
 }
 
 }  // namespace
@@ -149,7 +142,7 @@ void register_eval(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "eval", "perplexity over a text file; with routing trims, also KL/top-1 against the untrimmed model");
   add_engine_flags(cmd, opts->engine);
-  cmd->add_option("-f,--file", opts->text_path, "UTF-8 text file to evaluate")->required();
+  cmd->add_option("-f,--file", opts->text_path, "UTF-8 text file to evaluate (- for stdin; at most 64 MiB)")->required();
   cmd->add_option("--ctx", opts->ctx, "tokens per evaluation window, BOS included (0: min(model context, 512))")
       ->capture_default_str();
   cmd->add_option("--max-tokens", opts->max_tokens, "use only the first N text tokens (0: all)")

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/stdout_output.h"
 #include "gguf/gguf.h"
 #include "tools/inspect_report.h"
 #include "tools/model_info.h"
@@ -22,9 +23,9 @@ void run_inspect(const InspectOptions& o) {
   const gguf::GgufModel model = gguf::GgufModel::open(o.model);
   const tools::ModelInfo info = tools::model_info(model, o.kv_context);
   if (o.json) {
-    std::printf("%s\n", tools::inspect_json(info, model.metadata()).dump(2).c_str());
+    outf("%s\n", tools::inspect_json(info, model.metadata()).dump(2).c_str());
   } else {
-    std::fputs(tools::inspect_text(info, o.tensors).c_str(), stdout);
+    out(tools::inspect_text(info, o.tensors));
   }
 }
 

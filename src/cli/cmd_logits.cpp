@@ -1,6 +1,7 @@
 // `sluice logits`: evaluate a token-id sequence as one batch and write the
 // logits of every position as raw float32, row-major [n_tokens][n_vocab], no
-// header (the layout of shared/golden/*.logits.f32).
+// header (the layout of shared/golden/*.logits.f32). The file is written
+// through io::OutputFile, so it exists only when complete.
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -10,6 +11,7 @@
 #include "cli/id_list.h"
 #include "cli/engine_flags.h"
 #include "cli/telemetry_output.h"
+#include "io/output_file.h"
 #include "runtime/session.h"
 #include "util/error.h"
 
@@ -25,17 +27,20 @@ struct LogitsOptions {
 
 void run_logits(const LogitsOptions& o) {
   const std::vector<int32_t> ids = parse_id_list(o.tokens, "--tokens");
-  runtime::Session session = runtime::Session::open(o.engine.model_path, o.engine.to_model_config());
+  const model::ModelConfig cfg = o.engine.to_model_config();
+  runtime::Session session = runtime::Session::open(o.engine.model_path, cfg);
+  // Refused before the evaluation when -o is one of the model's files. The
+  // file appears only when complete (no header, so a partial one must never
+  // be mistaken for a shorter result).
+  io::OutputFile out(o.out_path, {.flag = "-o", .inputs = session.gguf().paths(), .overwrite = true});
   const size_t n_vocab = static_cast<size_t>(session.n_vocab());
   std::vector<float> logits(ids.size() * n_vocab);
   TelemetryOutput telemetry(o.telemetry, session);
   session.eval_all(ids, logits.data());
 
-  std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(o.out_path.c_str(), "wb"), &std::fclose);
-  if (!f) fail(o.out_path, "cannot open for writing");
-  if (std::fwrite(logits.data(), sizeof(float), logits.size(), f.get()) != logits.size())
-    fail(o.out_path, "write failed");
-  if (std::fclose(f.release()) != 0) fail(o.out_path, "write failed");
+  out.write(logits.data(), logits.size() * sizeof(float));
+  out.commit();
+  if (cfg.route_trace) cfg.route_trace->close();
   std::fprintf(stderr, "wrote %zu x %zu logits to %s\n", ids.size(), n_vocab, o.out_path.c_str());
   telemetry.finish();
 }

@@ -1,19 +1,18 @@
 // `sluice run`: tokenize a prompt, generate, stream the text to stdout; the
 // telemetry summary (cli/telemetry_output.h) goes to stderr.
-#include <cerrno>
+#include <cmath>
 #include <cstdio>
-#include <cstring>
-#include <fstream>
 #include <memory>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "cli/commands.h"
 #include "cli/engine_flags.h"
 #include "cli/load_progress.h"
+#include "cli/stdout_output.h"
 #include "cli/telemetry_output.h"
+#include "io/text_input.h"
 #include "runtime/session.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
@@ -35,12 +34,7 @@ struct RunOptions {
 // (as llama.cpp's -f does, so `echo text > f` and -p text agree).
 std::string load_prompt(const RunOptions& o) {
   if (o.prompt_file.empty()) return o.prompt;
-  std::ifstream in(o.prompt_file, std::ios::binary);
-  if (!in) throw Error("-f: cannot open prompt file " + o.prompt_file + ": " + std::strerror(errno));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) throw Error("-f: cannot read prompt file " + o.prompt_file);
-  std::string text = ss.str();
+  std::string text = io::read_text_input(o.prompt_file, "-f");
   if (!text.empty() && text.back() == '\n') text.pop_back();
   return text;
 }
@@ -61,9 +55,28 @@ void print_decode_io(const runtime::GenerationStats& st, const moe::ExpertIoStat
                lane_s > 0 ? bytes / 1e9 / lane_s : 0.0, lane_s, stall_s);
 }
 
-void run_generate(const RunOptions& o) {
+// Each of these, out of range, would print nothing or garbage with status 0
+// (--repeat-penalty 0 divides by zero); NaN fails every comparison, hence the
+// negated forms.
+void check_sampler(const runtime::SamplerConfig& s) {
+  auto require = [](bool ok, const char* flag, float v, const char* range) {
+    if (ok) return;
+    char got[32];
+    std::snprintf(got, sizeof got, "%g", static_cast<double>(v));
+    throw Error(std::string(flag) + ": must be " + range + " (got " + got + ")");
+  };
+  require(std::isfinite(s.temperature) && s.temperature >= 0, "--temp", s.temperature, "a number >= 0 (0 = greedy)");
+  require(s.top_p > 0 && s.top_p <= 1, "--top-p", s.top_p, "in (0, 1] (1 = off)");
+  require(s.min_p >= 0 && s.min_p <= 1, "--min-p", s.min_p, "in [0, 1] (0 = off)");
+  require(std::isfinite(s.repeat_penalty) && s.repeat_penalty > 0, "--repeat-penalty", s.repeat_penalty,
+          "a number > 0 (1 = off)");
+}
+
+void run_generate(RunOptions& o) {
   if (o.n_predict < 0) throw Error("-n: must be >= 0 (got " + std::to_string(o.n_predict) + ")");
+  check_sampler(o.sampler);
   const std::string text = load_prompt(o);
+  o.engine.extra_inputs = {o.prompt_file};  // --route-trace must not replace it
   model::ModelConfig cfg = o.engine.to_model_config();
   cfg.on_dense_progress = tty_load_progress("sluice: loading dense weights");
   runtime::Session session = runtime::Session::open(o.engine.model_path, cfg);
@@ -74,9 +87,9 @@ void run_generate(const RunOptions& o) {
                 ": the prompt tokenizes to nothing (and the model adds no BOS)");
   }
 
-  TelemetryOutput telemetry(o.telemetry, session);
-  std::fwrite(text.data(), 1, text.size(), stdout);
-  std::fflush(stdout);
+  TelemetryOutput telemetry(o.telemetry, session, {o.prompt_file});
+  out(text);
+  flush_stdout();
   std::vector<int32_t> stop;
   if (!o.ignore_eos) {
     for (int32_t id : {tok.eos(), tok.eot()})
@@ -90,14 +103,15 @@ void run_generate(const RunOptions& o) {
       [&](int32_t id) {
         if (!io_after_prefill) io_after_prefill = session.model().stats().io;
         const std::string piece = tok.token_to_piece(id, false);
-        std::fwrite(piece.data(), 1, piece.size(), stdout);
-        std::fflush(stdout);
+        out(piece);
+        flush_stdout();
         return true;
       },
       stop);
-  std::fputc('\n', stdout);
-  std::fflush(stdout);
+  out("\n");
+  flush_stdout();
 
+  if (cfg.route_trace) cfg.route_trace->close();
   telemetry.finish();
   if (io_after_prefill) print_decode_io(st, *io_after_prefill, session.model().stats().io);
 }
@@ -109,7 +123,8 @@ void register_run(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("run", "generate text from a prompt");
   add_engine_flags(cmd, opts->engine);
   CLI::Option* p = cmd->add_option("-p,--prompt", opts->prompt, "prompt text");
-  CLI::Option* f = cmd->add_option("-f,--file", opts->prompt_file, "read the prompt from a file");
+  CLI::Option* f =
+      cmd->add_option("-f,--file", opts->prompt_file, "read the prompt from a file (- for stdin; at most 64 MiB)");
   p->excludes(f);
   f->excludes(p);
   cmd->add_option("-n,--n-predict", opts->n_predict, "tokens to generate")->capture_default_str();

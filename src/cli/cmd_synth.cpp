@@ -7,6 +7,7 @@
 
 #include "cli/commands.h"
 #include "gguf/gguf.h"
+#include "io/output_file.h"
 #include "tools/routing_probe.h"
 #include "tools/synth.h"
 #include "util/error.h"
@@ -23,6 +24,7 @@ struct SynthOptions {
   unsigned threads = 0;
   bool quiet = false;
   bool zero_data = false;
+  bool force = false;
 };
 
 GgmlType parse_type(const std::string& s, const char* flag) {
@@ -60,12 +62,14 @@ void run_synth(const SynthOptions& o) {
   else if (o.quant_mode == "direct") c.quant_mode = tools::QuantMode::Direct;
   else fail("--quant-mode", "expected auto, exact or direct, got '" + o.quant_mode + "'");
 
-  const tools::SynthResult r = tools::synth_model(c, o.out, o.threads, {.print = !o.quiet});
+  // Refused before any work: OUT is the --vocab file, or exists without --force.
+  io::OutputFile out(o.out, {.flag = "-o", .inputs = {o.vocab}, .overwrite = o.force});
+  const tools::SynthResult r = tools::synth_model(c, out, o.threads, {.print = !o.quiet});
   std::fprintf(stderr, "synth: wrote %s: %llu tensors, %.1f MiB in %.1f s (%.1f MB/s, %s)\n",
                o.out.c_str(), static_cast<unsigned long long>(r.n_tensors), r.bytes / 1048576.0, r.seconds,
                r.seconds > 0 ? r.bytes / 1e6 / r.seconds : 0.0,
                c.zero_data ? "no data: zero-filled hole" : r.direct ? "direct-block quantization" : "exact quantization");
-  if (!o.quiet && !c.zero_data && c.n_expert > 0) {
+  if (!o.quiet && !c.zero_data && c.n_expert > 0 && out.renames()) {  // a pipe or device cannot be read back
     const tools::RoutingStats st = tools::probe_routing(gguf::GgufModel::open(o.out), 0, 2048);
     std::fprintf(stderr, "synth: layer-0 router on %llu token embeddings: busiest expert takes %.1f%% of top-%u "
                  "selections (uniform %.1f%%)\n", static_cast<unsigned long long>(st.n_tokens), 100 * st.top_share(),
@@ -104,6 +108,7 @@ void register_synth(CLI::App& app) {
   cmd->add_flag("-q,--quiet", o->quiet, "No progress output");
   cmd->add_flag("--zero-data", o->zero_data,
                 "Header and tensor table only; tensor data is a sparse hole of zeros (for inspect/sizing)");
+  cmd->add_flag("--force", o->force, "Overwrite the output file if it exists (never the --vocab file)");
   cmd->callback([o] { run_synth(*o); });
 }
 

@@ -7,6 +7,7 @@
 
 #include "cli/commands.h"
 #include "cli/id_list.h"
+#include "cli/stdout_output.h"
 #include "gguf/gguf.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
@@ -74,19 +75,19 @@ void run_tokenize(const TokenizeOptions& o) {
   if (have_decode) {
     const std::vector<int32_t> ids = parse_id_list(o.decode_ids, "--decode", tok.n_vocab());
     const std::string text = tok.decode(ids);
-    std::fwrite(text.data(), 1, text.size(), stdout);
-    std::fputc('\n', stdout);
+    out(text);
+    out("\n");
     return;
   }
 
   const std::vector<int32_t> ids = tok.encode(o.prompt, /*add_special=*/!o.no_bos, o.parse_special);
   if (o.ids_only) {
-    for (size_t i = 0; i < ids.size(); ++i) std::printf("%s%d", i ? " " : "", ids[i]);
-    std::printf("\n");
+    for (size_t i = 0; i < ids.size(); ++i) outf("%s%d", i ? " " : "", ids[i]);
+    outf("\n");
     return;
   }
-  for (int32_t id : ids) std::printf("%6d -> '%s'\n", id, visible(tok.token_to_piece(id)).c_str());
-  std::printf("%zu tokens (%s vocab, pre '%s')\n", ids.size(), tok.model_name().c_str(), tok.pre_name().c_str());
+  for (int32_t id : ids) outf("%6d -> '%s'\n", id, visible(tok.token_to_piece(id)).c_str());
+  outf("%zu tokens (%s vocab, pre '%s')\n", ids.size(), tok.model_name().c_str(), tok.pre_name().c_str());
 }
 
 }  // namespace

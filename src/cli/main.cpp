@@ -1,13 +1,18 @@
 // sluice — run Mixture-of-Experts models larger than RAM by streaming experts
 // from flash. This file only wires subcommands and turns errors into one clear
 // message and a non-zero exit.
+#include <csignal>
 #include <cstdio>
 #include <exception>
 
 #include "cli/commands.h"
+#include "cli/stdout_output.h"
 #include "util/error.h"
 
 int main(int argc, char** argv) {
+  // A closed pipe becomes EPIPE on the write, which the writers turn into a
+  // quiet stop (StdoutClosed) instead of a death that skips cleanup.
+  std::signal(SIGPIPE, SIG_IGN);
   CLI::App app{"sluice: run MoE models larger than RAM by streaming experts from flash"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "sluice 0.1.0");
@@ -22,8 +27,11 @@ int main(int argc, char** argv) {
   sluice::cli::register_repack(app);
   try {
     app.parse(argc, argv);
+    sluice::cli::close_stdout();  // a failed final flush is a failed command
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
+  } catch (const sluice::StdoutClosed&) {
+    return 141;  // what a shell reports for a process ended by SIGPIPE; no message
   } catch (const sluice::Error& e) {
     std::fprintf(stderr, "sluice: error: %s\n", e.what());
     return 1;

@@ -2,14 +2,22 @@
 
 #include <cstdio>
 
+#include "cli/stdout_output.h"
+
 #include "util/error.h"
 
 namespace sluice::cli {
 
-TelemetryOutput::TelemetryOutput(const TelemetryFlags& flags, runtime::Session& session) : session_(session) {
+TelemetryOutput::TelemetryOutput(const TelemetryFlags& flags, runtime::Session& session,
+                                 const std::vector<std::string>& inputs)
+    : session_(session) {
   if (flags.dense_res_every < -1)
     throw Error("--dense-res-every: must be >= 0 (got " + std::to_string(flags.dense_res_every) + ")");
-  if (!flags.csv_path.empty()) csv_ = std::make_unique<runtime::CsvWriter>(flags.csv_path);
+  if (!flags.csv_path.empty()) {
+    io::OutputOptions out{.flag = "--csv", .inputs = session.gguf().paths(), .overwrite = true};
+    out.inputs.insert(out.inputs.end(), inputs.begin(), inputs.end());
+    csv_ = std::make_unique<runtime::CsvWriter>(flags.csv_path, std::move(out));
+  }
   runtime::TelemetryConfig cfg;
   cfg.dense_res_every = flags.dense_res_every >= 0 ? flags.dense_res_every : (flags.progress ? 1 : 16);
   session_.telemetry().set_config(cfg);
@@ -26,7 +34,7 @@ TelemetryOutput::~TelemetryOutput() { session_.telemetry().set_on_record({}); }
 
 void TelemetryOutput::finish(const runtime::SummaryOptions& opts) {
   if (csv_) csv_->close();
-  std::fflush(stdout);
+  flush_stdout();
   runtime::print_summary(session_.summary(opts), stderr);
 }
 

@@ -7,6 +7,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -35,12 +36,14 @@ inline void add_telemetry_flags(CLI::App* cmd, TelemetryFlags& f) {
 // the CSV and prints the summary. Keep it alive for the session's evals.
 class TelemetryOutput {
  public:
-  TelemetryOutput(const TelemetryFlags& flags, runtime::Session& session);
+  // The --csv file refuses to be any of the session's model files or `inputs`.
+  TelemetryOutput(const TelemetryFlags& flags, runtime::Session& session, const std::vector<std::string>& inputs = {});
   TelemetryOutput(const TelemetryOutput&) = delete;
   TelemetryOutput& operator=(const TelemetryOutput&) = delete;
   ~TelemetryOutput();
 
-  // Closes the CSV (throws Error on a write failure) and prints the summary
+  // Closes the CSV (it appears only then; throws Error on a write failure),
+  // flushes stdout (checked) and prints the summary
   // (human block, EXPERT_BUDGET when set, `# summary`, SLUICE_DONE) to stderr.
   void finish(const runtime::SummaryOptions& opts = {});
 

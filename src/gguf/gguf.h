@@ -124,6 +124,11 @@ struct ParsedFile {
   std::vector<TensorInfo> tensors;  // offsets already absolute
 };
 
+// PATH and, when its name is NAME-0000K-of-0000N.gguf, the names of the other
+// splits GgufModel::open(PATH) would read (existing or not). Lets a command
+// keep its outputs off every file of a model before opening it.
+std::vector<std::string> model_file_paths(const std::string& path);
+
 // Parses and validates one GGUF file through `file` (tensor offsets are checked
 // against file.size()). Reads only the header, never tensor data.
 ParsedFile parse(const io::File& file);

@@ -50,6 +50,14 @@ ParsedFile parse_path(const std::string& path) {
 
 }  // namespace
 
+std::vector<std::string> model_file_paths(const std::string& path) {
+  const std::optional<SplitName> name = parse_split_name(path);
+  if (!name || name->count <= 1) return {path};
+  std::vector<std::string> out;
+  for (uint32_t no = 1; no <= name->count; ++no) out.push_back(split_path(name->prefix, no, name->count));
+  return out;
+}
+
 uint64_t TensorInfo::n_elements() const {
   uint64_t p = 1;
   for (uint64_t d : ne) p *= d;

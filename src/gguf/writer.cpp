@@ -9,8 +9,7 @@
 #include <cstring>
 #include <unordered_set>
 
-#include <unistd.h>
-
+#include "io/output_file.h"
 #include "util/error.h"
 
 namespace sluice::gguf {
@@ -24,23 +23,27 @@ std::string num(uint64_t v) { return std::to_string(v); }
 
 }  // namespace
 
-Writer::Writer(std::string path, uint64_t alignment) : path_(std::move(path)), alignment_(alignment) {
+Writer::Writer(std::string path, uint64_t alignment)
+    : path_(std::move(path)),
+      alignment_(alignment),
+      owned_(std::make_unique<io::OutputFile>(path_)),
+      out_(owned_.get()) {
+  check_alignment();
+}
+
+Writer::Writer(io::OutputFile& out, uint64_t alignment) : path_(out.path()), alignment_(alignment), out_(&out) {
+  check_alignment();
+}
+
+void Writer::check_alignment() {
   if (alignment_ == 0 || !std::has_single_bit(alignment_))
     fail(path_, "GGUF alignment " + num(alignment_) + " is not a power of two");
-  f_ = std::fopen(path_.c_str(), "wb");
-  if (!f_) fail(path_, std::string("cannot create: ") + std::strerror(errno));
-  std::setvbuf(f_, nullptr, _IONBF, 0);
   buffer_.reserve(kBufferBytes);
 }
 
-Writer::~Writer() {
-  if (f_) {
-    // Not finished: an exception is unwinding or finish() was never called.
-    // Remove the partial file so nobody mistakes it for a complete model.
-    std::fclose(f_);
-    std::remove(path_.c_str());
-  }
-}
+// Not finished: an owned output's temporary file goes with owned_, so nobody
+// mistakes a partial file for a complete model; a borrowed one is the caller's.
+Writer::~Writer() = default;
 
 void Writer::add_metadata(std::string key, Value v) {
   if (header_written_) fail(path_, "metadata key '" + key + "' added after the header was written");
@@ -93,14 +96,13 @@ void Writer::add_tensor(std::string name, GgmlType type, std::vector<uint64_t> n
 }
 
 void Writer::put(const void* p, size_t n) {
-  if (!f_) fail(path_, "write after finish()");
+  if (finished_) fail(path_, "write after finish()");
   if (buffer_.size() + n > kBufferBytes && !buffer_.empty()) {
-    if (std::fwrite(buffer_.data(), 1, buffer_.size(), f_) != buffer_.size())
-      fail(path_, std::string("write failed: ") + std::strerror(errno));
+    out_->write(buffer_.data(), buffer_.size());
     buffer_.clear();
   }
   if (n >= kBufferBytes) {
-    if (std::fwrite(p, 1, n, f_) != n) fail(path_, std::string("write failed: ") + std::strerror(errno));
+    out_->write(p, n);
   } else {
     const auto* c = static_cast<const char*>(p);
     buffer_.insert(buffer_.end(), c, c + n);
@@ -202,36 +204,29 @@ void Writer::write_tensor_data(const void* data, size_t n) {
 
 void Writer::zero_fill_remaining() {
   if (!header_written_) fail(path_, "tensor data written before write_header");
-  if (!f_) fail(path_, "write after finish()");
+  if (finished_) fail(path_, "write after finish()");
   if (current_ >= tensors_.size()) return;
   const Pending& last = tensors_.back();
   const uint64_t end = (data_start_ + last.offset + last.bytes + alignment_ - 1) / alignment_ * alignment_;
-  if (!buffer_.empty() && std::fwrite(buffer_.data(), 1, buffer_.size(), f_) != buffer_.size())
-    fail(path_, std::string("write failed: ") + std::strerror(errno));
+  if (!buffer_.empty()) out_->write(buffer_.data(), buffer_.size());
   buffer_.clear();
-  if (::ftruncate(::fileno(f_), static_cast<off_t>(end)) != 0 || ::fseeko(f_, static_cast<off_t>(end), SEEK_SET) != 0)
-    fail(path_, std::string("cannot extend the file to ") + num(end) + " bytes: " + std::strerror(errno));
+  out_->extend_with_zeros(end - written_);
   written_ = end;
   current_ = tensors_.size();
   current_written_ = 0;
 }
 
 void Writer::finish() {
-  if (!f_) fail(path_, "finish called twice");
+  if (finished_) fail(path_, "finish called twice");
   if (!header_written_) fail(path_, "finish called before write_header");
   if (current_ < tensors_.size())
     fail(path_, "tensor '" + tensors_[current_].name + "' incomplete: " + num(current_written_) + " of " +
                     num(tensors_[current_].bytes) + " bytes written");
   if (!tensors_.empty()) pad_to(alignment_);
-  if (!buffer_.empty() && std::fwrite(buffer_.data(), 1, buffer_.size(), f_) != buffer_.size())
-    fail(path_, std::string("write failed: ") + std::strerror(errno));
+  if (!buffer_.empty()) out_->write(buffer_.data(), buffer_.size());
   buffer_.clear();
-  std::FILE* f = f_;
-  f_ = nullptr;
-  if (std::fclose(f) != 0) {
-    std::remove(path_.c_str());
-    fail(path_, std::string("close failed: ") + std::strerror(errno));
-  }
+  finished_ = true;
+  if (owned_) owned_->commit();
 }
 
 }  // namespace sluice::gguf

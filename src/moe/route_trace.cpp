@@ -124,30 +124,14 @@ std::string route_record_json(const RouteRecord& r) {
   return j.dump();
 }
 
-RouteTraceWriter::RouteTraceWriter(const std::string& path) : path_(path) {
-  f_ = std::fopen(path.c_str(), "w");
-  if (!f_) throw Error(path + ": cannot create routing trace: " + std::strerror(errno));
-}
+RouteTraceWriter::RouteTraceWriter(const std::string& path, io::OutputOptions opts) : out_(path, std::move(opts)) {}
 
-RouteTraceWriter::~RouteTraceWriter() {
-  if (f_) std::fclose(f_);  // errors were the caller's to collect via close()
-}
-
-void RouteTraceWriter::write(const RouteRecord& r) {
-  if (!f_) throw Error(path_ + ": routing trace already closed");
-  const std::string line = route_record_json(r) + "\n";
-  if (std::fwrite(line.data(), 1, line.size(), f_) != line.size()) {
-    throw Error(path_ + ": cannot write routing trace: " + std::strerror(errno));
-  }
-}
+void RouteTraceWriter::write(const RouteRecord& r) { out_.write(route_record_json(r) + "\n"); }
 
 void RouteTraceWriter::close() {
-  if (!f_) return;
-  const bool bad = std::fflush(f_) != 0 || std::ferror(f_);
-  const int err = errno;
-  const bool close_bad = std::fclose(f_) != 0;
-  f_ = nullptr;
-  if (bad || close_bad) throw Error(path_ + ": cannot write routing trace: " + std::strerror(err));
+  if (closed_) return;
+  closed_ = true;
+  out_.commit();
 }
 
 // ---- reading ----

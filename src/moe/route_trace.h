@@ -34,6 +34,8 @@
 #include <string>
 #include <vector>
 
+#include "io/output_file.h"
+
 namespace sluice::moe {
 
 struct RouteRecord {
@@ -59,20 +61,22 @@ struct RouteTrace {
 // One JSONL line (no newline) in sluice's format.
 std::string route_record_json(const RouteRecord& r);
 
-// Appends records to a JSONL file. Not thread-safe (one writer per file).
-// Throws Error naming the path when it cannot be opened or written.
+// Writes records to a JSONL file through io::OutputFile: the file appears
+// (replacing an older one) only at close(); without close() (an error, a
+// stopped run) the destination is left as it was. Not thread-safe (one writer
+// per file). Throws Error naming the path when it is refused (an input of the
+// command: opts.inputs), cannot be created, or a write, flush or close fails.
 class RouteTraceWriter {
  public:
-  explicit RouteTraceWriter(const std::string& path);
-  ~RouteTraceWriter();
+  explicit RouteTraceWriter(const std::string& path, io::OutputOptions opts = {});
   RouteTraceWriter(const RouteTraceWriter&) = delete;
   RouteTraceWriter& operator=(const RouteTraceWriter&) = delete;
   void write(const RouteRecord& r);
-  void close();  // flushes and closes; reports write errors
+  void close();  // commits the file; throws on failure. A second call does nothing.
 
  private:
-  std::string path_;
-  std::FILE* f_ = nullptr;
+  io::OutputFile out_;
+  bool closed_ = false;
 };
 
 RouteTrace read_route_trace(const std::string& path);

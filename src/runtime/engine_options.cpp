@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "gguf/gguf.h"
 #include "moe/cache_budget.h"
 #include "util/error.h"
 
@@ -122,11 +123,9 @@ model::ModelConfig EngineOptions::to_model_config() const {
   if (cache.automatic) c.cache_meminfo = meminfo;
   c.memory_bytes = moe::meminfo_available_bytes(meminfo);  // bounds the KV cache (-c)
   if (!route_trace.empty()) {
-    try {
-      c.route_trace = std::make_shared<moe::RouteTraceWriter>(route_trace);
-    } catch (const Error& e) {
-      throw Error(std::string("--route-trace: ") + e.what());
-    }
+    io::OutputOptions out{.flag = "--route-trace", .inputs = gguf::model_file_paths(model_path), .overwrite = true};
+    out.inputs.insert(out.inputs.end(), extra_inputs.begin(), extra_inputs.end());
+    c.route_trace = std::make_shared<moe::RouteTraceWriter>(route_trace, std::move(out));
   }
   c.log = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
   return c;

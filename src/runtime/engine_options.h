@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "model/model.h"
 
@@ -39,9 +40,13 @@ struct EngineOptions {
   int64_t cache_ceil_mb = 0;         // --cache-ceil-mb (auto: upper clamp; 0 = every expert)
   std::string route_trace;           // --route-trace FILE (JSONL; empty: none)
   std::string prefetch = "off";      // --prefetch[=N|auto|off]: read the next layer's predicted experts early
+  // Files the command reads besides the model (a prompt file): the
+  // --route-trace output refuses to be any of them, or any of the model's files.
+  std::vector<std::string> extra_inputs;
 
   // Validates and converts. With --cache-mb auto it reads /proc/meminfo now
-  // (before the model loads); with --route-trace it creates FILE. Log lines
+  // (before the model loads); with --route-trace it opens FILE's writer
+  // (the file appears when the caller closes ModelConfig::route_trace). Log lines
   // from loading go to stderr. Runs resolve_trims, so the environment is read
   // once per call: call it once per command.
   model::ModelConfig to_model_config() const;

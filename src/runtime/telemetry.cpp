@@ -345,23 +345,16 @@ std::string csv_row(const TokenRecord& r) {
   return buf;
 }
 
-CsvWriter::CsvWriter(const std::string& path) : path_(path), f_(std::fopen(path.c_str(), "w"), &std::fclose) {
-  if (!f_) fail(path, "cannot open for writing (--csv)");
-  const std::string h = csv_header() + "\n";
-  if (std::fwrite(h.data(), 1, h.size(), f_.get()) != h.size()) fail(path_, "write failed (--csv)");
+CsvWriter::CsvWriter(const std::string& path, io::OutputOptions opts) : out_(path, std::move(opts)) {
+  out_.write(csv_header() + "\n");
 }
 
-void CsvWriter::write(const TokenRecord& r) {
-  if (!f_) fail(path_, "write after close (--csv)");
-  const std::string row = csv_row(r) + "\n";
-  if (std::fwrite(row.data(), 1, row.size(), f_.get()) != row.size()) fail(path_, "write failed (--csv)");
-}
+void CsvWriter::write(const TokenRecord& r) { out_.write(csv_row(r) + "\n"); }
 
 void CsvWriter::close() {
-  if (!f_) return;
-  FILE* f = f_.release();
-  const bool bad = std::ferror(f) != 0;
-  if (std::fclose(f) != 0 || bad) fail(path_, "write failed (--csv)");
+  if (closed_) return;
+  closed_ = true;
+  out_.commit();
 }
 
 }  // namespace sluice::runtime

@@ -27,6 +27,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "io/output_file.h"
 #include "model/model.h"
 
 namespace sluice::runtime {
@@ -168,17 +169,20 @@ std::string progress_line(const TokenRecord& r);  // no newline
 std::string csv_header();                         // no newline
 std::string csv_row(const TokenRecord& r);        // no newline
 
-// Streams records to a CSV file: the header at open, one row per write().
-// Throws Error naming the path when it cannot be opened or written.
+// Streams records to a CSV file through io::OutputFile: the header at open,
+// one row per write(); the file appears (replacing an older one) at close(),
+// and without close() the destination is left as it was. Throws Error naming
+// the path when it is refused (an input: opts.inputs), cannot be created, or
+// a write, flush or close fails.
 class CsvWriter {
  public:
-  explicit CsvWriter(const std::string& path);
+  explicit CsvWriter(const std::string& path, io::OutputOptions opts = {});
   void write(const TokenRecord& r);
-  void close();  // flushes; throws on a write error. Also done by the destructor (errors ignored there).
+  void close();  // commits the file; throws on failure. A second call does nothing.
 
  private:
-  std::string path_;
-  std::unique_ptr<FILE, int (*)(FILE*)> f_;
+  io::OutputFile out_;
+  bool closed_ = false;
 };
 
 }  // namespace sluice::runtime

@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <filesystem>
 #include <array>
 #include <memory>
 #include <vector>
@@ -12,12 +11,11 @@
 #include "gguf/gguf.h"
 #include "gguf/writer.h"
 #include "io/file.h"
+#include "io/output_file.h"
 #include "util/error.h"
 
 namespace sluice::tools {
 namespace {
-
-namespace fs = std::filesystem;
 
 // Bytes read at once from one stream (a dense tensor, or one stacked expert
 // tensor): large enough for sequential disk speed, small enough that the three
@@ -29,17 +27,6 @@ struct Step {
   const gguf::TensorInfo* dense = nullptr;  // set: copy this tensor
   uint32_t layer = 0;                       // else: this expert layer
 };
-
-void check_paths(const gguf::GgufModel& in, const std::string& out_path, bool force) {
-  std::error_code ec;
-  if (!fs::exists(out_path, ec)) return;
-  for (const std::string& p : in.paths()) {
-    if (fs::equivalent(p, out_path, ec))
-      fail(out_path, "is the input model" + std::string(p == in.paths().front() ? "" : " (split " + p + ")") +
-                         "; write the expert-major copy to another file");
-  }
-  if (!force) fail(out_path, "already exists (pass --force to overwrite it)");
-}
 
 // Copies tensor data from the input splits to the writer, reporting progress.
 class Copier {
@@ -116,12 +103,11 @@ RepackResult repack_expert_major(const std::string& in_path, const std::string& 
   if (layout == gguf::ExpertLayout::None)
     fail(in_path, "has no stacked expert tensors (blk.N.ffn_{gate,up,down}_exps.weight); nothing to repack");
   const std::vector<gguf::LayerExpertParts> layers = gguf::layer_expert_parts(in);  // validates
-  check_paths(in, out_path, opts.force);
-
-  const std::string partial = out_path + ".partial";
+  // Refused here, before any work, when OUT is one of IN's files or exists without --force.
+  io::OutputFile out(out_path, {.flag = "", .inputs = in.paths(), .overwrite = opts.force});
   RepackResult result;
   {
-    gguf::Writer w(partial, gguf::kExpertMajorAlignment);
+    gguf::Writer w(out, gguf::kExpertMajorAlignment);
     for (const auto& [key, value] : in.metadata().entries()) {
       if (skipped_key(key)) continue;
       if (key == "general.alignment") {
@@ -168,17 +154,15 @@ RepackResult repack_expert_major(const std::string& in_path, const std::string& 
     result.tensor_bytes = copy.done();
     result.bytes_written = w.bytes_written();
   }
-  std::error_code ec;
-  fs::rename(partial, out_path, ec);
-  if (ec) {
-    const std::string why = ec.message();
-    fs::remove(partial, ec);
-    fail(out_path, "cannot move the finished " + partial + " into place: " + why);
+  out.commit();
+  // Re-read what was written: the expert table must parse in the new layout
+  // (a pipe or device destination cannot be read back).
+  if (out.renames()) {
+    const gguf::GgufModel check = gguf::GgufModel::open(out_path);
+    if (gguf::expert_layout(check) != gguf::ExpertLayout::ExpertMajor ||
+        gguf::layer_expert_parts(check).size() != layers.size())
+      fail(out_path, "internal: the written file does not read back as expert-major");
   }
-  // Re-read what was written: the expert table must parse in the new layout.
-  const gguf::GgufModel check = gguf::GgufModel::open(out_path);
-  if (gguf::expert_layout(check) != gguf::ExpertLayout::ExpertMajor || gguf::layer_expert_parts(check).size() != layers.size())
-    fail(out_path, "internal: the written file does not read back as expert-major");
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return result;
 }

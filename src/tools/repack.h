@@ -16,9 +16,10 @@
 // expert layer, a run of consecutive experts from each of the three stacked
 // tensors: three large sequential reads, ~100 MiB in all) and written through
 // gguf::Writer's 8 MiB buffer; memory stays bounded whatever the model size
-// (peak RSS ~170 MiB on the 17.4 GB model). The output is written to OUT.partial and renamed
-// onto OUT only when complete, so a failure never leaves a truncated OUT (nor
-// destroys an existing one under --force).
+// (peak RSS ~170 MiB on the 17.4 GB model). The output goes through io::OutputFile: written
+// to a temporary file beside OUT and renamed onto OUT only when complete, so a
+// failure or a kill never leaves a truncated OUT (nor destroys an existing one
+// under --force), and OUT can never be one of IN's files.
 #pragma once
 
 #include <cstdint>

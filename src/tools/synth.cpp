@@ -326,6 +326,11 @@ SynthSizes synth_sizes(const SynthConfig& cfg, unsigned threads) {
 
 SynthResult synth_model(const SynthConfig& cfg, const std::string& out_path, unsigned threads,
                         const SynthProgress& progress) {
+  io::OutputFile out(out_path, {.flag = "", .inputs = {cfg.vocab_path}, .overwrite = true});
+  return synth_model(cfg, out, threads, progress);
+}
+
+SynthResult synth_model(const SynthConfig& cfg, io::OutputFile& out, unsigned threads, const SynthProgress& progress) {
   SynthPlan plan = synth_plan(cfg);
   threads = worker_count(threads);
 
@@ -348,7 +353,7 @@ SynthResult synth_model(const SynthConfig& cfg, const std::string& out_path, uns
     fail("--threads", std::to_string(threads) + " workers would need " + std::to_string(sizes.buffer_bytes >> 20) +
                           " MiB of chunk buffers (limit " + std::to_string(kMaxBufferBytes >> 20) + " MiB)");
   // A zero-data file's tensor data is a hole: only the header takes space.
-  check_disk_space(out_path, cfg.zero_data ? sizes.header_bytes : sizes.file_bytes, free_disk_bytes(out_path),
+  check_disk_space(out.path(), cfg.zero_data ? sizes.header_bytes : sizes.file_bytes, free_disk_bytes(out.path()),
                    sizes.fixed_bytes, sizes.per_layer_bytes);
 
   const RowGenerator gen(cfg, cfg.n_embd, cfg.n_layer, cfg.n_expert);
@@ -361,8 +366,8 @@ SynthResult synth_model(const SynthConfig& cfg, const std::string& out_path, uns
   uint64_t max_row = 0;
   for (const auto& t : plan.tensors) max_row = std::max(max_row, t.ne[0]);
 
-  try {
-    gguf::Writer writer(out_path);
+  {
+    gguf::Writer writer(out);
     for (auto& [k, v] : plan.metadata) writer.add_metadata(k, std::move(v));
     for (const auto& t : plan.tensors) writer.add_tensor(t.name, t.type, t.ne);
     writer.write_header();
@@ -398,12 +403,9 @@ SynthResult synth_model(const SynthConfig& cfg, const std::string& out_path, uns
     else
       run_chunk_pipeline(chunks.size(), threads, size_t{threads} * kSlotsPerThread, produce, consume);
     writer.finish();
+    out.commit();
     result.bytes = writer.bytes_written();
     if (progress.print) std::fprintf(stderr, "\n");
-  } catch (...) {
-    std::error_code ec;
-    std::filesystem::remove(out_path, ec);
-    throw;
   }
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return result;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "gguf/gguf.h"
+#include "io/output_file.h"
 #include "util/ggml_type.h"
 
 namespace sluice::tools {
@@ -114,12 +115,16 @@ struct SynthSizes {
 };
 SynthSizes synth_sizes(const SynthConfig& cfg, unsigned threads);
 
-// Writes the model to `out_path` using `threads` worker threads (0 = all cores).
-// Before opening the file it validates the config, computes synth_sizes and
-// refuses (check_disk_space) when the file does not fit the destination's free
-// space. Throws sluice::Error naming the flag/file on invalid config, I/O
-// failure or a failed worker (e.g. out of memory); a partially written file is
-// removed.
+// Writes the model into `out` using `threads` worker threads (0 = all cores)
+// and commits it when complete. Before writing it validates the config,
+// computes synth_sizes and refuses (check_disk_space) when the file does not
+// fit the destination's free space. Throws sluice::Error naming the flag/file
+// on invalid config, I/O failure or a failed worker (e.g. out of memory);
+// `out`'s destination is then untouched.
+SynthResult synth_model(const SynthConfig& cfg, io::OutputFile& out, unsigned threads,
+                        const SynthProgress& progress = {});
+// The same into io::OutputFile(out_path) that keeps cfg.vocab_path safe and
+// replaces an existing file (tests; the CLI refuses one without --force).
 SynthResult synth_model(const SynthConfig& cfg, const std::string& out_path, unsigned threads,
                         const SynthProgress& progress = {});
 

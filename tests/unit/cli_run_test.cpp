@@ -21,17 +21,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct CliResult {
-  int status = -1;  // exit status, -1 when killed by a signal
-  std::string out;
-};
-
-// Runs `sluice ARGS`; `redirect` picks what is captured (default: both streams).
-CliResult run_sluice(const std::string& args, const std::string& redirect = "2>&1") {
-  CliResult r;
-  r.out = sluice::test::run_cmd(std::string(SLUICE_BINARY) + " " + args + " " + redirect, &r.status);
-  return r;
-}
+using sluice::test::CliResult;
+using sluice::test::run_sluice;
 
 // A file under the system temp dir, unique to this process, removed on exit.
 struct ScratchFile {

@@ -76,7 +76,7 @@ TEST(LowRam, LogitsUnderCapMatchUncappedWithExpertsOver4xCap) {
   fs::remove(a);
   fs::remove(b);
 
-  const Shell synth = sh(bin + " synth -q -o " + model.string() +
+  const Shell synth = sh(bin + " synth -q --force -o " + model.string() +
                          " --arch qwen3moe --layers 16 --experts 32 --experts-used 4 --n-embd 512 --n-ff-exp 512"
                          " --n-ff 1536 --heads 8 --kv-heads 4 --head-dim 64 --context-length 256"
                          " --type Q4_0 --dense-type Q8_0 --quant-mode direct --seed 11");

@@ -312,7 +312,7 @@ TEST_F(RepackTiny, RefusesRepackedInputSameFileAndExistingOutput) {
   EXPECT_THAT(test::error_of([&] { tools::repack_expert_major(repacked(), d.file("x.gguf")); }),
               AllOf(HasSubstr(repacked()), HasSubstr("already expert-major")));
   EXPECT_THAT(test::error_of([&] { tools::repack_expert_major(original(), original(), force); }),
-              AllOf(HasSubstr(original()), HasSubstr("is the input model")));
+              AllOf(HasSubstr(original()), HasSubstr("is an input of this command")));
   const std::string existing = d.file("existing.gguf");
   { std::ofstream(existing) << "old"; }
   EXPECT_THAT(test::error_of([&] { tools::repack_expert_major(original(), existing); }),
@@ -320,7 +320,22 @@ TEST_F(RepackTiny, RefusesRepackedInputSameFileAndExistingOutput) {
   EXPECT_EQ(fs::file_size(existing), 3u);  // untouched
   tools::repack_expert_major(original(), existing, force);
   EXPECT_EQ(fs::file_size(existing), fs::file_size(repacked()));
-  EXPECT_FALSE(fs::exists(existing + ".partial"));
+  // Nothing but the output is left in the directory (no temporary file).
+  EXPECT_EQ(std::distance(fs::directory_iterator(d.path), fs::directory_iterator()), 1);
+}
+
+// Issue 17 finding 1: `repack M.partial M` used to open M.partial (its own
+// input) as the writer's scratch file, emptying and then deleting it.
+TEST_F(RepackTiny, InputNamedLikeTheOldScratchFileSurvives) {
+  TempDir d;
+  const std::string in = d.file("m.gguf.partial"), out = d.file("m.gguf");
+  fs::copy_file(original(), in);
+  const std::string before = test::file_bytes(in);
+  tools::repack_expert_major(in, out);
+  ASSERT_TRUE(fs::exists(in));
+  EXPECT_EQ(test::file_bytes(in), before);
+  EXPECT_EQ(fs::file_size(out), fs::file_size(repacked()));
+  EXPECT_EQ(gguf::expert_layout(gguf::GgufModel::open(out)), gguf::ExpertLayout::ExpertMajor);
 }
 
 TEST(Repack, RefusesAModelWithoutExperts) {

@@ -46,6 +46,29 @@ inline std::string run_cmd(const std::string& cmd, int* rc) {
   return out;
 }
 
+// The whole content of a file ("" when it cannot be read).
+inline std::string file_bytes(const std::string& path) {
+  std::string out;
+  if (FILE* f = std::fopen(path.c_str(), "rb")) {
+    char buf[65536];
+    for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) out.append(buf, n);
+    std::fclose(f);
+  }
+  return out;
+}
+
+// What `sluice ARGS REDIRECT` did: its exit status (-1 when it died by a
+// signal) and the captured output (REDIRECT picks it; default: both streams).
+struct CliResult {
+  int status = -1;
+  std::string out;
+};
+inline CliResult run_sluice(const std::string& args, const std::string& redirect = "2>&1") {
+  CliResult r;
+  r.out = run_cmd(std::string(SLUICE_BINARY) + " " + args + " " + redirect, &r.status);
+  return r;
+}
+
 inline std::vector<uint8_t> read_tensor_bytes(const gguf::GgufModel& m, const gguf::TensorInfo& t) {
   std::vector<uint8_t> bytes(t.bytes);
   io::open_file(m.paths().at(t.split))->read_exact(bytes.data(), bytes.size(), t.offset);

@@ -501,7 +501,7 @@ TEST(ToolsInspect, ErrorsNameTheFile) {
 
 TEST(ToolsInspect, SynthCliRoundTrip) {
   TempFile out("cli.gguf");
-  auto [rc, log] = run_sluice("synth -q -o " + out.path.string() + " --preset tiny --layers 2 --experts 8 "
+  auto [rc, log] = run_sluice("synth -q --force -o " + out.path.string() + " --preset tiny --layers 2 --experts 8 "
                               "--experts-used 2 --threads 2 --seed 5");
   ASSERT_EQ(rc, 0) << log;
   const auto j = inspect_json_of(out.path.string());
