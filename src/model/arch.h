@@ -102,6 +102,18 @@ struct LayerDesc {
   std::string ffn_norm = "ffn_norm";
 };
 
+// A NextN/MTP head (DeepSeek-V3, GLM-4.5+): block `layer` (past the trunk)
+// predicts the token after next from the trunk's hidden state after
+// output_norm and the next token: x = eh_proj . [norm(embed(t)) * enorm,
+// norm(h) * hnorm], one decoder layer `block` with its own KV cache, then
+// g = norm(x) * shared_head_norm and logits = shared_head_head . g (each
+// nextn.* tensor optional where the trunk's can stand in: embed_tokens ->
+// token_embd, shared_head_norm -> output_norm, shared_head_head -> output).
+struct NextnDesc {
+  uint32_t layer = 0;  // blk.<layer>
+  LayerDesc block;
+};
+
 struct ArchDesc {
   HParams hp;
   std::vector<LayerDesc> layers;  // hp.n_layer entries: the trunk the forward pass runs
@@ -111,6 +123,9 @@ struct ArchDesc {
   // file that no block claims is an error.
   std::vector<std::string> ignored;
   bool tied_output = true;  // no output.weight: the lm head reuses token_embd
+  // NextN/MTP heads after the trunk, in file order; their tensors are in
+  // `ignored` (loaded only when MTP is asked for).
+  std::vector<NextnDesc> nextn;
 
   // Whether `tensor` is listed in `ignored`.
   bool ignores(std::string_view tensor) const;

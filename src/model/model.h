@@ -20,6 +20,7 @@
 #include "moe/trim_config.h"
 #include "moe/trims.h"
 #include "moe/weight_store.h"
+#include "util/error.h"
 
 namespace sluice::model {
 
@@ -76,6 +77,9 @@ struct ModelConfig {
   // the few most probable predictions fill it and are nearly always right,
   // while the tail of the prediction is the part that misses and wastes reads.
   int prefetch = 0;
+  // --mtp: load the file's (first) NextN/MTP head so mtp_eval() can draft.
+  // Error when the file has none.
+  bool mtp = false;
   // Tests: wraps every file the expert store opens (ExpertStoreConfig::wrap_file,
   // e.g. in an io::FaultFile). Empty: none.
   std::function<std::shared_ptr<const io::File>(std::shared_ptr<const io::File>)> wrap_expert_file;
@@ -171,6 +175,25 @@ class Model {
   virtual int n_cached() const = 0;
 
   virtual ModelStats stats() const = 0;
+
+  // MTP (ModelConfig::mtp, a file with a NextN block): speculative drafts.
+  virtual bool has_mtp() const { return false; }
+  // eval() that also writes every row's hidden state after output_norm (the
+  // vector the lm head multiplies; the NextN head's input), [T][n_embd].
+  virtual void eval_hidden(std::span<const int32_t> tokens, int pos0, float* logits_out, float* hidden_out) {
+    throw Error("this model has no MTP head loaded");
+  }
+  // The NextN head over rows i = (tokens[i], hidden[i]) at positions pos0 + i:
+  // hidden[i] is the trunk's eval_hidden row of the PREVIOUS position (zeros
+  // at position 0) or a previous draft's g. Its own KV cache must hold rows
+  // [0, pos0) (a smaller pos0 rewinds). Writes the draft logits [T][n_vocab]
+  // and, when g_out is set, the head's normalised output [T][n_embd] (the
+  // hidden input of a chained draft step).
+  virtual void mtp_eval(std::span<const int32_t> tokens, const float* hidden, int pos0, float* logits_out,
+                        float* g_out) {
+    throw Error("this model has no MTP head loaded");
+  }
+  virtual int mtp_n_cached() const { return 0; }
 
   // Bytes of one routed expert (gate+up+down) of `layer`; 0 for a layer
   // without routed experts (and for dense models).

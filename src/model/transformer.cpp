@@ -206,19 +206,36 @@ Transformer::Transformer(std::shared_ptr<const gguf::GgufModel> gguf, const Mode
   dc.odirect = cfg.odirect;
   dc.on_progress = cfg.on_dense_progress;
   // Where every expert's bytes are, in either file layout (validated).
+  // --mtp: the first NextN head is loaded as block n_layer (its tensors are
+  // otherwise ignored), with its own one-layer KV cache.
+  if (cfg.mtp) {
+    if (desc_.nextn.empty())
+      fail(gguf_->paths().front(), "--mtp: this " + hp_.arch +
+                                       " file has no NextN/MTP block (nextn_predict_layers is 0 or absent)");
+    if (desc_.nextn.front().layer != hp_.n_layer)
+      fail(gguf_->paths().front(), "--mtp: the NextN block is blk." + std::to_string(desc_.nextn.front().layer) +
+                                       ", expected blk." + std::to_string(hp_.n_layer) + " right after the trunk");
+    mtp_layer_ = static_cast<int>(hp_.n_layer);
+  }
+  const size_t n_blocks = hp_.n_layer + (mtp_layer_ >= 0 ? 1 : 0);
   std::vector<gguf::LayerExpertParts> experts;
   if (hp_.is_moe()) {
     experts = gguf::layer_expert_parts(*gguf_);
-    experts.resize(hp_.n_layer);
+    experts.resize(n_blocks);
   }
   // Streamed experts and tensors the architecture ignores (e.g. a NextN block) are not loaded.
-  dense_ = std::make_unique<moe::DenseWeights>(*gguf_, dc, [this](const gguf::TensorInfo& t) {
-    return gguf::is_expert_weight(t) || desc_.ignores(t.name);
+  const std::string head_prefix = "blk." + std::to_string(mtp_layer_) + ".";
+  dense_ = std::make_unique<moe::DenseWeights>(*gguf_, dc, [&](const gguf::TensorInfo& t) {
+    return gguf::is_expert_weight(t) ||
+           (desc_.ignores(t.name) && !(mtp_layer_ >= 0 && t.name.rfind(head_prefix, 0) == 0));
   });
   bind_weights(experts);
   try {
     kv_ = std::make_unique<KvCache>(cfg.kv_type, static_cast<int>(hp_.n_layer), n_ctx,
                                     static_cast<int>(hp_.k_dim()), static_cast<int>(hp_.kv_v_dim()));
+    if (mtp_layer_ >= 0)
+      mtp_kv_ = std::make_unique<KvCache>(cfg.kv_type, 1, n_ctx, static_cast<int>(hp_.k_dim()),
+                                          static_cast<int>(hp_.kv_v_dim()));
   } catch (const std::bad_alloc&) {
     throw Error("-c " + std::to_string(n_ctx) + ": could not allocate the KV cache (" +
                 moe::format_mib(kv_bytes.value_or(0)) + "); lower -c");
@@ -254,64 +271,9 @@ void Transformer::bind_weights(const std::vector<gguf::LayerExpertParts>& expert
   output_ = b.find("output.weight") ? b.matrix("output.weight", n_embd, hp_.n_vocab)
                                     : b.matrix("token_embd.weight", n_embd, hp_.n_vocab);
 
-  layers_.resize(hp_.n_layer);
-  for (uint32_t il = 0; il < hp_.n_layer; ++il) {
-    Layer& L = layers_[il];
-    const LayerDesc& d = desc_.layers[il];
-    L.desc = &d;
-    const std::string p = "blk." + std::to_string(il) + ".";
-    L.attn_norm = b.vector(p + "attn_norm.weight", n_embd);
-    L.ffn_norm = b.vector(p + d.ffn_norm + ".weight", n_embd);
-    if (d.attn.kind == AttentionKind::Mla) {
-      bind_mla(b, p, L);
-    } else {
-      L.wq = b.matrix(p + "attn_q.weight", n_embd, hp_.q_dim());
-      L.wk = b.matrix(p + "attn_k.weight", n_embd, hp_.k_dim());
-      L.wv = b.matrix(p + "attn_v.weight", n_embd, hp_.v_dim());
-      L.wo = b.matrix(p + "attn_output.weight", uint64_t{hp_.n_head} * hp_.head_dim_v, n_embd);
-    }
-    L.bq = b.vector_if(d.attn.q_bias, p + "attn_q.bias", {hp_.q_dim()});
-    L.bk = b.vector_if(d.attn.k_bias, p + "attn_k.bias", {hp_.k_dim()});
-    L.bv = b.vector_if(d.attn.v_bias, p + "attn_v.bias", {hp_.v_dim()});
-    L.bo = b.vector_if(d.attn.o_bias, p + "attn_output.bias", {n_embd});
-    L.q_norm = b.vector_if(d.attn.q_norm, p + "attn_q_norm.weight", {hp_.head_dim});
-    L.k_norm = b.vector_if(d.attn.k_norm, p + "attn_k_norm.weight", {hp_.head_dim});
-    L.sinks = b.vector_if(d.attn.sinks, p + "attn_sinks.weight", {hp_.n_head});
-    L.moe = d.ffn.kind == FfnKind::Moe;
-    if (!L.moe) {
-      L.dense.gate = b.matrix(p + "ffn_gate.weight", n_embd, d.ffn.n_ff);
-      L.dense.up = b.matrix(p + "ffn_up.weight", n_embd, d.ffn.n_ff);
-      L.dense.down = b.matrix(p + "ffn_down.weight", d.ffn.n_ff, n_embd);
-      continue;
-    }
-    const RouterDesc& r = d.ffn.router;
-    const uint64_t n_expert = hp_.n_expert;
-    L.router = b.matrix(p + "ffn_gate_inp.weight", n_embd, n_expert);
-    L.router_bias = b.vector_if(r.logit_bias, p + "ffn_gate_inp.bias", {n_expert});
-    L.selection_bias = b.vector_if(r.selection_bias, p + "exp_probs_b.bias", {n_expert});
-    const gguf::LayerExpertParts& lp = experts.at(il);
-    if (!lp.present())
-      fail(file, "missing tensor " + gguf::stacked_expert_name(il, gguf::kGate) + " (layer " + std::to_string(il) +
-                     " of this MoE model has no expert tensors)");
-    if (lp.n_expert() != n_expert)
-      throw Error("tensor " + lp.part[gguf::kGate].tensor + ": layer " + std::to_string(il) + " has " +
-                  std::to_string(lp.n_expert()) + " experts, expected " + std::to_string(n_expert));
-    ExpertTemplate& x = L.experts;
-    x.m.gate = b.expert(lp, gguf::kGate, n_embd, hp_.n_ff_exp);
-    x.m.up = b.expert(lp, gguf::kUp, n_embd, hp_.n_ff_exp);
-    x.m.down = b.expert(lp, gguf::kDown, hp_.n_ff_exp, n_embd);
-    x.act = d.ffn.act;
-    x.weights_scale = r.weights_scale;
-    x.gate_bias = b.vector_if(d.ffn.expert_biases, p + "ffn_gate_exps.bias", {hp_.n_ff_exp, n_expert});
-    x.up_bias = b.vector_if(d.ffn.expert_biases, p + "ffn_up_exps.bias", {hp_.n_ff_exp, n_expert});
-    x.down_bias = b.vector_if(d.ffn.expert_biases, p + "ffn_down_exps.bias", {n_embd, n_expert});
-    L.shared = d.ffn.shared_expert;
-    if (L.shared) {
-      L.shexp.gate = b.matrix(p + "ffn_gate_shexp.weight", n_embd, d.ffn.n_ff);
-      L.shexp.up = b.matrix(p + "ffn_up_shexp.weight", n_embd, d.ffn.n_ff);
-      L.shexp.down = b.matrix(p + "ffn_down_shexp.weight", d.ffn.n_ff, n_embd);
-    }
-  }
+  layers_.resize(hp_.n_layer + (mtp_layer_ >= 0 ? 1 : 0));
+  for (uint32_t il = 0; il < hp_.n_layer; ++il) bind_layer(b, il, desc_.layers[il], experts);
+  if (mtp_layer_ >= 0) bind_mtp_head(b, experts);
 
   // Every tensor must be used or knowingly ignored: a tensor nothing claims
   // means the file is not what its architecture says (or sluice would
@@ -319,7 +281,7 @@ void Transformer::bind_weights(const std::vector<gguf::LayerExpertParts>& expert
   for (const gguf::TensorInfo& t : gguf_->tensors()) {
     if (b.claimed(t.name) || desc_.ignores(t.name)) continue;
     if (const auto e = gguf::parse_expert_tensor_name(t.name);
-        e && e->layer < hp_.n_layer && layers_[e->layer].moe)
+        e && e->layer < layers_.size() && layers_[e->layer].moe)
       continue;  // a routed-expert weight of a MoE layer (bound through `experts`)
     fail(file, "tensor " + t.name + " is not used by architecture " + hp_.arch +
                    " (no block of this layer takes it); the file does not match its general.architecture");
@@ -342,6 +304,87 @@ void Transformer::bind_mla(Binder& b, const std::string& p, Layer& L) {
   L.k_b = b.per_head(p + "attn_k_b.weight", m.nope_dim(), m.kv_lora_rank, n_head);
   L.v_b = b.per_head(p + "attn_v_b.weight", m.kv_lora_rank, m.v_head_dim, n_head);
   L.wo = b.matrix(p + "attn_output.weight", n_head * m.v_head_dim, n_embd);
+}
+
+void Transformer::bind_layer(Binder& b, uint32_t il, const LayerDesc& d,
+                             const std::vector<gguf::LayerExpertParts>& experts) {
+  const uint64_t n_embd = hp_.n_embd;
+  const std::string file = gguf_->paths().front();
+  Layer& L = layers_[il];
+  L.desc = &d;
+  const std::string p = "blk." + std::to_string(il) + ".";
+  L.attn_norm = b.vector(p + "attn_norm.weight", n_embd);
+  L.ffn_norm = b.vector(p + d.ffn_norm + ".weight", n_embd);
+  if (d.attn.kind == AttentionKind::Mla) {
+    bind_mla(b, p, L);
+  } else {
+    L.wq = b.matrix(p + "attn_q.weight", n_embd, hp_.q_dim());
+    L.wk = b.matrix(p + "attn_k.weight", n_embd, hp_.k_dim());
+    L.wv = b.matrix(p + "attn_v.weight", n_embd, hp_.v_dim());
+    L.wo = b.matrix(p + "attn_output.weight", uint64_t{hp_.n_head} * hp_.head_dim_v, n_embd);
+  }
+  L.bq = b.vector_if(d.attn.q_bias, p + "attn_q.bias", {hp_.q_dim()});
+  L.bk = b.vector_if(d.attn.k_bias, p + "attn_k.bias", {hp_.k_dim()});
+  L.bv = b.vector_if(d.attn.v_bias, p + "attn_v.bias", {hp_.v_dim()});
+  L.bo = b.vector_if(d.attn.o_bias, p + "attn_output.bias", {n_embd});
+  L.q_norm = b.vector_if(d.attn.q_norm, p + "attn_q_norm.weight", {hp_.head_dim});
+  L.k_norm = b.vector_if(d.attn.k_norm, p + "attn_k_norm.weight", {hp_.head_dim});
+  L.sinks = b.vector_if(d.attn.sinks, p + "attn_sinks.weight", {hp_.n_head});
+  L.moe = d.ffn.kind == FfnKind::Moe;
+  if (!L.moe) {
+    L.dense.gate = b.matrix(p + "ffn_gate.weight", n_embd, d.ffn.n_ff);
+    L.dense.up = b.matrix(p + "ffn_up.weight", n_embd, d.ffn.n_ff);
+    L.dense.down = b.matrix(p + "ffn_down.weight", d.ffn.n_ff, n_embd);
+    return;
+  }
+  const RouterDesc& r = d.ffn.router;
+  const uint64_t n_expert = hp_.n_expert;
+  L.router = b.matrix(p + "ffn_gate_inp.weight", n_embd, n_expert);
+  L.router_bias = b.vector_if(r.logit_bias, p + "ffn_gate_inp.bias", {n_expert});
+  L.selection_bias = b.vector_if(r.selection_bias, p + "exp_probs_b.bias", {n_expert});
+  const gguf::LayerExpertParts& lp = experts.at(il);
+  if (!lp.present())
+    fail(file, "missing tensor " + gguf::stacked_expert_name(il, gguf::kGate) + " (layer " + std::to_string(il) +
+                   " of this MoE model has no expert tensors)");
+  if (lp.n_expert() != n_expert)
+    throw Error("tensor " + lp.part[gguf::kGate].tensor + ": layer " + std::to_string(il) + " has " +
+                std::to_string(lp.n_expert()) + " experts, expected " + std::to_string(n_expert));
+  ExpertTemplate& x = L.experts;
+  x.m.gate = b.expert(lp, gguf::kGate, n_embd, hp_.n_ff_exp);
+  x.m.up = b.expert(lp, gguf::kUp, n_embd, hp_.n_ff_exp);
+  x.m.down = b.expert(lp, gguf::kDown, hp_.n_ff_exp, n_embd);
+  x.act = d.ffn.act;
+  x.weights_scale = r.weights_scale;
+  x.gate_bias = b.vector_if(d.ffn.expert_biases, p + "ffn_gate_exps.bias", {hp_.n_ff_exp, n_expert});
+  x.up_bias = b.vector_if(d.ffn.expert_biases, p + "ffn_up_exps.bias", {hp_.n_ff_exp, n_expert});
+  x.down_bias = b.vector_if(d.ffn.expert_biases, p + "ffn_down_exps.bias", {n_embd, n_expert});
+  L.shared = d.ffn.shared_expert;
+  if (L.shared) {
+    L.shexp.gate = b.matrix(p + "ffn_gate_shexp.weight", n_embd, d.ffn.n_ff);
+    L.shexp.up = b.matrix(p + "ffn_up_shexp.weight", n_embd, d.ffn.n_ff);
+    L.shexp.down = b.matrix(p + "ffn_down_shexp.weight", d.ffn.n_ff, n_embd);
+  }
+}
+
+void Transformer::bind_mtp_head(Binder& b, const std::vector<gguf::LayerExpertParts>& experts) {
+  const uint32_t il = static_cast<uint32_t>(mtp_layer_);
+  bind_layer(b, il, desc_.nextn.front().block, experts);
+  const uint64_t n_embd = hp_.n_embd;
+  const std::string p = "blk." + std::to_string(il) + ".nextn.";
+  head_.eh_proj = b.matrix(p + "eh_proj.weight", 2 * n_embd, n_embd);
+  head_.enorm = b.vector(p + "enorm.weight", n_embd);
+  head_.hnorm = b.vector(p + "hnorm.weight", n_embd);
+  head_.norm = b.find(p + "shared_head_norm.weight") ? b.vector(p + "shared_head_norm.weight", n_embd) : output_norm_;
+  head_.lm = b.find(p + "shared_head_head.weight") ? b.matrix(p + "shared_head_head.weight", n_embd, hp_.n_vocab)
+                                                   : output_;
+  head_.embd = token_embd_;
+  if (b.find(p + "embed_tokens.weight")) {
+    head_.embd = &b.shaped(p + "embed_tokens.weight", {n_embd, hp_.n_vocab});
+    if (!kernels::is_supported(head_.embd->type))
+      throw Error("unsupported tensor type " + std::string(ggml_type_name(head_.embd->type)) + " in tensor " + p +
+                  "embed_tokens.weight");
+  }
+  head_.embd_data = static_cast<const uint8_t*>(dense_->data(*head_.embd));
 }
 
 ModelStats Transformer::stats() const {
@@ -376,19 +419,29 @@ void Transformer::eval_last(std::span<const int32_t> tokens, int pos0, float* lo
   run(tokens, pos0, logits_out, false);
 }
 
-void Transformer::run(std::span<const int32_t> tokens, int pos0, float* logits_out, bool all_rows) {
+void Transformer::eval_hidden(std::span<const int32_t> tokens, int pos0, float* logits_out, float* hidden_out) {
+  run(tokens, pos0, logits_out, true, hidden_out);
+}
+
+void Transformer::check_eval(std::span<const int32_t> tokens, int pos0, const KvCache& kv) const {
   const int T = static_cast<int>(tokens.size());
-  if (T == 0) return;
-  const auto t_eval = std::chrono::steady_clock::now();
-  if (pos0 < 0 || pos0 > kv_->n_filled())
-    throw Error("eval at position " + std::to_string(pos0) + " but only " + std::to_string(kv_->n_filled()) +
+  if (pos0 < 0 || pos0 > kv.n_filled())
+    throw Error("eval at position " + std::to_string(pos0) + " but only " + std::to_string(kv.n_filled()) +
                 " positions are cached");
   for (int32_t id : tokens)
     if (id < 0 || static_cast<uint32_t>(id) >= hp_.n_vocab)
       throw Error("token id " + std::to_string(id) + " is out of range [0, " + std::to_string(hp_.n_vocab) + ")");
-  if (static_cast<int64_t>(pos0) + T > kv_->n_ctx())
+  if (static_cast<int64_t>(pos0) + T > kv.n_ctx())
     throw Error("context full: " + std::to_string(pos0 + T) + " positions needed, context size is " +
-                std::to_string(kv_->n_ctx()) + " (raise -c)");
+                std::to_string(kv.n_ctx()) + " (raise -c)");
+}
+
+void Transformer::run(std::span<const int32_t> tokens, int pos0, float* logits_out, bool all_rows,
+                      float* hidden_out) {
+  const int T = static_cast<int>(tokens.size());
+  if (T == 0) return;
+  const auto t_eval = std::chrono::steady_clock::now();
+  check_eval(tokens, pos0, *kv_);
 
   // Ubatches of cfg_.ubatch positions. Every op is row-independent except
   // attention (which reads earlier positions from the KV cache either way) and
@@ -400,12 +453,13 @@ void Transformer::run(std::span<const int32_t> tokens, int pos0, float* logits_o
     for (int c0 = 0; c0 < T; c0 += S) {
       const int n = std::min(S, T - c0);
       const bool last = c0 + n == T;
+      float* hidden = hidden_out ? hidden_out + static_cast<int64_t>(c0) * hp_.n_embd : nullptr;
       if (!all_rows && !last) {
-        run_ubatch(tokens.subspan(c0, n), pos0 + c0, n, nullptr);  // no logits wanted
+        run_ubatch(tokens.subspan(c0, n), pos0 + c0, n, nullptr, hidden);  // no logits wanted
       } else if (all_rows) {
-        run_ubatch(tokens.subspan(c0, n), pos0 + c0, 0, logits_out + c0 * n_vocab);
+        run_ubatch(tokens.subspan(c0, n), pos0 + c0, 0, logits_out + c0 * n_vocab, hidden);
       } else {
-        run_ubatch(tokens.subspan(c0, n), pos0 + c0, n - 1, logits_out);
+        run_ubatch(tokens.subspan(c0, n), pos0 + c0, n - 1, logits_out, hidden);
       }
     }
   } catch (...) {
@@ -417,7 +471,8 @@ void Transformer::run(std::span<const int32_t> tokens, int pos0, float* logits_o
   eval_s_ += seconds_since(t_eval);
 }
 
-void Transformer::run_ubatch(std::span<const int32_t> tokens, int pos0, int first_row, float* logits_out) {
+void Transformer::run_ubatch(std::span<const int32_t> tokens, int pos0, int first_row, float* logits_out,
+                             float* hidden_out) {
   const int T = static_cast<int>(tokens.size());
   const int64_t n_embd = hp_.n_embd;
   x_.resize(static_cast<size_t>(T) * n_embd);
@@ -429,7 +484,7 @@ void Transformer::run_ubatch(std::span<const int32_t> tokens, int pos0, int firs
 
   kv_->set_filled(pos0 + T);
   trace_buf_.clear();
-  for (int il = 0; il < static_cast<int>(hp_.n_layer); ++il) forward_layer(il, T, pos0);
+  for (int il = 0; il < static_cast<int>(hp_.n_layer); ++il) forward_layer(il, T, pos0, *kv_, il);
   prefetch_.reset();  // none after the last layer; never carried into the next ubatch
   if (cfg_.route_trace) {
     // Collected layer by layer; the file is token-major.
@@ -440,12 +495,66 @@ void Transformer::run_ubatch(std::span<const int32_t> tokens, int pos0, int firs
   }
 
   const int n_out = T - first_row;
-  if (n_out > 0) {
+  if (hidden_out) {
+    // Every row's state after output_norm (rows are independent: the logits'
+    // rows are the same values either way).
+    rms_norm_rows(x_.data(), output_norm_, T, n_embd, hp_.rms_eps, hidden_out);
+    if (n_out > 0) matmul_f32(output_, hidden_out + static_cast<int64_t>(first_row) * n_embd, n_out, logits_out, pool_, act_);
+  } else if (n_out > 0) {
     rms_norm_rows(&x_[static_cast<size_t>(first_row) * n_embd], output_norm_, n_out, n_embd, hp_.rms_eps,
                   xn_.data());
     matmul_f32(output_, xn_.data(), n_out, logits_out, pool_, act_);
   }
   tokens_evaluated_ += static_cast<uint64_t>(T);
+}
+
+void Transformer::mtp_eval(std::span<const int32_t> tokens, const float* hidden, int pos0, float* logits_out,
+                           float* g_out) {
+  if (mtp_layer_ < 0) throw Error("mtp_eval: the model was loaded without its MTP head (--mtp)");
+  const int T = static_cast<int>(tokens.size());
+  if (T == 0) return;
+  const auto t_eval = std::chrono::steady_clock::now();
+  check_eval(tokens, pos0, *mtp_kv_);
+  const int64_t n_vocab = hp_.n_vocab, n_embd = hp_.n_embd;
+  const int S = cfg_.ubatch;
+  try {
+    for (int c0 = 0; c0 < T; c0 += S) {
+      const int n = std::min(S, T - c0);
+      mtp_ubatch(tokens.subspan(c0, n), hidden + c0 * n_embd, pos0 + c0, logits_out + c0 * n_vocab,
+                 g_out ? g_out + c0 * n_embd : nullptr);
+    }
+  } catch (...) {
+    mtp_kv_->set_filled(pos0);
+    eval_s_ += seconds_since(t_eval);
+    throw;
+  }
+  eval_s_ += seconds_since(t_eval);
+}
+
+void Transformer::mtp_ubatch(std::span<const int32_t> tokens, const float* hidden, int pos0, float* logits_out,
+                             float* g_out) {
+  const int T = static_cast<int>(tokens.size());
+  const int64_t n_embd = hp_.n_embd;
+  const float eps = hp_.rms_eps;
+  x_.resize(static_cast<size_t>(T) * n_embd);
+  xn_.resize(x_.size());
+  tmp_.resize(x_.size());
+  // x = eh_proj . [norm(embed(t)) * enorm, norm(h) * hnorm] (embedding first).
+  mtp_cat_.resize(static_cast<size_t>(T) * 2 * n_embd);
+  for (int t = 0; t < T; ++t) {
+    float* cat = &mtp_cat_[static_cast<size_t>(t) * 2 * n_embd];
+    kernels::dequantize_row(head_.embd->type, head_.embd_data + head_.embd->row_bytes() * tokens[t], cat, n_embd);
+    rms_norm(cat, head_.enorm, n_embd, eps, cat);
+    rms_norm(hidden + static_cast<int64_t>(t) * n_embd, head_.hnorm, n_embd, eps, cat + n_embd);
+  }
+  matmul_f32(head_.eh_proj, mtp_cat_.data(), T, x_.data(), pool_, act_);
+  mtp_kv_->set_filled(pos0 + T);
+  forward_layer(mtp_layer_, T, pos0, *mtp_kv_, 0);
+  prefetch_.reset();
+  float* g = g_out;
+  if (!g) g = xn_.data();
+  rms_norm_rows(x_.data(), head_.norm, T, n_embd, eps, g);
+  matmul_f32(head_.lm, g, T, logits_out, pool_, act_);
 }
 
 void Transformer::router_logits(const Layer& L, const float* xn, int T, std::vector<float>& logits) {
@@ -471,7 +580,7 @@ void Transformer::dense_ffn(const FfnMatrices& m, Activation act, int T, float* 
   swiglu_.run(m, act, FfnBiases{}, rows_gate, rows_up, out, n_embd, pool_);
 }
 
-void Transformer::attention_gqa(int il, int T, int pos0) {
+void Transformer::attention_gqa(int il, int T, int pos0, KvCache& kv, int kv_layer) {
   const Layer& L = layers_[il];
   const int hd = static_cast<int>(hp_.head_dim);
   const float eps = hp_.rms_eps;
@@ -496,11 +605,11 @@ void Transformer::attention_gqa(int il, int T, int pos0) {
     apply_rope(&q_[static_cast<size_t>(t) * hp_.q_dim()], static_cast<int>(hp_.n_head), hd, rope_, hp_.rope.type);
     apply_rope(&k_[static_cast<size_t>(t) * hp_.k_dim()], static_cast<int>(hp_.n_head_kv), hd, rope_,
                hp_.rope.type);
-    kv_->store(il, pos0 + t, &k_[static_cast<size_t>(t) * hp_.k_dim()], &v_[static_cast<size_t>(t) * hp_.v_dim()]);
+    kv.store(kv_layer, pos0 + t, &k_[static_cast<size_t>(t) * hp_.k_dim()], &v_[static_cast<size_t>(t) * hp_.v_dim()]);
   }
   attn_.resize(static_cast<size_t>(T) * hp_.n_head * hp_.head_dim_v);
   const AttentionOptions opt{L.desc->attn.window, L.sinks, hp_.attn_scale, false};
-  attention_.run(q_.data(), T, pos0, il, *kv_, hp_, opt, attn_.data(), pool_);
+  attention_.run(q_.data(), T, pos0, kv_layer, kv, hp_, opt, attn_.data(), pool_);
   matmul_f32(L.wo, attn_.data(), T, tmp_.data(), pool_, act_);
 }
 
@@ -508,7 +617,7 @@ void Transformer::attention_gqa(int il, int T, int pos0) {
 // stores k = [norm(kv_cmpr), rope(k_pe)]; per head the query is
 // [k_b_h . q_nope_h, rope(q_pe_h)], so a score is one dot over the cached row,
 // and the head's output is v_b_h . (sum_j p_j kv_cmpr_j).
-void Transformer::attention_mla(int il, int T, int pos0) {
+void Transformer::attention_mla(int il, int T, int pos0, KvCache& kv, int kv_layer) {
   const Layer& L = layers_[il];
   const MlaParams& m = hp_.mla_params;
   const float eps = hp_.rms_eps;
@@ -535,7 +644,7 @@ void Transformer::attention_mla(int il, int T, int pos0) {
     apply_rope(kr + lora, 1, static_cast<int>(rope_dim), rope_, hp_.rope.type);
     apply_rope(&q_[static_cast<size_t>(t) * n_head * qk] + nope, n_head, static_cast<int>(qk), rope_,
                hp_.rope.type);
-    kv_->store(il, pos0 + t, kr, nullptr);
+    kv.store(kv_layer, pos0 + t, kr, nullptr);
   }
   // Absorbed queries: [T][n_head][row] = [k_b_h . q_nope_h | q_pe_h].
   v_.resize(static_cast<size_t>(T) * n_head * row);
@@ -555,7 +664,7 @@ void Transformer::attention_mla(int il, int T, int pos0) {
   // Attention over the latent rows: one shared KV "head", values = the first lora dims.
   attn_.resize(static_cast<size_t>(T) * n_head * lora);
   const AttentionOptions opt{L.desc->attn.window, L.sinks, hp_.attn_scale, true};
-  attention_.run(v_.data(), T, pos0, il, *kv_, hp_, opt, attn_.data(), pool_);
+  attention_.run(v_.data(), T, pos0, kv_layer, kv, hp_, opt, attn_.data(), pool_);
   // Per head back to values: [T][n_head][v_head_dim], then the output projection.
   const int64_t vh = m.v_head_dim;
   q_.resize(static_cast<size_t>(T) * n_head * vh);  // reused as the heads' values
@@ -572,7 +681,7 @@ void Transformer::attention_mla(int il, int T, int pos0) {
   matmul_f32(L.wo, q_.data(), T, tmp_.data(), pool_, act_);
 }
 
-void Transformer::forward_layer(int il, int T, int pos0) {
+void Transformer::forward_layer(int il, int T, int pos0, KvCache& kv, int kv_layer) {
   const Layer& L = layers_[il];
   const LayerDesc& d = *L.desc;
   const int64_t n_embd = hp_.n_embd;
@@ -588,9 +697,9 @@ void Transformer::forward_layer(int il, int T, int pos0) {
   const auto t_attn = std::chrono::steady_clock::now();
   rms_norm_rows(x_.data(), L.attn_norm, T, n_embd, eps, xn_.data());
   if (d.attn.kind == AttentionKind::Mla) {
-    attention_mla(il, T, pos0);
+    attention_mla(il, T, pos0, kv, kv_layer);
   } else {
-    attention_gqa(il, T, pos0);
+    attention_gqa(il, T, pos0, kv, kv_layer);
   }
   add_rows(tmp_.data(), L.bo, n_embd);
   for (size_t i = 0; i < x_.size(); ++i) x_[i] += tmp_[i];
@@ -657,7 +766,7 @@ int Transformer::resolve_prefetch(uint64_t cache_bytes) const {
 
 void Transformer::start_prefetch(int il, int T) {
   const int nl = il + 1;
-  if (nl >= static_cast<int>(layers_.size()) || !layers_[nl].moe) return;
+  if (nl >= static_cast<int>(hp_.n_layer) || !layers_[nl].moe) return;  // trunk layers only
   const Layer& next = layers_[nl];
   const int64_t n_embd = hp_.n_embd;
   const int n_expert = static_cast<int>(hp_.n_expert);

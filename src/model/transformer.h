@@ -34,10 +34,18 @@ class Transformer final : public Model {
   int n_ctx() const override { return kv_->n_ctx(); }
   void eval(std::span<const int32_t> tokens, int pos0, float* logits_out) override;
   void eval_last(std::span<const int32_t> tokens, int pos0, float* logits_out) override;
-  void reset() override { kv_->reset(); }
+  void reset() override {
+    kv_->reset();
+    if (mtp_kv_) mtp_kv_->reset();
+  }
   int n_cached() const override { return kv_->n_filled(); }
   ModelStats stats() const override;
   uint64_t expert_bytes(int layer) const override;
+  bool has_mtp() const override { return mtp_layer_ >= 0; }
+  void eval_hidden(std::span<const int32_t> tokens, int pos0, float* logits_out, float* hidden_out) override;
+  void mtp_eval(std::span<const int32_t> tokens, const float* hidden, int pos0, float* logits_out,
+                float* g_out) override;
+  int mtp_n_cached() const override { return mtp_kv_ ? mtp_kv_->n_filled() : 0; }
   double dense_resident_fraction() const override;
 
  private:
@@ -71,16 +79,24 @@ class Transformer final : public Model {
   // Binds every layer's declared tensors, then checks that every tensor of the
   // file is claimed or ignored. experts: by layer (MoE models).
   void bind_weights(const std::vector<gguf::LayerExpertParts>& experts);
+  void bind_layer(Binder& b, uint32_t il, const LayerDesc& d, const std::vector<gguf::LayerExpertParts>& experts);
+  void bind_mtp_head(Binder& b, const std::vector<gguf::LayerExpertParts>& experts);
   // Router logits (+ logit bias) of layer L for T rows of xn into `logits`.
   void router_logits(const Layer& L, const float* xn, int T, std::vector<float>& logits);
   void dense_ffn(const FfnMatrices& m, Activation act, int T, float* out);
-  void run(std::span<const int32_t> tokens, int pos0, float* logits_out, bool all_rows);
+  // hidden_out (optional): every row's state after output_norm, [T][n_embd].
+  void run(std::span<const int32_t> tokens, int pos0, float* logits_out, bool all_rows, float* hidden_out = nullptr);
   // One ubatch of run(): every layer, then the logits of rows [first_row, T).
-  void run_ubatch(std::span<const int32_t> tokens, int pos0, int first_row, float* logits_out);
-  void forward_layer(int il, int n_tokens, int pos0);
-  // The attention block's output projection input for T positions: GQA, or MLA.
-  void attention_gqa(int il, int T, int pos0);
-  void attention_mla(int il, int T, int pos0);
+  void run_ubatch(std::span<const int32_t> tokens, int pos0, int first_row, float* logits_out, float* hidden_out);
+  // One NextN-head ubatch of mtp_eval().
+  void mtp_ubatch(std::span<const int32_t> tokens, const float* hidden, int pos0, float* logits_out, float* g_out);
+  // Block il over x_ (T rows at positions pos0..), keys/values in `kv` layer kv_layer.
+  void forward_layer(int il, int n_tokens, int pos0, KvCache& kv, int kv_layer);
+  // The attention block, leaving the output projection's result in tmp_: GQA, or MLA.
+  void attention_gqa(int il, int T, int pos0, KvCache& kv, int kv_layer);
+  void attention_mla(int il, int T, int pos0, KvCache& kv, int kv_layer);
+  // Checks the positions and tokens of an eval against `kv` (Error otherwise).
+  void check_eval(std::span<const int32_t> tokens, int pos0, const KvCache& kv) const;
   void bind_mla(Binder& b, const std::string& prefix, Layer& L);
   void record_route(int il, int n_tokens, int pos0);  // --route-trace: appends to trace_buf_
   // --prefetch: the depth in force after the load-time rules (0: off; logs why).
@@ -103,7 +119,22 @@ class Transformer final : public Model {
   const uint8_t* token_embd_data_ = nullptr;
   const float* output_norm_ = nullptr;
   WeightMatrix output_;
-  std::vector<Layer> layers_;
+  std::vector<Layer> layers_;  // the trunk, then the NextN head (block mtp_layer_) when loaded
+
+  // --mtp: the NextN head's own inputs and outputs (ArchDesc's NextnDesc).
+  struct MtpHead {
+    const gguf::TensorInfo* embd = nullptr;  // nextn.embed_tokens or token_embd
+    const uint8_t* embd_data = nullptr;
+    const float* enorm = nullptr;
+    const float* hnorm = nullptr;
+    const float* norm = nullptr;  // shared_head_norm or output_norm
+    WeightMatrix eh_proj;         // 2 n_embd -> n_embd
+    WeightMatrix lm;              // shared_head_head or output
+  };
+  int mtp_layer_ = -1;  // -1: no head loaded
+  MtpHead head_;
+  std::unique_ptr<KvCache> mtp_kv_;
+  std::vector<float> mtp_cat_;  // [T][2 n_embd]
 
   // Scratch, sized per eval.
   std::vector<float> x_, xn_, q_, k_, v_, attn_, tmp_, shared_out_, router_logits_;

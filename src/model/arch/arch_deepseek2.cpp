@@ -93,7 +93,10 @@ ArchDesc describe_deepseek2(const ArchReader& r) {
       static_cast<uint64_t>(hp.n_expert / router.n_group) * router.n_group_used < hp.n_expert_used)
     r.bad("expert_group_used_count", "the used groups hold fewer experts than expert_used_count");
   for (uint32_t il = 0; il < trunk; ++il) d.layers.push_back(il < lead ? dense : moe);
-  for (uint32_t il = trunk; il < hp.n_layer; ++il) d.ignored.push_back("blk." + std::to_string(il) + ".*");
+  for (uint32_t il = trunk; il < hp.n_layer; ++il) {
+    d.ignored.push_back("blk." + std::to_string(il) + ".*");
+    d.nextn.push_back({il, moe});  // an ordinary MoE block of this architecture
+  }
   hp.n_layer = trunk;
   d.tied_output = false;
   return d;

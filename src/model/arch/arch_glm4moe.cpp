@@ -46,7 +46,10 @@ ArchDesc describe_glm4moe(const ArchReader& r) {
   moe.ffn.router.normalize = r.flag("expert_weights_norm", false);
   moe.ffn.router.weights_scale = r.f32("expert_weights_scale", 1.0f);
   for (uint32_t il = 0; il < trunk; ++il) d.layers.push_back(il < lead ? dense : moe);
-  for (uint32_t il = trunk; il < d.hp.n_layer; ++il) d.ignored.push_back("blk." + std::to_string(il) + ".*");
+  for (uint32_t il = trunk; il < d.hp.n_layer; ++il) {
+    d.ignored.push_back("blk." + std::to_string(il) + ".*");
+    d.nextn.push_back({il, moe});  // an ordinary MoE block of this architecture
+  }
   d.hp.n_layer = trunk;
   d.tied_output = false;
   return d;
