@@ -34,6 +34,8 @@
 #include <string>
 #include <vector>
 
+#include "io/file.h"
+
 namespace sluice::moe {
 
 struct RouteRecord {
@@ -75,7 +77,10 @@ class RouteTraceWriter {
   std::FILE* f_ = nullptr;
 };
 
-RouteTrace read_route_trace(const std::string& path);
+// Reads a whole trace file through io (read_whole_file: bounded EINTR retry,
+// fault-injectable with `wrap`). Traces above kMaxTraceBytes are refused.
+inline constexpr uint64_t kMaxTraceBytes = uint64_t{1} << 30;
+RouteTrace read_route_trace(const std::string& path, const io::WrapFile& wrap = {});
 RouteTrace parse_route_trace(std::istream& in, const std::string& name);
 
 }  // namespace sluice::moe
