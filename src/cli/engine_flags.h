@@ -14,7 +14,7 @@ namespace sluice::cli {
 
 inline void add_engine_flags(CLI::App* cmd, runtime::EngineOptions& o) {
   cmd->add_option("-m,--model", o.model_path, "GGUF model file (first split of a split model)")->required();
-  cmd->add_option("-t,--threads", o.threads, "compute threads (results do not depend on it)")->capture_default_str();
+  cmd->add_option("-t,--threads", o.threads, "compute threads, 1 to 4 x online CPUs (results do not depend on it)")->capture_default_str();
   cmd->add_option("--dense-weights", o.dense_weights, "how non-expert weights are held: mmap|warm|anon")
       ->capture_default_str();
   cmd->add_flag("--no-odirect", o.no_odirect, "read with the page cache instead of O_DIRECT");

@@ -138,7 +138,8 @@ class GgufModel {
   // Opens PATH; if PATH is split (NAME-00001-of-00003.gguf, or the split.count
   // metadata says so), opens every split and merges tensors. Metadata is that
   // of the first split. Throws sluice::Error naming the file on any problem.
-  static GgufModel open(const std::string& path);
+  // `wrap` (optional) wraps each opened split before its header is parsed.
+  static GgufModel open(const std::string& path, const io::WrapFile& wrap = {});
   static GgufModel from_parsed(std::vector<ParsedFile> splits);  // tests
 
   const Metadata& metadata() const { return splits_.front().metadata; }

@@ -43,8 +43,9 @@ std::string split_path(const std::string& prefix, uint32_t no, uint32_t count) {
   return prefix + buf;
 }
 
-ParsedFile parse_path(const std::string& path) {
-  auto file = io::open_file(path);
+ParsedFile parse_path(const std::string& path, const io::WrapFile& wrap) {
+  std::shared_ptr<const io::File> file = io::open_file(path);
+  if (wrap) file = wrap(std::move(file));
   return parse(*file);
 }
 
@@ -75,8 +76,8 @@ uint64_t TensorInfo::n_rows() const {
   return p;
 }
 
-GgufModel GgufModel::open(const std::string& path) {
-  ParsedFile first = parse_path(path);
+GgufModel GgufModel::open(const std::string& path, const io::WrapFile& wrap) {
+  ParsedFile first = parse_path(path, wrap);
   const Metadata& md = first.metadata;
   const std::optional<SplitName> name = parse_split_name(path);
   const std::optional<uint64_t> md_count = md.get_uint("split.count");
@@ -107,7 +108,7 @@ GgufModel GgufModel::open(const std::string& path) {
     std::error_code ec;
     if (!std::filesystem::exists(p, ec))
       fail(p, "missing split " + num(no) + " of " + num(count) + " (opened " + path + ")");
-    splits.push_back(parse_path(p));
+    splits.push_back(parse_path(p, wrap));
   }
   return from_parsed(std::move(splits));
 }

@@ -12,39 +12,6 @@
 
 namespace sluice::io {
 
-namespace {
-
-[[noreturn]] void read_failed(const std::string& path, size_t n, uint64_t offset,
-                              const std::string& cause) {
-  fail(path, "read of " + std::to_string(n) + " bytes at offset " + std::to_string(offset) +
-                 " failed: " + cause);
-}
-
-}  // namespace
-
-void read_fully(const RawPread& raw, const std::string& path, void* dst, size_t n,
-                uint64_t offset) {
-  auto* out = static_cast<uint8_t*>(dst);
-  size_t done = 0;
-  // Bound the number of consecutive interrupted attempts so a broken source
-  // cannot spin forever.
-  int interrupted = 0;
-  while (done < n) {
-    const ssize_t r = raw(out + done, n - done, offset + done);
-    if (r < 0) {
-      const int err = static_cast<int>(-r);
-      if ((err == EINTR || err == EAGAIN) && ++interrupted < 1000) continue;
-      read_failed(path, n, offset, std::strerror(err));
-    }
-    interrupted = 0;
-    if (r == 0) {
-      read_failed(path, n, offset,
-                  "unexpected end of file after " + std::to_string(done) + " bytes");
-    }
-    done += static_cast<size_t>(r);
-  }
-}
-
 FdFile::~FdFile() {
   if (fd_ >= 0) ::close(fd_);
 }
@@ -54,13 +21,7 @@ void FdFile::read_exact(void* dst, size_t n, uint64_t offset) const {
   if (offset > size_ || n > size_ - offset) {
     read_failed(path_, n, offset, "range ends past end of file (size " + std::to_string(size_) + ")");
   }
-  const int fd = fd_;
-  read_fully(
-      [fd](void* d, size_t k, uint64_t off) -> ssize_t {
-        const ssize_t r = ::pread(fd, d, k, static_cast<off_t>(off));
-        return r < 0 ? -errno : r;
-      },
-      path_, dst, n, offset);
+  read_fully(fd_pread(fd_), path_, dst, n, offset);
 }
 
 std::unique_ptr<FdFile> open_fd_file(const std::string& path, bool direct) {
@@ -85,9 +46,9 @@ std::unique_ptr<FdFile> open_fd_file(const std::string& path, bool direct) {
   if (direct) {
     // Some filesystems accept O_DIRECT at open but reject the reads.
     AlignedBuffer probe(kIoAlign);
-    const ssize_t r = ::pread(fd, probe.data(), kIoAlign, 0);
+    const ssize_t r = read_once(fd_pread(fd), probe.data(), kIoAlign, 0);
     if (r < 0) {
-      const int err = errno;
+      const int err = static_cast<int>(-r);
       ::close(fd);
       if (err == EINVAL) return nullptr;
       fail(path, std::string("cannot read: ") + std::strerror(err));

@@ -23,23 +23,13 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <string>
 
 #include "io/file.h"
+#include "io/read_fully.h"  // RawPread, read_fully: the read loop FdFile uses
 
 namespace sluice::io {
-
-// One raw positional read attempt: returns the bytes read (0 at end of file)
-// or -errno. Used so the retry loop below can be tested with injected faults.
-using RawPread = std::function<ssize_t(void* dst, size_t n, uint64_t offset)>;
-
-// Fills all n bytes by calling `raw` repeatedly: retries EINTR/EAGAIN and
-// continues after short reads. Throws Error("PATH: read of N bytes at offset X
-// failed: CAUSE") on an error or on end-of-file before n bytes.
-void read_fully(const RawPread& raw, const std::string& path, void* dst, size_t n,
-                uint64_t offset);
 
 class FdFile final : public File {
  public:

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cerrno>
 
-#include "io/direct_reader.h"
+#include "io/read_fully.h"
 
 namespace sluice::io {
 

@@ -1,6 +1,6 @@
 // FaultFile — an io::File wrapper that injects read faults, for tests.
 //
-// It reads through io::read_fully (the same retry loop FdFile uses), feeding
+// It reads through io::read_fully (the retry loop every File uses), feeding
 // it a raw read that misbehaves as configured, so tests exercise both the
 // retry path (EINTR, short reads) and the failure path (EIO, early EOF) of
 // every layer above File.

@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -27,6 +28,12 @@ class File {
 struct OpenOptions {
   bool direct = false;  // O_DIRECT: dst, n and offset must then be 4 KiB aligned
 };
+
+// Fault-injection hook (tests, fuzzing): given a File the engine just opened,
+// returns the File to read through instead (e.g. an io::FaultFile around it).
+// Taken by every opener of model files: GgufModel::open (header parse),
+// DenseConfig (dense load) and ExpertStoreConfig (expert reads). Empty: none.
+using WrapFile = std::function<std::shared_ptr<const File>(std::shared_ptr<const File>)>;
 
 // Opens a regular file read-only. Throws sluice::Error("PATH: cannot open: ...").
 std::unique_ptr<File> open_file(const std::string& path, const OpenOptions& opts = {});

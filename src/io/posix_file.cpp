@@ -1,6 +1,7 @@
 // io::open_file — a File over a POSIX file descriptor, read with pread.
 //
-// pread has no shared file position, so one PosixFile may be read from many
+// Reads go through io::read_fully (bounded EINTR retry, short reads
+// continued). pread has no shared file position, so one PosixFile may be read from many
 // threads at once. The descriptor is owned and closed by the object.
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -10,6 +11,7 @@
 #include <cstring>
 
 #include "io/file.h"
+#include "io/read_fully.h"
 #include "util/error.h"
 
 namespace sluice::io {
@@ -36,23 +38,7 @@ class PosixFile final : public File {
       fail(path_, "O_DIRECT read of " + std::to_string(n) + " bytes at offset " +
                       std::to_string(offset) + " is not 4096-byte aligned (buffer, size and offset must be)");
     }
-    auto* out = static_cast<char*>(dst);
-    size_t done = 0;
-    while (done < n) {
-      const uint64_t at = offset + done;
-      const ssize_t got = ::pread(fd_, out + done, n - done, static_cast<off_t>(at));
-      if (got < 0) {
-        if (errno == EINTR) continue;
-        const int err = errno;
-        fail(path_, "read of " + std::to_string(n - done) + " bytes at offset " + std::to_string(at) +
-                        " failed: " + errno_text(err));
-      }
-      if (got == 0) {
-        fail(path_, "unexpected end of file: wanted " + std::to_string(n) + " bytes at offset " +
-                        std::to_string(offset) + " but the file ends at " + std::to_string(at));
-      }
-      done += static_cast<size_t>(got);
-    }
+    read_fully(fd_pread(fd_), path_, dst, n, offset);
   }
 
  private:

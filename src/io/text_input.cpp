@@ -1,5 +1,7 @@
 #include "io/text_input.h"
 
+#include "io/read_fully.h"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -41,10 +43,14 @@ std::string read_text_input(const std::string& path, const std::string& flag, ui
   }
   std::string text;
   char buf[65536];
+  // Sequential reads (stdin may be a pipe) through the one bounded EINTR retry.
+  const RawPread next = [fd](void* dst, size_t n, uint64_t) -> ssize_t {
+    const ssize_t k = ::read(fd, dst, n);
+    return k < 0 ? -errno : k;
+  };
   for (;;) {
-    const ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) fail(where, std::string("read failed: ") + std::strerror(errno));
+    const ssize_t n = read_once(next, buf, sizeof buf, 0);
+    if (n < 0) fail(where, std::string("read failed: ") + std::strerror(static_cast<int>(-n)));
     if (n == 0) break;
     if (text.size() + static_cast<size_t>(n) > limit)
       fail(where, "is larger than the " + mib(limit) + " limit for text inputs");

@@ -103,7 +103,10 @@ HParams ArchReader::common() const {
   h.n_layer = u32("block_count");
   h.n_head = u32("attention.head_count");
   h.n_head_kv = u32("attention.head_count_kv", h.n_head);
-  if (h.n_embd == 0) bad("embedding_length", "must be > 0");
+  // Sizes that size buffers before any tensor is bound (RoPE tables, scratch)
+  // are bounded here, far above any real model.
+  constexpr uint32_t kMaxWidth = 1u << 20, kMaxHeads = 1u << 16, kMaxHeadDim = 1u << 16;
+  if (h.n_embd == 0 || h.n_embd > kMaxWidth) bad("embedding_length", "must be in 1.." + std::to_string(kMaxWidth));
   if (h.n_layer == 0) bad("block_count", "must be > 0");
   // The layer count sizes the layer table, the KV cache and the expert store:
   // it must match the blk.N tensors present before anything is sized by it.
@@ -115,14 +118,17 @@ HParams ArchReader::common() const {
   if (blocks.size() != h.n_layer || top != h.n_layer)
     bad("block_count", std::to_string(h.n_layer) + " but the file has tensors for " + std::to_string(blocks.size()) +
                            " layers" + (blocks.empty() ? "" : " (highest blk." + std::to_string(top - 1) + ")"));
-  if (h.n_head == 0) bad("attention.head_count", "must be > 0");
+  if (h.n_head == 0 || h.n_head > kMaxHeads) bad("attention.head_count", "must be in 1.." + std::to_string(kMaxHeads));
   if (h.n_head_kv == 0 || h.n_head % h.n_head_kv != 0)
     bad("attention.head_count_kv",
         std::to_string(h.n_head_kv) + " does not divide head_count " + std::to_string(h.n_head));
   h.head_dim = u32("attention.key_length", h.n_embd / h.n_head);
   h.head_dim_v = u32("attention.value_length", h.head_dim);
-  if (h.head_dim == 0 || h.head_dim % 2 != 0) bad("attention.key_length", "head dimension must be even and > 0");
-  if (h.head_dim_v == 0) bad("attention.value_length", "must be > 0");
+  if (h.head_dim == 0 || h.head_dim % 2 != 0 || h.head_dim > kMaxHeadDim)
+    bad("attention.key_length", "head dimension " + std::to_string(h.head_dim) + " must be even and in 2.." +
+                                    std::to_string(kMaxHeadDim));
+  if (h.head_dim_v == 0 || h.head_dim_v > kMaxHeadDim)
+    bad("attention.value_length", "must be in 1.." + std::to_string(kMaxHeadDim));
   h.rope.n_rot = u32("rope.dimension_count", h.head_dim);
   if (h.rope.n_rot == 0 || h.rope.n_rot > h.head_dim || h.rope.n_rot % 2 != 0)
     bad("rope.dimension_count",

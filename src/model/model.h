@@ -14,6 +14,7 @@
 #include <string>
 
 #include "gguf/gguf.h"
+#include "io/file.h"
 #include "model/hparams.h"
 #include "model/kv_cache.h"
 #include "moe/route_trace.h"
@@ -80,9 +81,11 @@ struct ModelConfig {
   // --mtp: load the file's (first) NextN/MTP head so mtp_eval() can draft.
   // Error when the file has none.
   bool mtp = false;
-  // Tests: wraps every file the expert store opens (ExpertStoreConfig::wrap_file,
-  // e.g. in an io::FaultFile). Empty: none.
-  std::function<std::shared_ptr<const io::File>(std::shared_ptr<const io::File>)> wrap_expert_file;
+  // Tests: wrap every file the expert store opens (ExpertStoreConfig::wrap_file)
+  // and every file the dense loader opens (DenseConfig::wrap_file), e.g. in an
+  // io::FaultFile. Separate, so a test can fault one path only. Empty: none.
+  io::WrapFile wrap_expert_file;
+  io::WrapFile wrap_dense_file;
 };
 
 // Routed-expert accounting, counted per (layer, eval batch) over the DISTINCT

@@ -1,7 +1,13 @@
 #include "model/thread_pool.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
+#include <string>
+#include <system_error>
+
+#include "util/error.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -51,12 +57,40 @@ bool ThreadPool::spin_until(Pred pred) {
   }
 }
 
-ThreadPool::ThreadPool(int n_threads) : n_threads_(std::max(1, n_threads)) {
-  workers_.reserve(n_threads_ - 1);
-  for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this] { worker_loop(); });
+int ThreadPool::max_threads() {
+  const long online = ::sysconf(_SC_NPROCESSORS_ONLN);
+  constexpr long kPerCpu = 4;
+  constexpr long kCeiling = 1 << 16;  // keeps 4 x CPUs an int on any machine
+  return static_cast<int>(std::clamp(online * kPerCpu, kPerCpu, kCeiling));
 }
 
-ThreadPool::~ThreadPool() {
+void ThreadPool::check_thread_count(int n) {
+  const int limit = max_threads();
+  if (n < 1 || n > limit)
+    throw Error("-t: thread count must be 1.." + std::to_string(limit) + " (at most 4 x the " +
+                std::to_string(::sysconf(_SC_NPROCESSORS_ONLN)) + " online CPUs; got " + std::to_string(n) + ")");
+}
+
+ThreadPool::ThreadPool(int n_threads, const StartThread& start) : n_threads_(n_threads) {
+  check_thread_count(n_threads);
+  workers_.reserve(n_threads_ - 1);
+  for (int i = 1; i < n_threads_; ++i) {
+    try {
+      std::function<void()> body = [this] { worker_loop(); };
+      workers_.push_back(start ? start(std::move(body)) : std::thread(std::move(body)));
+    } catch (const std::exception& e) {
+      // The destructor will not run: stop what started, or joinable threads
+      // in workers_ would terminate the process when it is destroyed.
+      stop_workers();
+      throw Error("-t: cannot start compute thread " + std::to_string(i + 1) + " of " +
+                  std::to_string(n_threads_) + ": " + e.what());
+    }
+  }
+}
+
+ThreadPool::~ThreadPool() { stop_workers(); }
+
+void ThreadPool::stop_workers() {
   stop_.store(true);
   {
     std::lock_guard<std::mutex> lock(mu_);

@@ -19,6 +19,13 @@
 // before blocking on a condition variable; an idle pool costs no CPU after
 // that.
 //
+// Limits: a pool holds at most max_threads() threads (4 x the online CPUs):
+// more only adds contention, and an absurd count (-t 100000) would otherwise
+// exhaust the process's thread limit. The constructor throws sluice::Error
+// above the limit, and also when the OS refuses to start a worker; in that
+// case the workers already started are stopped and joined before the throw,
+// so a failed construction never leaks, hangs or terminates.
+//
 // Thread-safety: one parallel_for at a time per pool (the engine's compute
 // thread is the only caller). Exceptions thrown by `fn` on any thread are
 // captured and rethrown on the caller after all chunks finished (the first
@@ -38,13 +45,26 @@ namespace sluice::model {
 
 class ThreadPool {
  public:
-  // n_threads >= 1 counts the calling thread; n_threads - 1 workers are started.
-  explicit ThreadPool(int n_threads);
+  // Starts one worker running `body`. Tests substitute one that throws
+  // (std::system_error, like std::thread when the OS refuses) to exercise the
+  // failure path.
+  using StartThread = std::function<std::thread(std::function<void()> body)>;
+
+  // n_threads in [1, max_threads()] counts the calling thread; n_threads - 1
+  // workers are started (with `start`, or std::thread when empty). Throws
+  // Error for n_threads outside that range or when a worker cannot start.
+  explicit ThreadPool(int n_threads, const StartThread& start = {});
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
 
   int size() const { return n_threads_; }
+
+  // The largest pool: 4 x the online CPUs (sysconf), at least 4.
+  static int max_threads();
+  // Throws Error naming -t (the flag that sets the compute threads) unless
+  // 1 <= n <= max_threads(). The CLI validates -t with this before loading.
+  static void check_thread_count(int n);
 
   // fn(begin, end) is called for disjoint ranges covering [0, n). Ranges hold
   // at least min_chunk indices where n allows, and start at multiples of
@@ -59,6 +79,7 @@ class ThreadPool {
 
  private:
   void worker_loop();
+  void stop_workers();  // stops and joins every started worker
   // Claims and runs chunks of whatever job claim_ holds until none is left;
   // returns the generation it last saw.
   uint64_t run_chunks();

@@ -169,7 +169,6 @@ Transformer::Transformer(std::shared_ptr<const gguf::GgufModel> gguf, const Mode
       hp_(desc_.hp),
       pool_(cfg.threads),
       rope_(desc_.hp.rope) {
-  if (cfg.threads < 1) throw Error("-t: thread count must be >= 1 (got " + std::to_string(cfg.threads) + ")");
   if (cfg.io_threads < 1)
     throw Error("--io-threads: must be >= 1 (got " + std::to_string(cfg.io_threads) + ")");
   if (cfg.n_ctx < 0) throw Error("-c: context size must be >= 0 (got " + std::to_string(cfg.n_ctx) + ")");
@@ -205,6 +204,7 @@ Transformer::Transformer(std::shared_ptr<const gguf::GgufModel> gguf, const Mode
   dc.mode = cfg.dense_mode;
   dc.odirect = cfg.odirect;
   dc.on_progress = cfg.on_dense_progress;
+  dc.wrap_file = cfg.wrap_dense_file;
   // Where every expert's bytes are, in either file layout (validated).
   // --mtp: the first NextN head is loaded as block n_layer (its tensors are
   // otherwise ignored), with its own one-layer KV cache.

@@ -44,12 +44,16 @@ uint8_t* plan_covering_read(const SplitFiles& f, uint64_t offset, uint64_t bytes
   return first;
 }
 
-SplitFiles open_split_files(const std::string& path, bool want_direct) {
+SplitFiles open_split_files(const std::string& path, bool want_direct, const io::WrapFile& wrap) {
   SplitFiles f;
   std::shared_ptr<io::FdFile> buffered = io::open_fd_file(path, /*direct=*/false);
   f.fd = buffered->fd();
   f.buffered = buffered;
   if (want_direct) f.direct = io::open_fd_file(path, /*direct=*/true);  // null if refused
+  if (wrap) {
+    f.buffered = wrap(f.buffered);
+    if (f.direct) f.direct = wrap(f.direct);
+  }
   return f;
 }
 

@@ -48,8 +48,9 @@ uint8_t* plan_covering_read(const SplitFiles& f, uint64_t offset, uint64_t bytes
                             uint64_t max_chunk, std::vector<PlannedRead>& out);
 
 // Opens `path` for the stores: buffered always, O_DIRECT too when `want_direct`
-// and the filesystem allows it (direct stays null where it is refused).
+// and the filesystem allows it (direct stays null where it is refused). Both
+// are passed through `wrap` when it is set (fault injection).
 // Throws Error naming the path when the file cannot be opened.
-SplitFiles open_split_files(const std::string& path, bool want_direct);
+SplitFiles open_split_files(const std::string& path, bool want_direct, const io::WrapFile& wrap = {});
 
 }  // namespace sluice::moe

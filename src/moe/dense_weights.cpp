@@ -7,6 +7,9 @@
 //    make room for the page cache.
 //  - Warm: map the files and fault the dense ranges in once.
 //  - Mmap: map the files and leave everything to demand paging.
+// Mapped modes check every tensor range against the file size at load (Error
+// naming the file) and guard the mappings (io/mapping_guard.h): a file
+// truncated later ends the run with a message, not a bare SIGBUS.
 //
 // Immutable after construction: data()/bytes()/resident_fraction() are safe
 // from any thread.
@@ -23,9 +26,11 @@
 #include <cerrno>
 #include <cstring>
 #include <string>
+#include <system_error>
 #include <unordered_map>
 
 #include "io/aligned_buffer.h"
+#include "io/mapping_guard.h"
 #include "io/residency.h"
 #include "moe/aligned_reads.h"
 #include "moe/weight_store.h"
@@ -54,7 +59,8 @@ namespace {
 // Pieces of one dense read; large enough that syscall cost is noise.
 constexpr uint64_t kDenseChunk = uint64_t{8} << 20;
 
-// A read-only mapping of a whole file.
+// A read-only mapping of a whole file, guarded so that SIGBUS from a file
+// truncated under it ends the run with a message naming the file.
 class FileMapping {
  public:
   explicit FileMapping(const std::string& path) {
@@ -75,10 +81,12 @@ class FileMapping {
         fail(path, std::string("cannot mmap: ") + std::strerror(err));
       }
       data_ = static_cast<const uint8_t*>(p);
+      guard_ = std::make_unique<io::MappingGuard>(data_, size_, path);
     }
     ::close(fd);  // the mapping keeps the file referenced
   }
   ~FileMapping() {
+    guard_.reset();  // disarmed before the range can be reused
     if (data_) ::munmap(const_cast<uint8_t*>(data_), size_);
   }
   FileMapping(const FileMapping&) = delete;
@@ -89,6 +97,7 @@ class FileMapping {
  private:
   const uint8_t* data_ = nullptr;
   size_t size_ = 0;
+  std::unique_ptr<io::MappingGuard> guard_;
 };
 
 // A run of dense tensors in one split whose aligned covers touch: read as one.
@@ -170,7 +179,13 @@ void read_parallel(const std::vector<PlannedRead>& reads, ProgressCounter& progr
     }
   };
   std::vector<std::thread> threads;
-  for (size_t t = 1; t < n_threads; ++t) threads.emplace_back(worker);
+  for (size_t t = 1; t < n_threads; ++t) {
+    try {
+      threads.emplace_back(worker);
+    } catch (const std::system_error&) {
+      break;  // the OS refused a thread: the threads we have (at least this one) do all reads
+    }
+  }
   worker();
   for (auto& t : threads) t.join();
   if (error) std::rethrow_exception(error);
@@ -197,14 +212,14 @@ struct DenseWeights::Impl {
     by_name[t->name] = p;
   }
 
-  void load_anon(const gguf::GgufModel& model, const std::vector<Extent>& extents, bool odirect,
-                 const LoadProgressFn& on_progress);
+  void load_anon(const gguf::GgufModel& model, const std::vector<Extent>& extents, const DenseConfig& cfg);
   void load_mapped(const gguf::GgufModel& model, const std::vector<Extent>& extents, bool warm,
                    const LoadProgressFn& on_progress);
 };
 
 void DenseWeights::Impl::load_anon(const gguf::GgufModel& model, const std::vector<Extent>& extents,
-                                   bool odirect, const LoadProgressFn& on_progress) {
+                                   const DenseConfig& cfg) {
+  const bool odirect = cfg.odirect;
   const std::vector<std::string> paths = model.paths();
   buffers.resize(paths.size());
   std::vector<SplitFiles> files(paths.size());
@@ -215,7 +230,7 @@ void DenseWeights::Impl::load_anon(const gguf::GgufModel& model, const std::vect
       if (e.split == s) need += cover_bytes(e.from, e.to - e.from);
     }
     if (need == 0) continue;
-    files[s] = open_split_files(paths[s], odirect);
+    files[s] = open_split_files(paths[s], odirect, cfg.wrap_file);
     if (odirect && files[s].direct == nullptr) buffered_fallback = true;
     buffers[s] = io::AlignedBuffer(need);
     // Dense weights are scanned by every token's matmuls: huge pages cut TLB misses.
@@ -232,7 +247,7 @@ void DenseWeights::Impl::load_anon(const gguf::GgufModel& model, const std::vect
   }
   uint64_t planned = 0;
   for (const PlannedRead& r : reads) planned += r.n;
-  ProgressCounter progress(on_progress, planned);
+  ProgressCounter progress(cfg.on_progress, planned);
   read_parallel(reads, progress);
   progress.finish();
   // We now own a private copy; the cached file pages (the header parse, and
@@ -250,8 +265,13 @@ void DenseWeights::Impl::load_mapped(const gguf::GgufModel& model, const std::ve
   for (const Extent& e : extents) {
     auto& m = maps[e.split];
     if (!m) m = std::make_unique<FileMapping>(paths[e.split]);
-    if (e.to > m->size()) {
-      fail(paths[e.split], "tensor " + e.tensors.front()->name + " ends past end of file");
+    // The header was checked against the size at parse time, but the file
+    // may have shrunk since: map nothing past its end (that would SIGBUS).
+    for (const gguf::TensorInfo* t : e.tensors) {
+      if (t->offset + t->bytes > m->size())
+        fail(paths[e.split], "tensor " + t->name + " (bytes " + std::to_string(t->offset) + ".." +
+                                 std::to_string(t->offset + t->bytes) + ") ends past end of file (size " +
+                                 std::to_string(m->size()) + "); was the file truncated?");
     }
     const uint8_t* base = m->data();
     for (const gguf::TensorInfo* t : e.tensors) add(t, base + t->offset);
@@ -286,7 +306,7 @@ DenseWeights::DenseWeights(const gguf::GgufModel& model, const DenseConfig& cfg,
   }
   const std::vector<Extent> extents = group_extents(std::move(dense));
   if (cfg.mode == DenseMode::Anon) {
-    s.load_anon(model, extents, cfg.odirect, cfg.on_progress);
+    s.load_anon(model, extents, cfg);
   } else {
     s.load_mapped(model, extents, cfg.mode == DenseMode::Warm, cfg.on_progress);
   }

@@ -377,12 +377,8 @@ ExpertStore::ExpertStore(const gguf::GgufModel& model, std::vector<gguf::LayerEx
   s.all_direct = cfg.odirect;
   for (size_t i = 0; i < paths.size(); ++i) {
     if (!split_used[i]) continue;
-    SplitFiles f = open_split_files(paths[i], cfg.odirect);
+    SplitFiles f = open_split_files(paths[i], cfg.odirect, cfg.wrap_file);
     if (cfg.odirect && f.direct == nullptr) s.all_direct = false;
-    if (cfg.wrap_file) {
-      f.buffered = cfg.wrap_file(f.buffered);
-      if (f.direct) f.direct = cfg.wrap_file(f.direct);
-    }
     s.files[i] = std::move(f);
   }
   s.lanes = std::make_unique<ReadLanes>(cfg.io_threads, s.lane_stats);

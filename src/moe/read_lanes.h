@@ -41,6 +41,8 @@ struct LaneStats {
 
 class ReadLanes {
  public:
+  // Starts n_lanes threads. Throws Error naming --io-threads when the OS
+  // refuses one (the lanes already started are stopped and joined first).
   ReadLanes(int n_lanes, LaneStats& stats);
   ~ReadLanes();
   ReadLanes(const ReadLanes&) = delete;
@@ -56,6 +58,7 @@ class ReadLanes {
 
  private:
   void run();
+  void stop();  // stops and joins every started lane
 
   LaneStats& stats_;
   std::mutex mu_;

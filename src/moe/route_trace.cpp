@@ -6,8 +6,10 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <sstream>
 #include <utility>
 
+#include "io/whole_file.h"
 #include "util/error.h"
 
 namespace sluice::moe {
@@ -236,10 +238,9 @@ RouteTrace parse_route_trace(std::istream& in, const std::string& name) {
   return trace;
 }
 
-RouteTrace read_route_trace(const std::string& path) {
-  std::ifstream f(path);
-  if (!f) throw Error(path + ": cannot open routing trace: " + std::strerror(errno));
-  return parse_route_trace(f, path);
+RouteTrace read_route_trace(const std::string& path, const io::WrapFile& wrap) {
+  std::istringstream in(io::read_whole_file(path, kMaxTraceBytes, wrap));
+  return parse_route_trace(in, path);
 }
 
 }  // namespace sluice::moe

@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "io/output_file.h"
+#include "io/file.h"
 
 namespace sluice::moe {
 
@@ -79,7 +80,10 @@ class RouteTraceWriter {
   bool closed_ = false;
 };
 
-RouteTrace read_route_trace(const std::string& path);
+// Reads a whole trace file through io (read_whole_file: bounded EINTR retry,
+// fault-injectable with `wrap`). Traces above kMaxTraceBytes are refused.
+inline constexpr uint64_t kMaxTraceBytes = uint64_t{1} << 30;
+RouteTrace read_route_trace(const std::string& path, const io::WrapFile& wrap = {});
 RouteTrace parse_route_trace(std::istream& in, const std::string& name);
 
 }  // namespace sluice::moe

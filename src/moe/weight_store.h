@@ -33,6 +33,9 @@ struct DenseConfig {
   DenseMode mode = DenseMode::Anon;
   bool odirect = true;  // anon mode: read with O_DIRECT (buffered fallback where refused)
   LoadProgressFn on_progress;  // optional (e.g. a TTY progress bar)
+  // Tests: wraps every file anon mode reads the dense set through (e.g. in an
+  // io::FaultFile; see io::WrapFile). Mapped modes read no file. Empty: none.
+  io::WrapFile wrap_file;
 };
 
 // Holds every non-expert tensor of a model. Immutable after construction;
@@ -88,7 +91,7 @@ struct ExpertStoreConfig {
   // Ignored with load_all.
   uint64_t cache_bytes = 0;
   // Tests: wraps every file the store opens (e.g. in an io::FaultFile). Empty: none.
-  std::function<std::shared_ptr<const io::File>(std::shared_ptr<const io::File>)> wrap_file;
+  io::WrapFile wrap_file;
 };
 
 struct ExpertIoStats {

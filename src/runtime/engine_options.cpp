@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "gguf/gguf.h"
+#include "model/thread_pool.h"
 #include "moe/cache_budget.h"
 #include "util/error.h"
 
@@ -81,7 +82,7 @@ int parse_prefetch(const std::string& value, const std::string& flag) {
 
 model::ModelConfig EngineOptions::to_model_config() const {
   if (model_path.empty()) throw Error("-m: no model file given");
-  if (threads < 1) throw Error("-t: thread count must be >= 1 (got " + std::to_string(threads) + ")");
+  model::ThreadPool::check_thread_count(threads);
   if (io_threads < 1) throw Error("--io-threads: must be >= 1 (got " + std::to_string(io_threads) + ")");
   if (n_ctx < 0) throw Error("-c: context size must be >= 0 (got " + std::to_string(n_ctx) + ")");
   if (ubatch < 1) throw Error("--ubatch: must be >= 1 (got " + std::to_string(ubatch) + ")");

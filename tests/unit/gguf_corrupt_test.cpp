@@ -4,10 +4,17 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <memory>
 
 #include "gguf/gguf.h"
+#include "io/fault_file.h"
 #include "io/file.h"
+#include "io/read_fully.h"
 #include "util/error.h"
 
 namespace sluice::gguf {
@@ -241,6 +248,69 @@ TEST(GgufCorrupt, Alignment) {
   Bytes s;
   s.header(0, 1).kv_str("general.alignment", "32");
   EXPECT_THAT(error_of(s.b), AllOf(HasSubstr("'general.alignment'"), HasSubstr("string")));
+}
+
+// ---- Faults injected into the header parse of a real file (GgufModel::open's wrap) ----
+
+struct FaultyOpen {
+  std::string path = (std::filesystem::temp_directory_path() /
+                      ("sluice-gguf-fault-" + std::to_string(::getpid()) + ".gguf"))
+                         .string();
+  std::shared_ptr<io::FaultFile> made;
+  FaultyOpen() {
+    const auto b = valid_file();
+    std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(b.data()), std::streamsize(b.size()));
+  }
+  ~FaultyOpen() { std::filesystem::remove(path); }
+  GgufModel open(const io::FaultPlan& plan) {
+    return GgufModel::open(path, [this, plan](std::shared_ptr<const io::File> f) -> std::shared_ptr<const io::File> {
+      made = std::make_shared<io::FaultFile>(std::move(f), plan);
+      return made;
+    });
+  }
+  std::string error(const io::FaultPlan& plan) {
+    try {
+      open(plan);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "(no error)";
+  }
+};
+
+TEST(GgufFaults, EioDuringHeaderParseNamesFileAndOffset) {
+  FaultyOpen f;
+  io::FaultPlan plan;
+  plan.fail_read = 1;  // the parser reads a small file's header in one read
+  EXPECT_THAT(f.error(plan), AllOf(HasSubstr(f.path), HasSubstr("at offset 0"), HasSubstr("Input/output error")));
+  EXPECT_EQ(f.made->calls(), 1u);
+}
+
+TEST(GgufFaults, EarlyEndOfFileDuringHeaderParseIsAnError) {
+  FaultyOpen f;
+  io::FaultPlan plan;
+  plan.eof_at = 50;  // inside the first key/value pair
+  EXPECT_THAT(f.error(plan), AllOf(HasSubstr(f.path), HasSubstr("unexpected end of file after 50 bytes")));
+}
+
+TEST(GgufFaults, ShortReadsAndEintrDuringHeaderParseAreRetried) {
+  FaultyOpen f;
+  io::FaultPlan plan;
+  plan.max_bytes_per_raw = 3;
+  plan.eintr_every = 2;
+  const GgufModel m = f.open(plan);
+  EXPECT_GT(f.made->injected_eintr(), 0u);
+  ASSERT_EQ(m.tensors().size(), 2u);
+  EXPECT_EQ(m.tensors()[1].offset, 192u);
+  EXPECT_EQ(m.metadata().get_uint("n"), 7u);
+}
+
+TEST(GgufFaults, EndlessEintrDuringHeaderParseEndsInAnError) {
+  FaultyOpen f;
+  io::FaultPlan plan;
+  plan.eintr_every = 1;
+  EXPECT_THAT(f.error(plan), AllOf(HasSubstr(f.path), HasSubstr("Interrupted system call")));
+  EXPECT_EQ(f.made->raw_attempts(), static_cast<uint64_t>(io::kMaxInterrupts) + 1);  // bounded, then gave up
 }
 
 }  // namespace

@@ -4,8 +4,12 @@
 
 #include <filesystem>
 #include <fstream>
+#include <memory>
+#include <string>
 
+#include "io/fault_file.h"
 #include "io/file.h"
+#include "io/whole_file.h"
 #include "util/error.h"
 #include "test_support.h"
 
@@ -81,6 +85,47 @@ TEST(IoMemoryFile, BoundsAreChecked) {
   EXPECT_THAT(error_of([&] { f->read_exact(b, 2, 3); }), AllOf(HasSubstr("mem"), HasSubstr("offset 3")));
   EXPECT_THROW(f->read_exact(b, 1, UINT64_MAX), Error);
   EXPECT_THROW(f->read_exact(b, SIZE_MAX, 1), Error);
+}
+
+// A WrapFile that puts the file in a FaultFile with `plan`.
+WrapFile faulty(const FaultPlan& plan) {
+  return [plan](std::shared_ptr<const File> f) -> std::shared_ptr<const File> {
+    return std::make_shared<FaultFile>(std::move(f), plan);
+  };
+}
+
+TEST(WholeFile, ReadsEveryByteThroughShortReadsAndEintr) {
+  const auto p = temp_path("whole.txt");
+  const std::string text = "Once upon a time\nthere was a prompt.\n";
+  std::ofstream(p, std::ios::binary) << text;
+  EXPECT_EQ(read_whole_file(p.string(), 1000), text);
+  FaultPlan plan;
+  plan.max_bytes_per_raw = 5;
+  plan.eintr_every = 2;
+  EXPECT_EQ(read_whole_file(p.string(), 1000, faulty(plan)), text);
+  std::filesystem::remove(p);
+}
+
+TEST(WholeFile, FaultsAndLimitsAreErrorsNamingTheFile) {
+  const auto p = temp_path("whole-faults.txt");
+  std::ofstream(p, std::ios::binary) << std::string(100, 'x');
+  FaultPlan eio;
+  eio.fail_read = 1;
+  EXPECT_THAT(error_of([&] { read_whole_file(p.string(), 1000, faulty(eio)); }),
+              AllOf(HasSubstr(p.string()), HasSubstr("Input/output error")));
+  FaultPlan eof;
+  eof.eof_at = 40;  // the file shrank after it was opened
+  EXPECT_THAT(error_of([&] { read_whole_file(p.string(), 1000, faulty(eof)); }),
+              AllOf(HasSubstr(p.string()), HasSubstr("unexpected end of file after 40 bytes")));
+  FaultPlan storm;
+  storm.eintr_every = 1;
+  EXPECT_THAT(error_of([&] { read_whole_file(p.string(), 1000, faulty(storm)); }),
+              AllOf(HasSubstr(p.string()), HasSubstr("Interrupted system call")));
+  EXPECT_THAT(error_of([&] { read_whole_file(p.string(), 99); }),
+              AllOf(HasSubstr(p.string()), HasSubstr("100 bytes, more than the 99")));
+  EXPECT_THAT(error_of([&] { read_whole_file(p.string() + ".missing", 99); }),
+              AllOf(HasSubstr(".missing"), HasSubstr("cannot open")));
+  std::filesystem::remove(p);
 }
 
 }  // namespace

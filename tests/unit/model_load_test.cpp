@@ -134,6 +134,16 @@ TEST(ModelLoad, ExpertCountMustMatchTheTensors) {
             path + ": invalid metadata llama.expert_count: 4294967295 but the file has no expert tensors");
 }
 
+// Found by model_load_fuzz: a huge key_length sized the RoPE tables (GiBs)
+// before any tensor was bound. Bounded with a message naming the key.
+TEST(ModelLoad, HugeHeadDimensionIsAnErrorNotAnAllocation) {
+  TinySpec s;
+  s.extra_metadata.emplace_back("attention.key_length", gguf::Value::from_u32(805306372));
+  const std::string path = write_tiny(s, "headdim");
+  EXPECT_EQ(load_error(path), path + ": invalid metadata llama.attention.key_length: head dimension 805306372 must "
+                                     "be even and in 2..65536");
+}
+
 TEST(ModelLoad, NonFiniteFloatsAreRejected) {
   for (const char* key : {"rope.freq_base", "attention.layer_norm_rms_epsilon"}) {
     TinySpec s;

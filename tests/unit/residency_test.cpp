@@ -143,6 +143,30 @@ TEST(ReadFully, ErrorsNameFileOffsetAndCause) {
               HasSubstr("Interrupted system call"));
 }
 
+TEST(ReadFully, ReadOnceRetriesInterruptionsABoundedNumberOfTimes) {
+  // read_once is what the O_DIRECT probe uses: EINTR/EAGAIN are retried, but
+  // a source that never stops failing that way gives up.
+  int calls = 0;
+  RawPread flaky = [&](void* d, size_t n, uint64_t) -> ssize_t {
+    if (++calls <= 5) return calls % 2 ? -EINTR : -EAGAIN;
+    std::memset(d, 7, n);
+    return static_cast<ssize_t>(n);
+  };
+  uint8_t b[16] = {};
+  EXPECT_EQ(read_once(flaky, b, 16, 0), 16);
+  EXPECT_EQ(calls, 6);
+  EXPECT_EQ(b[15], 7);
+  calls = 0;
+  RawPread forever = [&](void*, size_t, uint64_t) -> ssize_t {
+    ++calls;
+    return -EINTR;
+  };
+  EXPECT_EQ(read_once(forever, b, 16, 0), -EINTR);
+  EXPECT_EQ(calls, kMaxInterrupts + 1);
+  RawPread eio = [](void*, size_t, uint64_t) -> ssize_t { return -EIO; };
+  EXPECT_EQ(read_once(eio, b, 16, 0), -EIO);  // other errors are not retried
+}
+
 TEST(FdFile, BufferedAndDirectReadTheFileBytes) {
   TestFile f(3 * 4096 + 100, "fd");
   auto buffered = open_fd_file(f.path, false);

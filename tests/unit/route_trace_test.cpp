@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <tuple>
@@ -14,6 +15,7 @@
 
 #include "moe/cache_budget.h"
 #include "moe/cache_sim.h"
+#include "io/fault_file.h"
 #include "moe/route_trace.h"
 #include "test_support.h"
 #include "util/error.h"
@@ -80,6 +82,36 @@ TEST(RouteTrace, MalformedInputNamesFileAndLine) {
               AllOf(HasSubstr("t.jsonl:2"), HasSubstr("qwen-moe record in a sluice trace")));
   EXPECT_THAT(error_of([] { parse("\n"); }), HasSubstr("no routing records"));
   EXPECT_THAT(error_of([] { read_route_trace("/nonexistent.jsonl"); }), HasSubstr("/nonexistent.jsonl"));
+}
+
+TEST(RouteTrace, ReadFaultsAreErrorsNamingTheFile) {
+  // The reader goes through io::read_whole_file, so injected read faults end
+  // in an Error naming the trace (and EINTR/short reads are retried).
+  const fs::path path = fs::current_path() / ("route_trace_fault_" + std::to_string(::getpid()) + ".jsonl");
+  {
+    RouteTraceWriter w(path.string());
+    w.write({0, 0, 0, {1, 2}, {0.5f, 0.5f}, {}});
+    w.write({0, 1, 0, {3}, {1.0f}, {}});
+    w.close();
+  }
+  const auto wrap = [](io::FaultPlan plan) -> io::WrapFile {
+    return [plan](std::shared_ptr<const io::File> f) -> std::shared_ptr<const io::File> {
+      return std::make_shared<io::FaultFile>(std::move(f), plan);
+    };
+  };
+  io::FaultPlan flaky;
+  flaky.max_bytes_per_raw = 7;
+  flaky.eintr_every = 3;
+  EXPECT_EQ(read_route_trace(path.string(), wrap(flaky)).records.size(), 2u);
+  io::FaultPlan eio;
+  eio.fail_read = 1;
+  EXPECT_THAT(error_of([&] { read_route_trace(path.string(), wrap(eio)); }),
+              AllOf(HasSubstr(path.string()), HasSubstr("Input/output error")));
+  io::FaultPlan eof;
+  eof.eof_at = 10;
+  EXPECT_THAT(error_of([&] { read_route_trace(path.string(), wrap(eof)); }),
+              AllOf(HasSubstr(path.string()), HasSubstr("unexpected end of file")));
+  fs::remove(path);
 }
 
 TEST(RouteTrace, MixtralFormatIsReplayedTokenMajor) {

@@ -6,11 +6,15 @@
 #include <atomic>
 #include <chrono>
 #include <mutex>
+#include <string>
+#include <system_error>
 #include <thread>
 #include <utility>
 #include <vector>
 
 #include "model/thread_pool.h"
+#include "test_support.h"
+#include "util/error.h"
 
 namespace sluice::model {
 namespace {
@@ -91,6 +95,67 @@ TEST(ThreadPool, CallerWaitsForSlowChunksThenRethrows) {
                                  }),
                std::runtime_error);
   EXPECT_EQ(done.load(), 8);
+}
+
+TEST(ThreadPool, CountOutsideLimitIsAnErrorNamingT) {
+  const int limit = ThreadPool::max_threads();
+  EXPECT_GE(limit, 4);
+  EXPECT_EQ(limit % 4, 0);
+  for (const int n : {0, -3, limit + 1, 100000}) {
+    const std::string msg = test::error_of([n] { ThreadPool pool(n); });
+    EXPECT_EQ(msg.rfind("-t: thread count must be 1.." + std::to_string(limit), 0), 0u) << msg;
+    EXPECT_NE(msg.find("got " + std::to_string(n) + ")"), std::string::npos) << msg;
+  }
+  ThreadPool at_limit_is_fine(std::min(limit, 8));
+  EXPECT_EQ(at_limit_is_fine.size(), std::min(limit, 8));
+}
+
+TEST(ThreadPool, ThreadStartFailureIsAnErrorAndJoinsStartedWorkers) {
+  // The OS refuses the 4th thread (3rd worker): the constructor must throw an
+  // Error (not hang, not std::terminate on joinable threads) after stopping
+  // and joining the two workers that did start.
+  std::atomic<int> started{0}, finished{0};
+  const ThreadPool::StartThread start = [&](std::function<void()> body) {
+    if (started.load() == 2) throw std::system_error(std::make_error_code(std::errc::resource_unavailable_try_again));
+    ++started;
+    return std::thread([&finished, body = std::move(body)] {
+      body();
+      ++finished;
+    });
+  };
+  const std::string msg = test::error_of([&] { ThreadPool pool(6, start); });
+  EXPECT_EQ(msg.rfind("-t: cannot start compute thread 4 of 6: ", 0), 0u) << msg;
+  EXPECT_EQ(started.load(), 2);
+  EXPECT_EQ(finished.load(), 2);  // joined before the throw
+}
+
+TEST(ThreadPool, InjectedStarterRunsWorkersNormally) {
+  std::atomic<int> started{0};
+  ThreadPool pool(3, [&](std::function<void()> body) {
+    ++started;
+    return std::thread(std::move(body));
+  });
+  EXPECT_EQ(started.load(), 2);
+  std::atomic<int64_t> sum{0};
+  pool.parallel_for(1000, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) sum += i;
+  });
+  EXPECT_EQ(sum.load(), 999 * 1000 / 2);
+}
+
+TEST(ThreadPool, CliRejectsHugeThreadCountBeforeLoading) {
+  // Finding: `-t 100000` used to hang in the pool's constructor. The CLI must
+  // refuse it before opening the model (which does not exist here).
+  int rc = 0;
+  const std::string out = test::run_cmd(std::string(SLUICE_BINARY) +
+                                            " run -m /nonexistent/sluice-no-model.gguf -p hi -t 100000 2>&1",
+                                        &rc);
+  EXPECT_NE(rc, 0) << out;
+  EXPECT_NE(rc, -1) << "crashed: " << out;
+  EXPECT_NE(out.find("-t: thread count must be 1.." + std::to_string(ThreadPool::max_threads())), std::string::npos)
+      << out;
+  EXPECT_NE(out.find("got 100000"), std::string::npos) << out;
+  EXPECT_EQ(out.find("sluice-no-model"), std::string::npos) << out;
 }
 
 }  // namespace

@@ -3,10 +3,16 @@
 // io::open_file at the offsets the GGUF parser reports.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/vfs.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -19,6 +25,8 @@
 #include "io/direct_reader.h"
 #include "io/fault_file.h"
 #include "io/file.h"
+#include "io/mapping_guard.h"
+#include "io/read_fully.h"
 #include "moe/weight_store.h"
 #include "util/error.h"
 #include "test_support.h"
@@ -617,6 +625,183 @@ TEST(WeightStore, FallbackWhereODirectIsRefused) {
   auto b = store.fetch(4, experts);
   drain_and_check(m, layers[4], b, experts);
   if (!refused) GTEST_SKIP() << "this kernel's tmpfs accepts O_DIRECT; fallback not exercised";
+}
+
+// ---- Fault injection into the dense load and expert reads ----
+
+// A wrap_file hook that puts every opened file in a FaultFile with `plan` and
+// remembers the wrappers (so tests can see the injected faults happened).
+struct FaultHook {
+  io::FaultPlan plan;
+  std::shared_ptr<std::vector<std::shared_ptr<io::FaultFile>>> made =
+      std::make_shared<std::vector<std::shared_ptr<io::FaultFile>>>();
+  io::WrapFile hook() const {
+    return [plan = plan, made = made](std::shared_ptr<const io::File> f) -> std::shared_ptr<const io::File> {
+      auto ff = std::make_shared<io::FaultFile>(std::move(f), plan);
+      made->push_back(ff);
+      return ff;
+    };
+  }
+  uint64_t injected_eintr() const {
+    uint64_t n = 0;
+    for (const auto& f : *made) n += f->injected_eintr();
+    return n;
+  }
+};
+
+TEST(DenseFaults, EioAtDenseLoadIsAnErrorNamingFileAndOffset) {
+  const gguf::GgufModel m = gguf::GgufModel::open(files().single);
+  for (bool odirect : {false, true}) {
+    SCOPED_TRACE(odirect ? "O_DIRECT" : "buffered");
+    FaultHook h;
+    h.plan.fail_read = 1;
+    DenseConfig cfg;
+    cfg.odirect = odirect;
+    cfg.wrap_file = h.hook();
+    EXPECT_THAT(error_of([&] { DenseWeights dw(m, cfg, is_expert_tensor); }),
+                AllOf(HasSubstr(files().single), HasSubstr("at offset"), HasSubstr("Input/output error")));
+    EXPECT_FALSE(h.made->empty());
+  }
+}
+
+TEST(DenseFaults, EarlyEndOfFileAtDenseLoadIsAnError) {
+  const gguf::GgufModel m = gguf::GgufModel::open(files().single);
+  FaultHook h;
+  h.plan.eof_at = 5000;  // the file "shrank" after its header was parsed
+  DenseConfig cfg;
+  cfg.odirect = false;
+  cfg.wrap_file = h.hook();
+  EXPECT_THAT(error_of([&] { DenseWeights dw(m, cfg, is_expert_tensor); }),
+              AllOf(HasSubstr(files().single), HasSubstr("unexpected end of file")));
+}
+
+TEST(DenseFaults, ShortReadsAndEintrAtDenseLoadAreRetried) {
+  const gguf::GgufModel m = gguf::GgufModel::open(files().single);
+  FaultHook h;
+  h.plan.max_bytes_per_raw = 777;
+  h.plan.eintr_every = 2;
+  DenseConfig cfg;
+  cfg.odirect = false;  // short reads would break O_DIRECT alignment
+  cfg.wrap_file = h.hook();
+  DenseWeights dw(m, cfg, is_expert_tensor);
+  EXPECT_GT(h.injected_eintr(), 0u);
+  for (const gguf::TensorInfo& t : m.tensors()) {
+    if (is_expert_tensor(t)) continue;
+    const std::vector<uint8_t> want = file_bytes(m, {t.split, t.offset, t.bytes});
+    ASSERT_EQ(std::memcmp(want.data(), dw.data(t), t.bytes), 0) << t.name;
+  }
+}
+
+TEST(DenseFaults, EndlessEintrAtDenseLoadEndsInAnError) {
+  // Every raw attempt is interrupted: the retry is bounded, so the load fails
+  // with the cause instead of spinning forever.
+  const gguf::GgufModel m = gguf::GgufModel::open(files().single);
+  FaultHook h;
+  h.plan.eintr_every = 1;
+  DenseConfig cfg;
+  cfg.odirect = false;
+  cfg.wrap_file = h.hook();
+  EXPECT_THAT(error_of([&] { DenseWeights dw(m, cfg, is_expert_tensor); }),
+              AllOf(HasSubstr(files().single), HasSubstr("Interrupted system call")));
+  // One read gives up after exactly kMaxInterrupts retries (+ the first attempt).
+  EXPECT_EQ(h.made->front()->raw_attempts() % (io::kMaxInterrupts + 1), 0u);
+}
+
+TEST(WeightStore, EndlessEintrAtExpertReadEndsInAnError) {
+  const gguf::GgufModel m = gguf::GgufModel::open(files().single);
+  const auto layers = expert_layers(m);
+  FaultHook h;
+  h.plan.eintr_every = 1;
+  ExpertStoreConfig cfg;
+  cfg.odirect = false;
+  cfg.wrap_file = h.hook();
+  ExpertStore store(m, layers, cfg);
+  auto b = store.fetch(1, std::vector<int>{3});
+  EXPECT_THAT(error_of([&] {
+                while (b.next_ready() != -1) {
+                }
+              }),
+              AllOf(HasSubstr(files().single), HasSubstr("Interrupted system call"), HasSubstr("layer 1")));
+}
+
+// ---- Mapped dense weights and a file that shrinks ----
+
+// A private copy of the single-file model, so tests may truncate it.
+struct ScratchModel {
+  explicit ScratchModel(const std::string& tag)
+      : path((fs::current_path() / ("weight_store_scratch_" + std::to_string(::getpid()) + "_" + tag + ".gguf"))
+                 .string()) {
+    fs::copy_file(files().single, path, fs::copy_options::overwrite_existing);
+  }
+  ~ScratchModel() {
+    std::error_code ec;
+    fs::remove(path, ec);
+  }
+  std::string path;
+};
+
+TEST(DenseMapped, FileTruncatedBeforeMappingIsAnErrorNamingFileAndTensor) {
+  for (DenseMode mode : {DenseMode::Mmap, DenseMode::Warm}) {
+    SCOPED_TRACE(dense_mode_name(mode));
+    ScratchModel f("before");
+    const gguf::GgufModel m = gguf::GgufModel::open(f.path);  // parsed while whole
+    fs::resize_file(f.path, m.require("output.weight").offset + 10);
+    DenseConfig cfg;
+    cfg.mode = mode;
+    EXPECT_THAT(error_of([&] { DenseWeights dw(m, cfg, is_expert_tensor); }),
+                AllOf(HasSubstr(f.path), HasSubstr("tensor output.weight"), HasSubstr("ends past end of file"),
+                      HasSubstr("truncated")));
+  }
+}
+
+TEST(DenseMappedDeathTest, FileTruncatedWhileMappedEndsWithAMessageNotSigbus) {
+  // The finding: with --dense-weights mmap, a model truncated while the engine
+  // runs killed it with a bare SIGBUS. Now the guard prints what happened and
+  // exits with the CLI's error status. Runs in a forked child (death test).
+  ScratchModel f("while");
+  const std::string path = f.path;
+  const auto touch_after_truncation = [path] {
+    const gguf::GgufModel m = gguf::GgufModel::open(path);
+    DenseConfig cfg;
+    cfg.mode = DenseMode::Mmap;
+    DenseWeights dw(m, cfg, is_expert_tensor);
+    const gguf::TensorInfo& t = m.require("output.weight");
+    fs::resize_file(path, 4096);  // far before output.weight
+    fs::remove(path);             // the mapping keeps the (now short) file alive
+    volatile uint8_t sink = static_cast<const uint8_t*>(dw.data(t))[t.bytes - 1];
+    (void)sink;
+    std::fprintf(stderr, "no fault\n");
+    std::_Exit(0);
+  };
+  EXPECT_EXIT(touch_after_truncation(), ::testing::ExitedWithCode(io::kMappedFileExitCode),
+              "model file .*weight_store_scratch_.*_while\\.gguf changed or was truncated while mapped");
+}
+
+TEST(DenseMappedDeathTest, SigbusOutsideModelMappingsStillKillsWithSigbus) {
+  // The guard must not swallow unrelated faults: a truncated mapping that is
+  // NOT a model mapping still dies of SIGBUS (after a guard was installed).
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "ASan handles SIGBUS itself (reports and exits 1)";
+#endif
+  ScratchModel f("other");
+  const std::string path = f.path;
+  const auto fault_elsewhere = [path] {
+    const gguf::GgufModel m = gguf::GgufModel::open(path);
+    DenseConfig cfg;
+    cfg.mode = DenseMode::Mmap;
+    DenseWeights dw(m, cfg, is_expert_tensor);  // installs the handler, guards its mapping
+    const std::string other = path + ".other";
+    fs::copy_file(path, other, fs::copy_options::overwrite_existing);
+    const int fd = ::open(other.c_str(), O_RDONLY);
+    const size_t n = fs::file_size(other);
+    const auto* p = static_cast<const uint8_t*>(::mmap(nullptr, n, PROT_READ, MAP_SHARED, fd, 0));
+    fs::resize_file(other, 0);
+    fs::remove(other);
+    volatile uint8_t sink = p[n - 1];
+    (void)sink;
+    std::_Exit(0);
+  };
+  EXPECT_EXIT(fault_elsewhere(), ::testing::KilledBySignal(SIGBUS), "");
 }
 
 TEST(WeightStore, DenseModeNames) {
