@@ -181,9 +181,11 @@ class Model {
 
   // MTP (ModelConfig::mtp, a file with a NextN block): speculative drafts.
   virtual bool has_mtp() const { return false; }
-  // eval() that also writes every row's hidden state after output_norm (the
-  // vector the lm head multiplies; the NextN head's input), [T][n_embd].
-  virtual void eval_hidden(std::span<const int32_t> tokens, int pos0, float* logits_out, float* hidden_out) {
+  // eval() (all_rows) or eval_last() that also writes every row's hidden
+  // state after output_norm (the vector the lm head multiplies; the NextN
+  // head's input), [T][n_embd].
+  virtual void eval_hidden(std::span<const int32_t> tokens, int pos0, float* logits_out, float* hidden_out,
+                           bool all_rows = true) {
     throw Error("this model has no MTP head loaded");
   }
   // The NextN head over rows i = (tokens[i], hidden[i]) at positions pos0 + i:
@@ -192,8 +194,9 @@ class Model {
   // [0, pos0) (a smaller pos0 rewinds). Writes the draft logits [T][n_vocab]
   // and, when g_out is set, the head's normalised output [T][n_embd] (the
   // hidden input of a chained draft step).
+  // all_rows = false: logits_out gets the last row only (one row of n_vocab).
   virtual void mtp_eval(std::span<const int32_t> tokens, const float* hidden, int pos0, float* logits_out,
-                        float* g_out) {
+                        float* g_out, bool all_rows = true) {
     throw Error("this model has no MTP head loaded");
   }
   virtual int mtp_n_cached() const { return 0; }

@@ -419,8 +419,9 @@ void Transformer::eval_last(std::span<const int32_t> tokens, int pos0, float* lo
   run(tokens, pos0, logits_out, false);
 }
 
-void Transformer::eval_hidden(std::span<const int32_t> tokens, int pos0, float* logits_out, float* hidden_out) {
-  run(tokens, pos0, logits_out, true, hidden_out);
+void Transformer::eval_hidden(std::span<const int32_t> tokens, int pos0, float* logits_out, float* hidden_out,
+                              bool all_rows) {
+  run(tokens, pos0, logits_out, all_rows, hidden_out);
 }
 
 void Transformer::check_eval(std::span<const int32_t> tokens, int pos0, const KvCache& kv) const {
@@ -509,7 +510,7 @@ void Transformer::run_ubatch(std::span<const int32_t> tokens, int pos0, int firs
 }
 
 void Transformer::mtp_eval(std::span<const int32_t> tokens, const float* hidden, int pos0, float* logits_out,
-                           float* g_out) {
+                           float* g_out, bool all_rows) {
   if (mtp_layer_ < 0) throw Error("mtp_eval: the model was loaded without its MTP head (--mtp)");
   const int T = static_cast<int>(tokens.size());
   if (T == 0) return;
@@ -520,7 +521,10 @@ void Transformer::mtp_eval(std::span<const int32_t> tokens, const float* hidden,
   try {
     for (int c0 = 0; c0 < T; c0 += S) {
       const int n = std::min(S, T - c0);
-      mtp_ubatch(tokens.subspan(c0, n), hidden + c0 * n_embd, pos0 + c0, logits_out + c0 * n_vocab,
+      const bool last = c0 + n == T;
+      const int first_row = all_rows ? 0 : (last ? n - 1 : n);
+      float* logits = all_rows ? logits_out + c0 * n_vocab : logits_out;
+      mtp_ubatch(tokens.subspan(c0, n), hidden + c0 * n_embd, pos0 + c0, first_row, logits,
                  g_out ? g_out + c0 * n_embd : nullptr);
     }
   } catch (...) {
@@ -531,8 +535,8 @@ void Transformer::mtp_eval(std::span<const int32_t> tokens, const float* hidden,
   eval_s_ += seconds_since(t_eval);
 }
 
-void Transformer::mtp_ubatch(std::span<const int32_t> tokens, const float* hidden, int pos0, float* logits_out,
-                             float* g_out) {
+void Transformer::mtp_ubatch(std::span<const int32_t> tokens, const float* hidden, int pos0, int first_row,
+                             float* logits_out, float* g_out) {
   const int T = static_cast<int>(tokens.size());
   const int64_t n_embd = hp_.n_embd;
   const float eps = hp_.rms_eps;
@@ -551,10 +555,10 @@ void Transformer::mtp_ubatch(std::span<const int32_t> tokens, const float* hidde
   mtp_kv_->set_filled(pos0 + T);
   forward_layer(mtp_layer_, T, pos0, *mtp_kv_, 0);
   prefetch_.reset();
-  float* g = g_out;
-  if (!g) g = xn_.data();
+  float* g = g_out ? g_out : xn_.data();
   rms_norm_rows(x_.data(), head_.norm, T, n_embd, eps, g);
-  matmul_f32(head_.lm, g, T, logits_out, pool_, act_);
+  if (T > first_row)
+    matmul_f32(head_.lm, g + static_cast<int64_t>(first_row) * n_embd, T - first_row, logits_out, pool_, act_);
 }
 
 void Transformer::router_logits(const Layer& L, const float* xn, int T, std::vector<float>& logits) {

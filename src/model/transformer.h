@@ -42,9 +42,10 @@ class Transformer final : public Model {
   ModelStats stats() const override;
   uint64_t expert_bytes(int layer) const override;
   bool has_mtp() const override { return mtp_layer_ >= 0; }
-  void eval_hidden(std::span<const int32_t> tokens, int pos0, float* logits_out, float* hidden_out) override;
-  void mtp_eval(std::span<const int32_t> tokens, const float* hidden, int pos0, float* logits_out,
-                float* g_out) override;
+  void eval_hidden(std::span<const int32_t> tokens, int pos0, float* logits_out, float* hidden_out,
+                   bool all_rows = true) override;
+  void mtp_eval(std::span<const int32_t> tokens, const float* hidden, int pos0, float* logits_out, float* g_out,
+                bool all_rows = true) override;
   int mtp_n_cached() const override { return mtp_kv_ ? mtp_kv_->n_filled() : 0; }
   double dense_resident_fraction() const override;
 
@@ -89,7 +90,9 @@ class Transformer final : public Model {
   // One ubatch of run(): every layer, then the logits of rows [first_row, T).
   void run_ubatch(std::span<const int32_t> tokens, int pos0, int first_row, float* logits_out, float* hidden_out);
   // One NextN-head ubatch of mtp_eval().
-  void mtp_ubatch(std::span<const int32_t> tokens, const float* hidden, int pos0, float* logits_out, float* g_out);
+  // Logits of rows [first_row, T) only; g_out (optional) gets every row.
+  void mtp_ubatch(std::span<const int32_t> tokens, const float* hidden, int pos0, int first_row, float* logits_out,
+                  float* g_out);
   // Block il over x_ (T rows at positions pos0..), keys/values in `kv` layer kv_layer.
   void forward_layer(int il, int n_tokens, int pos0, KvCache& kv, int kv_layer);
   // The attention block, leaving the output projection's result in tmp_: GQA, or MLA.

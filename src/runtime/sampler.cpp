@@ -16,9 +16,21 @@ int32_t argmax(std::span<const float> logits) {
 
 Sampler::Sampler(const SamplerConfig& cfg) : cfg_(cfg), rng_(cfg.seed) {}
 
+double TokenDist::prob(int32_t id) const {
+  if (total <= 0) return 0;
+  for (size_t i = 0; i < ids.size(); ++i)
+    if (ids[i] == id) return w[i] / total;
+  return 0;
+}
+
 int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> history) {
+  return draw(distribution(logits, history));
+}
+
+TokenDist Sampler::distribution(std::span<const float> logits, std::span<const int32_t> history) {
+  TokenDist d;
   const int n = static_cast<int>(logits.size());
-  if (n == 0) return -1;
+  if (n == 0) return d;
   work_.assign(logits.begin(), logits.end());
   if (cfg_.repeat_penalty != 1.0f && cfg_.repeat_last_n != 0) {
     const size_t window = cfg_.repeat_last_n < 0 ? history.size()
@@ -31,7 +43,12 @@ int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> 
       work_[id] = work_[id] > 0 ? work_[id] / cfg_.repeat_penalty : work_[id] * cfg_.repeat_penalty;
     }
   }
-  if (cfg_.temperature <= 0.0f) return argmax(work_);
+  if (cfg_.temperature <= 0.0f) {
+    d.ids = {argmax(work_)};
+    d.w = {1.0};
+    d.total = 1.0;
+    return d;
+  }
 
   // Candidates sorted by logit (descending, ties -> lower id), cut to top-k.
   ids_.resize(static_cast<size_t>(n));
@@ -67,16 +84,51 @@ int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> 
     while (i < keep && p[i] >= floor) ++i;
     keep = i;
   }
-  double total = 0;
-  for (size_t i = 0; i < keep; ++i) total += p[i];
-  std::uniform_real_distribution<double> uni(0.0, total);
+  d.ids.assign(ids_.begin(), ids_.begin() + static_cast<std::ptrdiff_t>(keep));
+  d.w.assign(p.begin(), p.begin() + static_cast<std::ptrdiff_t>(keep));
+  for (size_t i = 0; i < keep; ++i) d.total += p[i];
+  return d;
+}
+
+int32_t Sampler::draw(const TokenDist& d) {
+  if (d.ids.empty()) return -1;
+  if (d.ids.size() == 1) {
+    if (cfg_.temperature <= 0.0f) return d.ids[0];  // greedy: no randomness
+  }
+  std::uniform_real_distribution<double> uni(0.0, d.total);
   const double r = uni(rng_);
   double cum = 0;
-  for (size_t i = 0; i < keep; ++i) {
-    cum += p[i];
-    if (r < cum) return ids_[i];
+  for (size_t i = 0; i < d.ids.size(); ++i) {
+    cum += d.w[i];
+    if (r < cum) return d.ids[i];
   }
-  return ids_[keep - 1];
+  return d.ids.back();
+}
+
+double Sampler::uniform() { return std::uniform_real_distribution<double>(0.0, 1.0)(rng_); }
+
+int32_t Sampler::accept_or_resample(const TokenDist& p, const TokenDist& q, int32_t x, bool& accepted) {
+  if (cfg_.temperature <= 0.0f) {
+    accepted = !p.ids.empty() && p.ids[0] == x;
+    return accepted ? x : (p.ids.empty() ? -1 : p.ids[0]);
+  }
+  const double px = p.prob(x), qx = q.prob(x);
+  if (qx > 0 && (px >= qx || uniform() < px / qx)) {
+    accepted = true;
+    return x;
+  }
+  accepted = false;
+  // Residual: max(0, p - q), renormalised; p's support is all it can hold.
+  TokenDist r;
+  for (size_t i = 0; i < p.ids.size(); ++i) {
+    const double v = p.w[i] / p.total - q.prob(p.ids[i]);
+    if (v > 0) {
+      r.ids.push_back(p.ids[i]);
+      r.w.push_back(v);
+      r.total += v;
+    }
+  }
+  return r.ids.empty() ? draw(p) : draw(r);
 }
 
 }  // namespace sluice::runtime

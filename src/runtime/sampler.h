@@ -27,11 +27,35 @@ struct SamplerConfig {
 // Index of the largest value; ties -> lowest index. Empty input -> -1.
 int32_t argmax(std::span<const float> logits);
 
+// The distribution a Sampler draws from for one row of logits: the kept
+// candidates in order and their weights (proportional to the probabilities;
+// `total` is their sum). Greedy: the argmax alone, weight 1.
+struct TokenDist {
+  std::vector<int32_t> ids;
+  std::vector<double> w;
+  double total = 0;
+  double prob(int32_t id) const;  // 0 for an id not kept
+};
+
 class Sampler {
  public:
   explicit Sampler(const SamplerConfig& cfg);
+  bool greedy() const { return cfg_.temperature <= 0.0f; }
   // `history`: tokens so far (prompt + generated), for the repetition penalty.
   int32_t sample(std::span<const float> logits, std::span<const int32_t> history);
+  // The distribution sample() draws from, and the draw itself (sample() is
+  // draw(distribution(...)); a greedy draw uses no randomness).
+  TokenDist distribution(std::span<const float> logits, std::span<const int32_t> history);
+  int32_t draw(const TokenDist& d);
+  // Speculative sampling's acceptance of a draft token drawn from the draft
+  // distribution q, against the target p (Leviathan et al. / Chen et al.):
+  // accepted with probability min(1, p(x)/q(x)); on rejection the returned
+  // token is drawn from norm(max(0, p - q)), and `accepted` is false. This
+  // keeps the output distributed exactly as p. Greedy p and q: accepted iff
+  // x is p's argmax, otherwise p's argmax is returned (no randomness).
+  int32_t accept_or_resample(const TokenDist& p, const TokenDist& q, int32_t x, bool& accepted);
+  // A uniform draw in [0, 1) from the sampler's generator.
+  double uniform();
 
  private:
   SamplerConfig cfg_;

@@ -29,6 +29,25 @@ void Session::reset() {
   model_->reset();
   tokens_.clear();
   pending_.clear();
+  mtp_n_ = 0;
+  if (mtp_.depth > 0) mtp_hidden_.assign(static_cast<size_t>(model_->hparams().n_embd), 0.0f);
+}
+
+void Session::set_mtp(const MtpOptions& o) {
+  if (o.depth < 0) throw Error("--mtp: draft depth must be >= 0 (got " + std::to_string(o.depth) + ")");
+  if (o.depth > 0 && !model_->has_mtp())
+    throw Error("--mtp: the model was loaded without a NextN/MTP head");
+  if (o.depth > 0 && (!tokens_.empty() || !pending_.empty()))
+    throw Error("--mtp: set before the first evaluation");
+  if (!(o.p_min >= 0.0f && o.p_min <= 1.0f)) throw Error("--mtp-p-min: must be in [0, 1]");
+  if (o.window < 1) throw Error("--mtp auto: window must be >= 1");
+  mtp_ = o;
+  mtp_counters_ = MtpCounters{};
+  mtp_counters_.depth = o.depth;
+  mtp_counters_.drafted_at.assign(static_cast<size_t>(o.depth), 0);
+  mtp_counters_.accepted_at.assign(static_cast<size_t>(o.depth), 0);
+  mtp_n_ = 0;
+  if (o.depth > 0) mtp_hidden_.assign(static_cast<size_t>(model_->hparams().n_embd), 0.0f);
 }
 
 std::span<const float> Session::feed(std::span<const int32_t> tokens) {
@@ -43,7 +62,14 @@ std::span<const float> Session::feed_as(std::span<const int32_t> tokens, EvalKin
   if (all.empty()) throw Error("feed: no tokens");
   const int pos = static_cast<int>(tokens_.size());
   recorder_.begin(*model_);
-  model_->eval_last(all, pos, logits_.data());
+  if (mtp_.depth > 0) {  // keep the hidden states the NextN head will need
+    const size_t n_embd = model_->hparams().n_embd;
+    std::vector<float> hidden(all.size() * n_embd);
+    model_->eval_hidden(all, pos, logits_.data(), hidden.data(), false);
+    mtp_hidden_.insert(mtp_hidden_.end(), hidden.begin(), hidden.end());
+  } else {
+    model_->eval_last(all, pos, logits_.data());
+  }
   pending_.clear();
   tokens_.insert(tokens_.end(), all.begin(), all.end());
   // Last: a throwing record callback (e.g. --csv write error) leaves the
@@ -54,6 +80,7 @@ std::span<const float> Session::feed_as(std::span<const int32_t> tokens, EvalKin
 
 GenerationStats Session::generate(std::span<const int32_t> prompt, int n_predict, Sampler& sampler,
                                   const std::function<bool(int32_t)>& on_token, std::span<const int32_t> stop_ids) {
+  if (mtp_.depth > 0) return generate_mtp(prompt, n_predict, sampler, on_token, stop_ids);
   GenerationStats st;
   const int n_new = static_cast<int>(pending_.size() + prompt.size());
   if (n_new == 0) throw Error("generate: empty prompt");
@@ -89,7 +116,14 @@ void Session::eval_all(std::span<const int32_t> tokens, float* logits_out) {
   if (tokens.empty()) throw Error("eval_all: no tokens");
   const int pos = static_cast<int>(tokens_.size());
   recorder_.begin(*model_);
-  model_->eval(tokens, pos, logits_out);
+  if (mtp_.depth > 0) {
+    const size_t n_embd = model_->hparams().n_embd;
+    std::vector<float> hidden(tokens.size() * n_embd);
+    model_->eval_hidden(tokens, pos, logits_out, hidden.data(), true);
+    mtp_hidden_.insert(mtp_hidden_.end(), hidden.begin(), hidden.end());
+  } else {
+    model_->eval(tokens, pos, logits_out);
+  }
   tokens_.insert(tokens_.end(), tokens.begin(), tokens.end());
   // feed()'s logits_ would otherwise be stale: keep it the last row.
   std::copy_n(logits_out + (tokens.size() - 1) * logits_.size(), logits_.size(), logits_.begin());
@@ -106,6 +140,7 @@ RunSummary Session::summary(const SummaryOptions& opts) const {
   in.n_expert = static_cast<int>(hp.n_expert);
   in.top_k = static_cast<int>(hp.n_expert_used);
   in.ttft_ms = ttft_ms_;
+  in.mtp = mtp_counters_;
   in.dense_resident_frac = model_->dense_resident_fraction();
   in.peak_rss_mib = peak_rss_mib();
   in.opts = opts;

@@ -15,9 +15,26 @@
 #include "gguf/gguf.h"
 #include "model/model.h"
 #include "runtime/sampler.h"
+#include "util/error.h"
 #include "runtime/telemetry.h"
 
 namespace sluice::runtime {
+
+// --mtp: speculative decoding with the model's NextN head (model::Model::
+// has_mtp; load with ModelConfig::mtp). Each step drafts up to `depth` tokens
+// with the head, the trunk verifies the last token plus the drafts in one
+// forward (each routed expert read once per layer for the whole batch, so
+// --expert-budget caps that union), and the longest accepted prefix plus one
+// token of the trunk's own are emitted. Greedy output is byte-identical to
+// decoding without MTP; with sampling, speculative sampling's acceptance rule
+// (Sampler::accept_or_resample) keeps the output distribution.
+struct MtpOptions {
+  int depth = 0;            // drafts per step (0: off)
+  bool automatic = false;   // --mtp auto: measure and switch drafting off (and back on) when it loses
+  float p_min = 0.0f;       // stop drafting when the draft's top probability is below this
+  int window = 16;          // auto: emitted tokens per measurement window
+  std::function<void(const std::string&)> log;  // auto: one line per decision
+};
 
 struct GenerationStats {
   int prefill_tokens = 0;
@@ -42,6 +59,12 @@ class Session {
   int n_vocab() const { return static_cast<int>(model_->hparams().n_vocab); }
 
   void reset();
+
+  // --mtp for later generate() calls (Error when depth > 0 and the model has
+  // no MTP head loaded). Feeding and evaluation then also keep the trunk's
+  // hidden states the head needs.
+  void set_mtp(const MtpOptions& o);
+  const MtpCounters& mtp_counters() const { return mtp_counters_; }
   // Evaluates `tokens` after the cached ones; returns the last row of logits
   // (valid until the next call).
   std::span<const float> feed(std::span<const int32_t> tokens);
@@ -67,6 +90,15 @@ class Session {
 
  private:
   std::span<const float> feed_as(std::span<const int32_t> tokens, EvalKind kind);
+  // generate() with --mtp (session_mtp.cpp).
+  GenerationStats generate_mtp(std::span<const int32_t> prompt, int n_predict, Sampler& sampler,
+                               const std::function<bool(int32_t)>& on_token, std::span<const int32_t> stop_ids);
+  // The NextN head over the rows not yet fed to it plus (next, h of the last
+  // position) at position tokens_.size(); returns the last row's draft logits
+  // (in mtp_logits_) and its g (in mtp_g_). Records one Draft eval.
+  void mtp_catch_up_and_draft(int32_t next);
+  // One chained draft step: (token, g of the previous step) at `pos`.
+  void mtp_draft_step(int32_t token, int pos);
 
   std::shared_ptr<const gguf::GgufModel> gguf_;
   std::unique_ptr<model::Model> model_;
@@ -75,6 +107,17 @@ class Session {
   std::vector<float> logits_;
   TokenRecorder recorder_;
   double ttft_ms_ = 0;  // of the session's first generate()
+
+  // --mtp state. Invariant: the head's KV cache holds the true rows
+  // (t_q, h_{q-1}) for q < mtp_n_ (<= tokens_.size()), and mtp_hidden_ holds
+  // h_{q-1} for q in [mtp_n_, tokens_.size()] (h_{-1} = zeros): the hidden
+  // inputs of the rows still to feed, the last one for the next token.
+  MtpOptions mtp_;
+  MtpCounters mtp_counters_;
+  int mtp_n_ = 0;
+  std::vector<float> mtp_hidden_;
+  std::vector<float> mtp_logits_, mtp_g_;  // the last draft step's row
+  std::vector<float> verify_logits_, verify_hidden_;
 };
 
 }  // namespace sluice::runtime

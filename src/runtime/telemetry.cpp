@@ -73,7 +73,15 @@ std::string fmt(const char* f, double x) {
 
 }  // namespace
 
-const char* eval_kind_name(EvalKind k) { return k == EvalKind::Prefill ? "prefill" : "decode"; }
+const char* eval_kind_name(EvalKind k) {
+  switch (k) {
+    case EvalKind::Prefill: return "prefill";
+    case EvalKind::Decode: return "decode";
+    case EvalKind::Verify: return "verify";
+    case EvalKind::Draft: return "draft";
+  }
+  return "?";
+}
 
 uint64_t major_faults() {
   rusage ru{};
@@ -95,7 +103,7 @@ void TokenRecorder::begin(const model::Model& m) {
   before_.t = std::chrono::steady_clock::now();
 }
 
-const TokenRecord& TokenRecorder::end(const model::Model& m, EvalKind kind, int n_tokens, int pos) {
+const TokenRecord& TokenRecorder::end(const model::Model& m, EvalKind kind, int n_tokens, int pos, int emitted) {
   const auto t = std::chrono::steady_clock::now();
   const uint64_t majflt = major_faults();
   const model::ModelStats s = m.stats();
@@ -103,6 +111,7 @@ const TokenRecord& TokenRecorder::end(const model::Model& m, EvalKind kind, int 
   r.index = static_cast<int>(records_.size());
   r.kind = kind;
   r.n_tokens = n_tokens;
+  r.emitted = emitted >= 0 ? emitted : (kind == EvalKind::Decode ? n_tokens : 0);
   r.pos = pos;
   r.ms = std::chrono::duration<double, std::milli>(t - before_.t).count();
   r.io_ms = (s.io.io_seconds - before_.stats.io.io_seconds) * 1e3;
@@ -157,6 +166,18 @@ double RunSummary::prefetch_wasted_mib_per_tok() const {
   return n > 0 ? static_cast<double>(prefetch_counters.wasted_bytes) / kMiB / n : 0.0;
 }
 
+double RunSummary::decode_mib_per_tok() const {
+  return decode_tokens > 0 ? static_cast<double>(decode_bytes_read) / kMiB / decode_tokens : 0.0;
+}
+
+double RunSummary::decode_experts_per_tok() const {
+  return decode_tokens > 0 ? static_cast<double>(decode_experts_read) / decode_tokens : 0.0;
+}
+
+double RunSummary::tokens_per_forward() const {
+  return decode_forwards > 0 ? static_cast<double>(decode_tokens) / static_cast<double>(decode_forwards) : 0.0;
+}
+
 double RunSummary::majflt_per_tok() const {
   const int n = prefill_tokens + decode_tokens;
   return n > 0 ? static_cast<double>(majflt) / n : 0.0;
@@ -169,8 +190,11 @@ RunSummary summarize(const SummaryInput& in) {
       s.prefill_tokens += r.n_tokens;
       s.prefill_s += r.ms / 1e3;
     } else {
-      s.decode_tokens += r.n_tokens;
+      s.decode_tokens += r.emitted;
       s.decode_s += r.ms / 1e3;
+      s.decode_bytes_read += r.bytes_read;
+      s.decode_experts_read += r.experts.read;
+      if (r.kind != EvalKind::Draft) ++s.decode_forwards;
     }
     s.majflt += r.majflt;
     accumulate(s.experts, r.experts);
@@ -190,6 +214,7 @@ RunSummary summarize(const SummaryInput& in) {
   s.peak_rss_mib = in.peak_rss_mib;
   s.time = in.stats.time;
   s.prefetch = in.stats.prefetch;
+  s.mtp = in.mtp;
   return s;
 }
 
@@ -244,6 +269,21 @@ std::vector<std::pair<std::string, nlohmann::ordered_json>> summary_fields(const
   f.emplace_back("prefetch_coverage_pct", r4(100.0 * p.coverage()));
   f.emplace_back("prefetch_wasted_MiB", r4(static_cast<double>(p.wasted_bytes) / kMiB));
   f.emplace_back("prefetch_wasted_MiB_per_tok", r4(s.prefetch_wasted_mib_per_tok()));
+  f.emplace_back("decode_MiB_per_tok", r4(s.decode_mib_per_tok()));
+  f.emplace_back("decode_experts_read_per_tok", r4(s.decode_experts_per_tok()));
+  f.emplace_back("decode_tokens_per_forward", r4(s.tokens_per_forward()));
+  const MtpCounters& m = s.mtp;
+  f.emplace_back("mtp", m.depth);
+  f.emplace_back("mtp_steps", m.steps);
+  f.emplace_back("mtp_drafted", m.drafted);
+  f.emplace_back("mtp_accepted", m.accepted);
+  f.emplace_back("mtp_accept_pct", r4(m.accept_pct()));
+  std::string per;
+  for (size_t i = 0; i < m.drafted_at.size(); ++i)
+    per += (i ? "/" : "") + fmt("%.1f", m.drafted_at[i] ? 100.0 * m.accepted_at[i] / m.drafted_at[i] : 0.0);
+  f.emplace_back("mtp_accept_pct_by_pos", per);
+  f.emplace_back("mtp_plain_steps", m.plain_steps);
+  f.emplace_back("mtp_switches", m.switches);
   return f;
 }
 
@@ -303,6 +343,24 @@ std::string summary_human(const RunSummary& s) {
                   " wasted (%.1f MiB, %.2f MiB/token), %" PRIu64 " failed reads re-read\n",
                   s.prefetch, p.experts, p.used, 100.0 * p.precision(), 100.0 * p.coverage(), p.needed, p.wasted,
                   static_cast<double>(p.wasted_bytes) / kMiB, s.prefetch_wasted_mib_per_tok(), p.failed);
+    out += buf;
+  }
+  if (s.mtp.depth > 0) {
+    const MtpCounters& m = s.mtp;
+    std::string per;
+    for (size_t i = 0; i < m.drafted_at.size(); ++i)
+      per += fmt(i ? ", %.0f%%" : "%.0f%%", m.drafted_at[i] ? 100.0 * m.accepted_at[i] / m.drafted_at[i] : 0.0);
+    std::snprintf(buf, sizeof buf,
+                  "sluice: mtp (up to %d drafts): %" PRIu64 " drafted, %" PRIu64
+                  " accepted (%.1f%%; by position %s); %.2f tokens per trunk forward; %" PRIu64
+                  " plain steps, %" PRIu64 " auto switches\n",
+                  m.depth, m.drafted, m.accepted, m.accept_pct(), per.c_str(), s.tokens_per_forward(), m.plain_steps,
+                  m.switches);
+    out += buf;
+  }
+  if (s.decode_tokens > 0) {
+    std::snprintf(buf, sizeof buf, "sluice: decode cost per emitted token: %.2f MiB read, %.2f expert loads\n",
+                  s.decode_mib_per_tok(), s.decode_experts_per_tok());
     out += buf;
   }
   return out;

@@ -11,7 +11,8 @@
 //   CSV            header csv_header(), one csv_row() per record
 //   summary        "# summary key=value ..." and "SLUICE_DONE {json}", same keys, same order
 //   budget         "EXPERT_BUDGET=N (dropped X experts, ~Y GB I/O saved)" (only with an expert budget)
-//   The prefetch_* summary keys come last (zero when --prefetch is off).
+//   The prefetch_* summary keys come next to last (zero when --prefetch is off),
+//   then the mtp_* keys and the per-emitted-token figures.
 //
 // Thread-safety: none; a recorder belongs to one Session (one thread).
 #pragma once
@@ -32,13 +33,16 @@
 
 namespace sluice::runtime {
 
-enum class EvalKind { Prefill, Decode };
-const char* eval_kind_name(EvalKind k);  // "prefill" | "decode"
+// Decode: one token; Verify: --mtp, the trunk over the last token and the
+// drafts; Draft: --mtp, the NextN head (catch-up rows and draft steps).
+enum class EvalKind { Prefill, Decode, Verify, Draft };
+const char* eval_kind_name(EvalKind k);  // "prefill" | "decode" | "verify" | "draft"
 
 struct TokenRecord {
   int index = 0;  // record number within the session, from 0
   EvalKind kind = EvalKind::Decode;
   int n_tokens = 0;  // tokens in this eval (1 for decode)
+  int emitted = 0;   // tokens this eval produced for the output: decode 1, verify 1 + accepted drafts
   int pos = 0;       // KV position of its first token
   double ms = 0;          // wall time of the eval
   double io_ms = 0;       // expert read time, summed over read lanes (may exceed ms)
@@ -74,7 +78,9 @@ class TokenRecorder {
   // begin() before the eval, end() after it succeeded. end() appends the
   // record, calls the callback and returns the record.
   void begin(const model::Model& m);
-  const TokenRecord& end(const model::Model& m, EvalKind kind, int n_tokens, int pos);
+  // `emitted`: tokens the eval produced for the output (-1: n_tokens for a
+  // decode, 0 otherwise).
+  const TokenRecord& end(const model::Model& m, EvalKind kind, int n_tokens, int pos, int emitted = -1);
 
   const std::vector<TokenRecord>& records() const { return records_; }
 
@@ -102,6 +108,18 @@ double peak_rss_mib();
 uint64_t token_demand_bytes(std::span<const uint64_t> expert_bytes, int top_k);
 uint64_t layer_demand_bytes(std::span<const uint64_t> expert_bytes, int top_k, int n_expert, int ubatch = 1);
 
+// --mtp accounting over a run's speculative steps.
+struct MtpCounters {
+  int depth = 0;                // --mtp N in force (0: off)
+  uint64_t steps = 0;           // draft + verify rounds (trunk verify forwards)
+  uint64_t drafted = 0;         // draft tokens proposed
+  uint64_t accepted = 0;        // of those, accepted by the trunk
+  std::vector<uint64_t> drafted_at, accepted_at;  // per draft position 1..depth
+  uint64_t plain_steps = 0;     // --mtp auto: single-token decode steps while drafting was off
+  uint64_t switches = 0;        // --mtp auto: on/off changes
+  double accept_pct() const { return drafted ? 100.0 * static_cast<double>(accepted) / drafted : 0.0; }
+};
+
 struct SummaryOptions {
   uint64_t cache_budget_bytes = 0;  // expert cache size; 0 = cache off
   int expert_budget = 0;            // experts-per-token budget trim; 0 = off
@@ -117,6 +135,7 @@ struct SummaryInput {
   double ttft_ms = 0;  // first token's latency; <= 0: the first record's ms
   double dense_resident_frac = 1.0;
   double peak_rss_mib = 0;
+  MtpCounters mtp;
   SummaryOptions opts;
 };
 
@@ -141,6 +160,11 @@ struct RunSummary {
   model::TimeProfile time;
   int prefetch = 0;                           // --prefetch depth in force (0: off)
   model::PrefetchCounters prefetch_counters;  // over the records
+  MtpCounters mtp;
+  // Decode phase (decode, verify and draft evals): what each emitted token cost.
+  uint64_t decode_bytes_read = 0;
+  uint64_t decode_experts_read = 0;  // expert loads (reads) in the decode phase
+  uint64_t decode_forwards = 0;      // trunk forwards in the decode phase (decode + verify evals)
 
   double prefill_tps() const { return prefill_s > 0 ? prefill_tokens / prefill_s : 0.0; }
   double decode_tps() const { return decode_s > 0 ? decode_tokens / decode_s : 0.0; }
@@ -149,6 +173,9 @@ struct RunSummary {
   double majflt_per_tok() const;
   double io_saved_gb() const { return static_cast<double>(experts.dropped_bytes) / 1e9; }
   double prefetch_wasted_mib_per_tok() const;
+  double decode_mib_per_tok() const;
+  double decode_experts_per_tok() const;
+  double tokens_per_forward() const;
 };
 
 // Pure. Token counts, expert counters, bytes/reads/lane time and faults are

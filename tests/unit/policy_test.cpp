@@ -52,9 +52,6 @@ std::vector<int32_t> corpus_tokens(size_t n) {
   return ids;
 }
 
-#define REQUIRE_SHARED(rel) \
-  if (!exists(shared_path(rel))) GTEST_SKIP() << shared_path(rel) << " not found"
-
 // ---- exact no-ops ------------------------------------------------------------
 
 class PolicyNoOp : public ::testing::TestWithParam<std::string> {};

@@ -1,0 +1,235 @@
+// Session::generate with --mtp: draft with the NextN head, verify with the
+// trunk, emit the accepted prefix (see MtpOptions in session.h).
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <optional>
+#include <string>
+
+#include "runtime/session.h"
+#include "util/error.h"
+
+namespace sluice::runtime {
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// The draft's own top probability (softmax at temperature 1), whatever the
+// sampler does: --mtp-p-min asks how sure the head is.
+double top_probability(std::span<const float> logits) {
+  const float mx = *std::max_element(logits.begin(), logits.end());
+  double sum = 0;
+  for (float l : logits) sum += std::exp(static_cast<double>(l) - mx);
+  return 1.0 / sum;
+}
+
+// --mtp auto: alternates measured windows of drafting on and off and keeps
+// the cheaper per emitted token; the losing mode is measured again every
+// kReprobe windows, so a change of regime (cache warming, acceptance moving)
+// is noticed.
+class AutoSwitch {
+ public:
+  explicit AutoSwitch(const MtpOptions& o) : o_(o) {}
+  bool drafting() const { return on_; }
+  // Called after each step with the tokens it emitted and its wall time.
+  // Returns true when the mode changed.
+  bool step(int emitted, double seconds) {
+    if (!o_.automatic) return false;
+    tokens_ += emitted;
+    seconds_ += seconds;
+    if (tokens_ < o_.window) return false;
+    const double rate = seconds_ / tokens_;  // seconds per emitted token
+    (on_ ? on_rate_ : off_rate_) = rate;
+    tokens_ = 0;
+    seconds_ = 0;
+    ++windows_;
+    bool want = on_;
+    if (on_rate_ < 0 || off_rate_ < 0) {
+      want = !on_;  // measure the mode not measured yet
+    } else if (windows_ % kReprobe == 0) {
+      want = !on_;  // re-measure the other mode now and then
+    } else {
+      want = on_rate_ <= off_rate_;
+    }
+    if (want == on_) return false;
+    if (o_.log) {
+      auto ms = [](double r) { return r < 0 ? std::string("not measured") : std::to_string(r * 1e3) + " ms"; };
+      o_.log(std::string("mtp auto: drafting ") + (want ? "on" : "off") + " (per emitted token: " + ms(on_rate_) +
+             " with drafts, " + ms(off_rate_) + " without, windows of " + std::to_string(o_.window) + " tokens)");
+    }
+    on_ = want;
+    return true;
+  }
+
+ private:
+  static constexpr int kReprobe = 8;
+  MtpOptions o_;
+  bool on_ = true;
+  int tokens_ = 0;
+  double seconds_ = 0;
+  double on_rate_ = -1, off_rate_ = -1;
+  int windows_ = 0;
+};
+
+}  // namespace
+
+void Session::mtp_catch_up_and_draft(int32_t next) {
+  const size_t n_embd = model_->hparams().n_embd;
+  const int P = static_cast<int>(tokens_.size());
+  // Rows q in [mtp_n_, P]: the evaluated tokens the head has not seen, then
+  // (next, h_{P-1}) whose logits are the first draft.
+  std::vector<int32_t> rows(tokens_.begin() + mtp_n_, tokens_.end());
+  rows.push_back(next);
+  if (mtp_hidden_.size() != rows.size() * n_embd)
+    throw Error("internal: MTP hidden states out of step (" + std::to_string(mtp_hidden_.size() / n_embd) +
+                " rows for " + std::to_string(rows.size()) + " tokens)");
+  std::vector<float> g(rows.size() * n_embd);
+  mtp_logits_.resize(static_cast<size_t>(n_vocab()));
+  recorder_.begin(*model_);
+  model_->mtp_eval(rows, mtp_hidden_.data(), mtp_n_, mtp_logits_.data(), g.data(), false);
+  recorder_.end(*model_, EvalKind::Draft, static_cast<int>(rows.size()), mtp_n_, 0);
+  mtp_g_.assign(g.end() - static_cast<std::ptrdiff_t>(n_embd), g.end());
+  mtp_n_ = P + 1;  // row P holds `next`, which is emitted: a true row
+  mtp_hidden_.clear();
+}
+
+void Session::mtp_draft_step(int32_t token, int pos) {
+  std::vector<float> g(mtp_g_.size());
+  const int32_t one[1] = {token};
+  recorder_.begin(*model_);
+  model_->mtp_eval(one, mtp_g_.data(), pos, mtp_logits_.data(), g.data(), false);
+  recorder_.end(*model_, EvalKind::Draft, 1, pos, 0);
+  mtp_g_ = std::move(g);
+}
+
+GenerationStats Session::generate_mtp(std::span<const int32_t> prompt, int n_predict, Sampler& sampler,
+                                      const std::function<bool(int32_t)>& on_token,
+                                      std::span<const int32_t> stop_ids) {
+  GenerationStats st;
+  const int n_new = static_cast<int>(pending_.size() + prompt.size());
+  if (n_new == 0) throw Error("generate: empty prompt");
+  auto t0 = std::chrono::steady_clock::now();
+  const auto t_start = t0;
+  feed_as(prompt, EvalKind::Prefill);
+  st.prefill_tokens = n_new;
+  st.prefill_seconds = seconds_since(t0);
+  t0 = std::chrono::steady_clock::now();
+  if (n_predict <= 0) return st;
+
+  const size_t nv = static_cast<size_t>(n_vocab());
+  const size_t n_embd = model_->hparams().n_embd;
+  std::vector<int32_t> history = tokens_;
+  // Hands one token to the caller; false when generation stops at it.
+  auto emit = [&](int32_t id) {
+    history.push_back(id);
+    if (++st.generated == 1) {
+      st.ttft_seconds = seconds_since(t_start);
+      if (ttft_ms_ == 0) ttft_ms_ = st.ttft_seconds * 1e3;
+    }
+    const bool more = on_token ? on_token(id) : true;
+    return more && std::find(stop_ids.begin(), stop_ids.end(), id) == stop_ids.end() && st.generated < n_predict;
+  };
+
+  AutoSwitch auto_switch(mtp_);
+  std::optional<int32_t> decided;  // the next token, when a rejection already drew it
+  for (;;) {
+    const auto t_step = std::chrono::steady_clock::now();
+    const int P = static_cast<int>(tokens_.size());
+    const int32_t t = decided ? *decided : sampler.sample(logits_, history);
+    decided.reset();
+    if (!emit(t)) {
+      pending_.push_back(t);  // evaluated lazily by the next call
+      break;
+    }
+
+    // Draft up to depth tokens (the verify batch must fit the context).
+    const int room = model_->n_ctx() - P - 1;
+    const int depth = auto_switch.drafting() ? std::min(mtp_.depth, room) : 0;
+    std::vector<int32_t> drafts;
+    std::vector<TokenDist> qs;
+    if (depth > 0) {
+      mtp_catch_up_and_draft(t);
+      std::vector<int32_t> draft_history = history;
+      for (int i = 0; i < depth; ++i) {
+        if (i > 0) mtp_draft_step(drafts.back(), P + i);
+        if (mtp_.p_min > 0 && top_probability(mtp_logits_) < mtp_.p_min) break;
+        TokenDist q = sampler.distribution(mtp_logits_, draft_history);
+        const int32_t d = sampler.draw(q);
+        drafts.push_back(d);
+        qs.push_back(std::move(q));
+        draft_history.push_back(d);
+      }
+    } else {
+      ++mtp_counters_.plain_steps;
+    }
+
+    // Verify [t, drafts] in one trunk forward (a plain decode without drafts).
+    const int k = static_cast<int>(drafts.size());
+    std::vector<int32_t> batch{t};
+    batch.insert(batch.end(), drafts.begin(), drafts.end());
+    verify_logits_.resize(batch.size() * nv);
+    verify_hidden_.resize(batch.size() * n_embd);
+    recorder_.begin(*model_);
+    model_->eval_hidden(batch, P, verify_logits_.data(), verify_hidden_.data(), true);
+    std::vector<int32_t> accepted;
+    std::vector<int32_t> verify_history = history;
+    for (int i = 0; i < k; ++i) {
+      const std::span<const float> row(&verify_logits_[static_cast<size_t>(i) * nv], nv);
+      const TokenDist p = sampler.distribution(row, verify_history);
+      bool ok = false;
+      const int32_t y = sampler.accept_or_resample(p, qs[static_cast<size_t>(i)], drafts[static_cast<size_t>(i)], ok);
+      ++mtp_counters_.drafted;
+      ++mtp_counters_.drafted_at[static_cast<size_t>(i)];
+      if (!ok) {
+        decided = y;
+        break;
+      }
+      ++mtp_counters_.accepted;
+      ++mtp_counters_.accepted_at[static_cast<size_t>(i)];
+      accepted.push_back(drafts[static_cast<size_t>(i)]);
+      verify_history.push_back(drafts[static_cast<size_t>(i)]);
+    }
+    if (k > 0) ++mtp_counters_.steps;
+    recorder_.end(*model_, k > 0 ? EvalKind::Verify : EvalKind::Decode, k + 1, P,
+                  1 + static_cast<int>(accepted.size()));
+    st.decode_tokens += 1 + static_cast<int>(accepted.size());
+
+    // Emit the accepted drafts; stop part-way if the caller or a limit says so.
+    size_t kept = accepted.size();
+    bool stop = false;
+    for (size_t i = 0; i < accepted.size(); ++i) {
+      if (!emit(accepted[i])) {
+        kept = i;
+        stop = true;
+        break;
+      }
+    }
+    // The trunk has evaluated t and the kept drafts (positions beyond are
+    // rewound by the next eval); the head's rows follow mtp_n_'s invariant.
+    tokens_.push_back(t);
+    tokens_.insert(tokens_.end(), accepted.begin(), accepted.begin() + static_cast<std::ptrdiff_t>(kept));
+    const auto hidden_rows = [&](size_t n) {
+      return std::vector<float>(verify_hidden_.begin(), verify_hidden_.begin() + static_cast<std::ptrdiff_t>(n * n_embd));
+    };
+    if (depth > 0) {
+      mtp_hidden_ = hidden_rows(kept + 1);  // h_P .. h_{P+kept}: rows P+1 .. P+kept+1
+    } else {
+      const std::vector<float> h = hidden_rows(1);
+      mtp_hidden_.insert(mtp_hidden_.end(), h.begin(), h.end());
+    }
+    if (stop) {
+      // The last emitted draft becomes the pending token, as in plain decode.
+      pending_.push_back(accepted[kept]);
+      break;
+    }
+    std::copy_n(&verify_logits_[kept * nv], nv, logits_.begin());
+    if (auto_switch.step(1 + static_cast<int>(kept), seconds_since(t_step))) ++mtp_counters_.switches;
+  }
+  st.decode_seconds = seconds_since(t0);
+  return st;
+}
+
+}  // namespace sluice::runtime
