@@ -312,7 +312,6 @@ void validate_synth_config(const SynthConfig& cfg) {
     fail("--nextn", "only glm4moe and deepseek2 files carry NextN/MTP blocks (arch " + cfg.arch + ")");
   in_range(cfg.n_lead_dense, 0, kMaxLayers, "--layers");
   in_range(cfg.n_expert_shared, 0, kMaxExperts, "--experts");
-  in_range(cfg.n_rot, 0, cfg.head_dim, "--head-dim");
   in_range(cfg.q_lora_rank, 0, kMaxWidth, "--n-embd");
   in_range(cfg.kv_lora_rank, 0, kMaxWidth, "--n-embd");
   in_range(cfg.head_dim_v, 0, kMaxHeadDim, "--head-dim");
