@@ -92,7 +92,7 @@ void register_synth(CLI::App& app) {
   cmd->add_option("-o,--output", o->out, "Output GGUF path")->required();
   cmd->add_option("--preset", o->preset, "tiny | qwen3-30b-a3b | gpt-oss-20b | gpt-oss-120b | deepseek-v3 | kimi-k2 | glm-4.5-air")->capture_default_str();
   cmd->add_option("--arch", o->arch, "qwen3moe | llama | gpt-oss | glm4moe | deepseek2 (default: the preset's; tiny is qwen3moe)");
-  cmd->add_option("--layers", o->layers, "Number of blocks (a real-model preset's can only be cut)");
+  cmd->add_option("--layers", o->layers, "Number of blocks (glm4moe/deepseek2: trunk blocks, --nextn blocks come on top; a real-model preset's can only be cut)");
   cmd->add_option("--experts", o->experts, "Experts per layer (llama: 0 = dense)");
   cmd->add_option("--experts-used", o->experts_used, "Experts per token (top-k)");
   cmd->add_option("--n-embd", o->n_embd, "Embedding width");
