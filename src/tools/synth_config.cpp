@@ -76,12 +76,18 @@ SynthConfig tiny(const std::string& arch) {
   return c;
 }
 
-// Q4_K_M as llama-quantize assigns it (llama-quant.cpp llama_tensor_get_type,
-// read from memory of its source: not re-verified here): Q4_K by default,
-// output Q6_K, ffn_down* and attn_v Q6_K in use_more_bits blocks, and rows not
-// a multiple of 256 fall back (Q4_K -> Q5_0, Q6_K -> Q8_0). token_embd stays
-// Q4_K (its special cases are for other ftypes); MLA's attn_k_b/attn_v_b do not
-// match llama-quantize's attn_v rule. Norms, routers, exp_probs_b F32.
+// Q4_K_M as llama-quantize assigns it without overrides (llama.cpp's
+// src/llama-quant.cpp, llama_tensor_get_type, checked with the search tool):
+// Q4_K by default; output.weight Q6_K; every tensor whose name contains
+// "ffn_down" (dense, _exps, _shexp) Q6_K where use_more_bits(block, n_layer)
+// holds, n_layer being block_count (NextN blocks included); attn_v.weight
+// likewise by its index among the attn_v tensors (= the block); rows not a
+// multiple of 256 fall back (Q4_K -> Q5_0, Q6_K -> Q8_0). token_embd stays
+// Q4_K (its special cases are other ftypes'); attn_output/attn_k are raised
+// only for 8-expert models; MLA's attn_k_b/attn_v_b and the NextN head's
+// embed_tokens/shared_head_head match no rule. Norms, routers (ffn_gate_inp)
+// and biases stay F32. This is the mix of plain llama-quantize Q4_K_M files
+// (e.g. bartowski's); unsloth's "UD" dynamic files use other mixes.
 void q4_k_m(SynthConfig& c) {
   c.expert_type = c.down_type = c.attn_type = c.attn_v_type = c.embd_type = GgmlType::Q4_K;
   c.output_type = GgmlType::Q6_K;
@@ -93,10 +99,11 @@ void q4_k_m(SynthConfig& c) {
 // kv_lora 512, qk_nope 128 + qk_rope 64, v_head 128, YaRN factor 40 over 4096
 // with mscale_all_dim 1 (yarn_log_multiplier 0.1), routed_scaling_factor 2.5.
 // The checkpoint has one NextN block (layer 61), but llama.cpp's converter
-// drops it for DeepSeek-V3 (block_count 61), so --nextn defaults to 0; --nextn 1
-// writes it as the MTP-capable converters do. Types: the Q4_K_M mix of the
-// llama-quantize-made DeepSeek-V3/R1 Q4_K_M files (e.g. unsloth's and
-// bartowski's; their per-tensor listing was not checked here).
+// drops it for DeepSeek-V3 (DeepseekV2Model.skip_mtp: layers >= num_hidden_layers
+// are skipped; block_count 61), so --nextn defaults to 0; --nextn 1 writes it
+// as the MTP-keeping converters do (DeepSeek-V3.2, GLM-4.7-Flash). Types: Q4_K_M
+// (q4_k_m below). The result, 404.5 GB, is the size usually quoted for
+// DeepSeek-V3 Q4_K_M GGUFs (~404 GB; no per-tensor listing was checked).
 SynthConfig deepseek_v3() {
   SynthConfig c;
   c.arch = "deepseek2";
