@@ -1,6 +1,7 @@
-// `sluice synth -o OUT.gguf [--preset tiny|qwen3-30b-a3b|gpt-oss-20b|gpt-oss-120b]
-// [--arch qwen3moe|llama|gpt-oss] [overrides]`: writes a random-weight model
+// `sluice synth -o OUT.gguf [--preset tiny|qwen3-30b-a3b|gpt-oss-20b|gpt-oss-120b|
+// deepseek-v3|kimi-k2|glm-4.5-air] [--arch qwen3moe|llama|gpt-oss|glm4moe|deepseek2] [overrides]`: writes a random-weight model
 // with a real architecture's layout (see tools/synth.h).
+#include <algorithm>
 #include <cstdio>
 #include <optional>
 #include <string>
@@ -18,7 +19,7 @@ namespace {
 struct SynthOptions {
   std::string out, preset = "tiny", arch, vocab, type, dense_type, quant_mode = "auto";
   std::optional<uint32_t> layers, experts, experts_used, n_embd, n_ff_exp, n_ff, heads, kv_heads, head_dim,
-      vocab_size, context_length, sliding_window;
+      vocab_size, context_length, sliding_window, nextn;
   std::optional<uint64_t> seed;
   std::optional<float> routing_skew;
   unsigned threads = 0;
@@ -47,6 +48,7 @@ void run_synth(const SynthOptions& o) {
   if (o.vocab_size) c.n_vocab = *o.vocab_size;
   if (o.context_length) c.context_length = *o.context_length;
   if (o.sliding_window) c.n_swa = *o.sliding_window;
+  if (o.nextn) c.n_nextn = *o.nextn;
   c.zero_data = o.zero_data;
   if (o.seed) c.seed = *o.seed;
   if (o.routing_skew) c.routing_skew = *o.routing_skew;
@@ -57,6 +59,8 @@ void run_synth(const SynthOptions& o) {
   if (!o.type.empty()) c.expert_type = c.down_type = parse_type(o.type, "--type");
   if (!o.dense_type.empty())
     c.attn_type = c.attn_v_type = c.embd_type = c.output_type = parse_type(o.dense_type, "--dense-type");
+  // An explicit type replaces the preset's Q4_K_M mix, Q6_K blocks included.
+  if (!o.type.empty() || !o.dense_type.empty()) c.q4_k_m_more_bits = false;
   if (o.quant_mode == "auto") c.quant_mode = tools::QuantMode::Auto;
   else if (o.quant_mode == "exact") c.quant_mode = tools::QuantMode::Exact;
   else if (o.quant_mode == "direct") c.quant_mode = tools::QuantMode::Direct;
@@ -70,9 +74,12 @@ void run_synth(const SynthOptions& o) {
                r.seconds > 0 ? r.bytes / 1e6 / r.seconds : 0.0,
                c.zero_data ? "no data: zero-filled hole" : r.direct ? "direct-block quantization" : "exact quantization");
   if (!o.quiet && !c.zero_data && c.n_expert > 0 && out.renames()) {  // a pipe or device cannot be read back
-    const tools::RoutingStats st = tools::probe_routing(gguf::GgufModel::open(o.out), 0, 2048);
-    std::fprintf(stderr, "synth: layer-0 router on %llu token embeddings: busiest expert takes %.1f%% of top-%u "
-                 "selections (uniform %.1f%%)\n", static_cast<unsigned long long>(st.n_tokens), 100 * st.top_share(),
+    // The first routed block (glm4moe / deepseek2 lead with dense blocks).
+    const bool lead = c.arch == "glm4moe" || c.arch == "deepseek2";
+    const uint32_t layer = lead ? std::min(c.n_lead_dense, c.n_layer - 1) : 0;
+    const tools::RoutingStats st = tools::probe_routing(gguf::GgufModel::open(o.out), layer, 2048);
+    std::fprintf(stderr, "synth: layer-%u router on %llu token embeddings: busiest expert takes %.1f%% of top-%u "
+                 "selections (uniform %.1f%%)\n", layer, static_cast<unsigned long long>(st.n_tokens), 100 * st.top_share(),
                  st.top_k, 100 * st.uniform_share());
   }
 }
@@ -83,9 +90,9 @@ void register_synth(CLI::App& app) {
   auto o = std::make_shared<SynthOptions>();
   CLI::App* cmd = app.add_subcommand("synth", "Write a random-weight GGUF with a real architecture's layout");
   cmd->add_option("-o,--output", o->out, "Output GGUF path")->required();
-  cmd->add_option("--preset", o->preset, "tiny | qwen3-30b-a3b | gpt-oss-20b | gpt-oss-120b")->capture_default_str();
-  cmd->add_option("--arch", o->arch, "qwen3moe | llama | gpt-oss (default: the preset's; tiny is qwen3moe)");
-  cmd->add_option("--layers", o->layers, "Number of blocks (a real-model preset's can only be cut)");
+  cmd->add_option("--preset", o->preset, "tiny | qwen3-30b-a3b | gpt-oss-20b | gpt-oss-120b | deepseek-v3 | kimi-k2 | glm-4.5-air")->capture_default_str();
+  cmd->add_option("--arch", o->arch, "qwen3moe | llama | gpt-oss | glm4moe | deepseek2 (default: the preset's; tiny is qwen3moe)");
+  cmd->add_option("--layers", o->layers, "Number of blocks (glm4moe/deepseek2: trunk blocks, --nextn blocks come on top; a real-model preset's can only be cut)");
   cmd->add_option("--experts", o->experts, "Experts per layer (llama: 0 = dense)");
   cmd->add_option("--experts-used", o->experts_used, "Experts per token (top-k)");
   cmd->add_option("--n-embd", o->n_embd, "Embedding width");
@@ -97,6 +104,8 @@ void register_synth(CLI::App& app) {
   cmd->add_option("--vocab-size", o->vocab_size, "Vocabulary size (pads the vocabulary with <|extra_N|>)");
   cmd->add_option("--context-length", o->context_length, "context_length metadata");
   cmd->add_option("--sliding-window", o->sliding_window, "gpt-oss attention.sliding_window");
+  cmd->add_option("--nextn", o->nextn,
+                  "glm4moe/deepseek2: NextN/MTP blocks after the --layers trunk blocks (default: the preset's)");
   cmd->add_option("--type", o->type, "Type of the expert tensors (e.g. Q4_K)");
   cmd->add_option("--dense-type", o->dense_type, "Type of attention, embedding and output matrices");
   cmd->add_option("--quant-mode", o->quant_mode, "auto | exact | direct (random quantized blocks)")

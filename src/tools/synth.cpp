@@ -166,14 +166,18 @@ SynthSizes plan_sizes(const SynthPlan& plan, unsigned threads) {
   auto add = [](uint64_t& acc, uint64_t v) {
     if (__builtin_add_overflow(acc, v, &acc)) acc = UINT64_MAX - kAlignment;
   };
-  uint64_t header = 4 + 4 + 8 + 8, data = 0, layer0 = 0, max_chunk = 0, max_row = 0;
+  uint64_t header = 4 + 4 + 8 + 8, data = 0, max_chunk = 0, max_row = 0;
+  std::vector<uint64_t> block_bytes;  // per blk.N: tensor infos + data
   for (const auto& [k, v] : plan.metadata) header += 8 + k.size() + 4 + value_bytes(v);
   for (const auto& t : plan.tensors) {
     const uint64_t info = 8 + t.name.size() + 4 + 8 * t.ne.size() + 4 + 8;
     const uint64_t bytes = align_up(tensor_bytes(t), kAlignment);
     header += info;
     add(data, bytes);
-    if (t.name.rfind("blk.0.", 0) == 0) layer0 += info + bytes;
+    if (t.name.rfind("blk.", 0) == 0) {
+      if (block_bytes.size() <= t.layer) block_bytes.resize(t.layer + 1);
+      add(block_bytes[t.layer], info + bytes);
+    }
     const uint64_t row_bytes = *ggml_row_bytes(t.type, t.ne[0]);
     const uint64_t rows = tensor_bytes(t) / row_bytes;
     max_chunk = std::max(max_chunk, std::min(rows, std::max<uint64_t>(1, kChunkBytes / row_bytes)) * row_bytes);
@@ -182,13 +186,15 @@ SynthSizes plan_sizes(const SynthPlan& plan, unsigned threads) {
   s.header_bytes = align_up(header, kAlignment);
   s.file_bytes = s.header_bytes;
   add(s.file_bytes, data);
-  uint64_t n_layer = 0;
-  for (const auto& t : plan.tensors) n_layer = std::max<uint64_t>(n_layer, t.name.rfind("blk.", 0) == 0 ? t.layer + 1 : 0);
-  s.per_layer_bytes = layer0;
+  // Blocks differ (leading dense blocks, NextN blocks, per-block types): the
+  // largest one keeps the --layers advice on the safe side.
+  uint64_t layers_bytes = 0;
+  for (uint64_t b : block_bytes) {
+    s.per_layer_bytes = std::max(s.per_layer_bytes, b);
+    add(layers_bytes, b);
+  }
   // + alignment: the header's padding is not linear in the layer count.
   // (Saturated sums make this an over-estimate, which only hides the advice.)
-  uint64_t layers_bytes = 0;
-  if (__builtin_mul_overflow(n_layer, layer0, &layers_bytes)) layers_bytes = s.file_bytes;
   s.fixed_bytes = s.file_bytes - std::min(s.file_bytes, layers_bytes) + kAlignment;
   s.buffer_bytes = uint64_t{threads} * (kSlotsPerThread * max_chunk + sizeof(float) * max_row);
   return s;
@@ -356,7 +362,7 @@ SynthResult synth_model(const SynthConfig& cfg, io::OutputFile& out, unsigned th
   check_disk_space(out.path(), cfg.zero_data ? sizes.header_bytes : sizes.file_bytes, free_disk_bytes(out.path()),
                    sizes.fixed_bytes, sizes.per_layer_bytes);
 
-  const RowGenerator gen(cfg, cfg.n_embd, cfg.n_layer, cfg.n_expert);
+  const RowGenerator gen(cfg, cfg.n_embd, cfg.n_layer + cfg.n_nextn, cfg.n_expert);  // NextN blocks route too
   const auto chunks = cfg.zero_data ? std::vector<Chunk>{} : make_chunks(plan.tensors);
   const auto t0 = std::chrono::steady_clock::now();
   SynthResult result;

@@ -51,9 +51,35 @@ struct SynthConfig {
   uint32_t n_swa = 128;
   float rope_scaling_factor = 32.0f;
   uint32_t rope_orig_ctx = 4096;
+  // glm4moe / deepseek2 (DeepSeek-V3-style MoE). The first n_lead_dense blocks
+  // have a dense FFN of n_ff; the others route sigmoid + exp_probs_b over
+  // n_expert experts plus n_expert_shared always-on shared experts (width
+  // n_ff_exp * n_expert_shared). --layers counts trunk blocks only; n_nextn
+  // NextN/MTP blocks follow them (block_count = n_layer + n_nextn).
+  uint32_t n_lead_dense = 1;
+  uint32_t n_expert_shared = 1;
+  uint32_t n_nextn = 0;
+  float expert_weights_scale = 2.5f;
+  bool expert_weights_norm = true;
+  uint32_t n_group = 0, n_group_used = 0;  // deepseek2 expert groups (0: none)
+  uint32_t n_rot = 0;                      // rope.dimension_count; 0 = head_dim (glm4moe: partial RoPE)
+  bool qk_norm = true;                     // glm4moe attn_q_norm / attn_k_norm
+  // deepseek2 MLA: head_dim is key_length_mla (qk_nope + qk_rope), n_rot the
+  // rope part (qk_rope), head_dim_v value_length_mla; q_lora_rank 0 writes
+  // attn_q instead of attn_q_a/attn_q_a_norm/attn_q_b. YaRN when
+  // rope_scaling_factor > 1 (with rope_orig_ctx and yarn_log_multiplier).
+  uint32_t q_lora_rank = 64;
+  uint32_t kv_lora_rank = 64;
+  uint32_t head_dim_v = 32;
+  float yarn_log_multiplier = 0.1f;
+  // llama-quantize's Q4_K_M rule for ffn_down* and attn_v (glm4moe): Q6_K in
+  // the blocks where use_more_bits(block, block_count) holds (the first and
+  // last eighth and every third block between), the configured type elsewhere.
+  bool q4_k_m_more_bits = false;
   GgmlType expert_type = GgmlType::Q4_0;  // ffn_{gate,up,down}_exps
   GgmlType down_type = GgmlType::Q4_0;    // ffn_down_exps
-  GgmlType attn_type = GgmlType::Q8_0;    // attn_q, attn_k, attn_output
+  GgmlType attn_type = GgmlType::Q8_0;    // attn_q, attn_k, attn_output (and the other dense matrices:
+                                          // MLA projections, dense and shared-expert FFNs, NextN eh_proj)
   GgmlType attn_v_type = GgmlType::Q8_0;  // attn_v
   GgmlType embd_type = GgmlType::Q8_0;    // token_embd
   GgmlType output_type = GgmlType::Q8_0;  // output
@@ -75,7 +101,9 @@ struct SynthConfig {
 // Presets: "tiny" (a few MB, Q4_0 experts / Q8_0 rest, built-in vocab; for
 // gpt-oss MXFP4 experts), "qwen3-30b-a3b" (Qwen3-30B-A3B shapes, Q4_K_M-like
 // types, ~17 GB), "gpt-oss-20b" / "gpt-oss-120b" (the real shapes and types of
-// ggml-org's MXFP4 GGUFs, ~12 / ~63 GB). `arch` ("" = the preset's own):
+// ggml-org's MXFP4 GGUFs, ~12 / ~63 GB), "deepseek-v3", "kimi-k2" (deepseek2)
+// and "glm-4.5-air" (glm4moe) with Q4_K_M mixes (synth_config.cpp says which
+// files they model). `arch` ("" = the preset's own):
 // "tiny" takes any architecture; the real-model presets imply theirs and
 // reject another. Throws sluice::Error naming the flag if unknown/conflicting.
 SynthConfig synth_preset(const std::string& preset, const std::string& arch = "");

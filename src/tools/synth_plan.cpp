@@ -2,6 +2,8 @@
 // from SynthConfig::arch to the architecture files.
 #include "tools/synth_plan.h"
 
+#include <algorithm>
+
 #include "util/error.h"
 
 namespace sluice::tools {
@@ -54,13 +56,24 @@ uint32_t PlanBuilder::tokenizer(const SynthConfig& cfg, const char* builtin_pre)
   return n_vocab;
 }
 
-std::vector<std::string> synth_arch_names() { return {"qwen3moe", "llama", "gpt-oss"}; }
+void PlanBuilder::sort_as_quantized() {
+  // Block of a tensor, -1 outside blk.N (those come first).
+  auto block = [](const PlannedTensor& t) { return t.name.rfind("blk.", 0) == 0 ? int64_t{t.layer} : int64_t{-1}; };
+  std::stable_sort(plan_.tensors.begin(), plan_.tensors.end(), [&](const PlannedTensor& x, const PlannedTensor& y) {
+    const int64_t bx = block(x), by = block(y);
+    return bx != by ? bx < by : x.name < y.name;
+  });
+}
+
+std::vector<std::string> synth_arch_names() { return {"qwen3moe", "llama", "gpt-oss", "glm4moe", "deepseek2"}; }
 
 SynthPlan synth_plan(const SynthConfig& cfg) {
   validate_synth_config(cfg);
   if (cfg.arch == "qwen3moe") return plan_qwen3moe(cfg);
   if (cfg.arch == "llama") return plan_llama(cfg);
   if (cfg.arch == "gpt-oss") return plan_gpt_oss(cfg);
+  if (cfg.arch == "glm4moe") return plan_glm4moe(cfg);
+  if (cfg.arch == "deepseek2") return plan_deepseek2(cfg);
   std::string names;
   for (const auto& n : synth_arch_names()) names += (names.empty() ? "" : ", ") + n;
   fail("--arch", "unsupported architecture '" + cfg.arch + "' (supported: " + names + ")");

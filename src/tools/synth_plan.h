@@ -1,6 +1,6 @@
 // Internal to synth: the list of tensors to write and how each is initialised.
 // One file per architecture (synth_qwen3moe.cpp, synth_llama.cpp,
-// synth_gpt_oss.cpp) turns a validated SynthConfig into a SynthPlan through
+// synth_gpt_oss.cpp, synth_glm4moe.cpp, synth_deepseek2.cpp) turns a validated SynthConfig into a SynthPlan through
 // PlanBuilder; synth.cpp streams the plan to disk through RowGenerator.
 #pragma once
 
@@ -54,6 +54,11 @@ class PlanBuilder {
   // (non-null) replaces tokenizer.ggml.pre of the built-in vocabulary (a
   // --vocab file keeps its own).
   uint32_t tokenizer(const SynthConfig& cfg, const char* builtin_pre = nullptr);
+  // Orders the tensors as llama-quantize writes them (and so every published
+  // quantized GGUF): tensors outside blk.N first, then block by block, each
+  // group by name (checked against shared/golden/deepseek2-q4_k.gguf and
+  // glm4moe-q8_0.gguf).
+  void sort_as_quantized();
   SynthPlan take() { return std::move(plan_); }
 
  private:
@@ -65,6 +70,30 @@ class PlanBuilder {
 SynthPlan plan_qwen3moe(const SynthConfig& cfg);
 SynthPlan plan_llama(const SynthConfig& cfg);
 SynthPlan plan_gpt_oss(const SynthConfig& cfg);
+SynthPlan plan_glm4moe(const SynthConfig& cfg);
+SynthPlan plan_deepseek2(const SynthConfig& cfg);
+
+// ---- DeepSeek-V3-style MoE pieces shared by glm4moe and deepseek2 (synth_moe_ffn.cpp)
+
+// llama-quantize's type for a k-quant whose rows are not a multiple of 256
+// (Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0; others unchanged).
+GgmlType quantize_fallback(GgmlType t, uint64_t row_len);
+// `t` for an ffn_down* or attn_v matrix of `block` of `n_blocks`, or Q6_K where
+// cfg.q4_k_m_more_bits and llama-quantize's use_more_bits(block, n_blocks) say so.
+GgmlType more_bits_type(const SynthConfig& cfg, GgmlType t, uint32_t block, uint32_t n_blocks);
+// The MoE keys: expert counts and widths, leading dense blocks, sigmoid gating,
+// weight norm/scale, shared experts and (when cfg.n_nextn > 0) nextn_predict_layers.
+void add_moe_metadata(PlanBuilder& p, const SynthConfig& cfg);
+// The FFN tensors of block `block` (prefix b, "blk.N."): dense ffn_{gate,up,down}
+// of cfg.n_ff below cfg.n_lead_dense, else ffn_gate_inp, exp_probs_b, stacked
+// experts and the shared expert.
+void add_moe_ffn(PlanBuilder& p, const SynthConfig& cfg, const std::string& b, uint32_t block, uint32_t n_blocks);
+// A NextN/MTP block's own tensors (its attention and FFN are added as for any
+// block): nextn.eh_proj {2 n_embd, n_embd}, enorm, hnorm, shared_head_norm and,
+// with own_head, nextn.embed_tokens and nextn.shared_head_head {n_embd, n_vocab}.
+void add_nextn(PlanBuilder& p, const SynthConfig& cfg, const std::string& b, uint32_t block, uint64_t n_vocab,
+               bool own_head);
+
 // Dispatches on cfg.arch (validates first).
 SynthPlan synth_plan(const SynthConfig& cfg);
 

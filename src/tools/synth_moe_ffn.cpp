@@ -1,0 +1,94 @@
+// The DeepSeek-V3-style MoE half that glm4moe and deepseek2 share in llama.cpp
+// (LLM_ARCH_GLM4_MOE, LLM_ARCH_DEEPSEEK2 tensor maps): leading dense blocks,
+// sigmoid-gated routed experts with the exp_probs_b selection bias, shared
+// experts, and the NextN/MTP block tensors. Names and shapes (ggml order) as
+// in shared/golden/{glm4moe,deepseek2,deepseek2-mtp}-f32.gguf.
+#include <algorithm>
+#include <string>
+
+#include "tools/synth_plan.h"
+
+namespace sluice::tools {
+namespace {
+
+// llama-quantize's use_more_bits (llama-quant.cpp): the first and last eighth
+// of the blocks and every third block in between.
+bool use_more_bits(uint32_t i, uint32_t n) { return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2; }
+
+// --layers may cut a preset below its leading dense blocks: then all written
+// blocks are dense (leading_dense_block_count may not exceed the trunk).
+uint32_t lead_dense(const SynthConfig& cfg) { return std::min(cfg.n_lead_dense, cfg.n_layer); }
+
+}  // namespace
+
+GgmlType quantize_fallback(GgmlType t, uint64_t row_len) {
+  if (row_len % 256 == 0) return t;
+  switch (t) {
+    case GgmlType::Q4_K: return GgmlType::Q5_0;
+    case GgmlType::Q5_K: return GgmlType::Q5_1;
+    case GgmlType::Q6_K: return GgmlType::Q8_0;
+    default: return t;
+  }
+}
+
+GgmlType more_bits_type(const SynthConfig& cfg, GgmlType t, uint32_t block, uint32_t n_blocks) {
+  return cfg.q4_k_m_more_bits && use_more_bits(block, n_blocks) ? GgmlType::Q6_K : t;
+}
+
+void add_moe_metadata(PlanBuilder& p, const SynthConfig& cfg) {
+  const std::string a = cfg.arch;
+  p.md(a + ".expert_count", gguf::Value::from_u32(cfg.n_expert));
+  p.md(a + ".expert_used_count", gguf::Value::from_u32(cfg.n_expert_used));
+  p.md(a + ".expert_shared_count", gguf::Value::from_u32(cfg.n_expert_shared));
+  p.md(a + ".expert_feed_forward_length", gguf::Value::from_u32(cfg.n_ff_exp));
+  p.md(a + ".leading_dense_block_count", gguf::Value::from_u32(lead_dense(cfg)));
+  p.md(a + ".expert_gating_func", gguf::Value::from_u32(2));  // sigmoid (+ exp_probs_b)
+  p.md(a + ".expert_weights_scale", gguf::Value::from_f32(cfg.expert_weights_scale));
+  p.md(a + ".expert_weights_norm", gguf::Value::from_bool(cfg.expert_weights_norm));
+  // The converters write the key only for checkpoints that have NextN layers.
+  if (cfg.n_nextn > 0) p.md(a + ".nextn_predict_layers", gguf::Value::from_u32(cfg.n_nextn));
+}
+
+void add_moe_ffn(PlanBuilder& p, const SynthConfig& cfg, const std::string& b, uint32_t block, uint32_t n_blocks) {
+  const uint64_t E = cfg.n_embd, X = cfg.n_expert, F = cfg.n_ff_exp, S = uint64_t{cfg.n_ff_exp} * cfg.n_expert_shared;
+  const GgmlType f32 = GgmlType::F32, dense = cfg.attn_type;
+  auto down = [&](GgmlType t, uint64_t row) { return quantize_fallback(more_bits_type(cfg, t, block, n_blocks), row); };
+  if (block < lead_dense(cfg)) {
+    const uint64_t FF = cfg.n_ff;
+    p.add(b + "ffn_gate.weight", quantize_fallback(dense, E), {E, FF}, Init::Projection, block, "--dense-type");
+    p.add(b + "ffn_up.weight", quantize_fallback(dense, E), {E, FF}, Init::Projection, block, "--dense-type");
+    p.add(b + "ffn_down.weight", down(dense, FF), {FF, E}, Init::Projection, block, "--n-ff");
+    return;
+  }
+  p.add(b + "ffn_gate_inp.weight", f32, {E, X}, Init::Router, block, "--n-embd");
+  p.add(b + "exp_probs_b.bias", f32, {X}, Init::Bias, block, "--experts");
+  p.add(b + "ffn_gate_exps.weight", quantize_fallback(cfg.expert_type, E), {E, F, X}, Init::Projection, block,
+        "--type");
+  p.add(b + "ffn_up_exps.weight", quantize_fallback(cfg.expert_type, E), {E, F, X}, Init::Projection, block, "--type");
+  p.add(b + "ffn_down_exps.weight", down(cfg.down_type, F), {F, E, X}, Init::Projection, block, "--n-ff-exp");
+  if (S == 0) return;
+  p.add(b + "ffn_gate_shexp.weight", quantize_fallback(dense, E), {E, S}, Init::Projection, block, "--dense-type");
+  p.add(b + "ffn_up_shexp.weight", quantize_fallback(dense, E), {E, S}, Init::Projection, block, "--dense-type");
+  p.add(b + "ffn_down_shexp.weight", down(dense, S), {S, E}, Init::Projection, block, "--n-ff-exp");
+}
+
+void add_nextn(PlanBuilder& p, const SynthConfig& cfg, const std::string& b, uint32_t block, uint64_t n_vocab,
+               bool own_head) {
+  const uint64_t E = cfg.n_embd;
+  const GgmlType f32 = GgmlType::F32;
+  // eh_proj's input is concat(enorm(embedding), hnorm(hidden)): fan-in 2 n_embd.
+  p.add(b + "nextn.eh_proj.weight", quantize_fallback(cfg.attn_type, 2 * E), {2 * E, E}, Init::Projection, block,
+        "--dense-type");
+  p.add(b + "nextn.enorm.weight", f32, {E}, Init::Norm, block, "--n-embd");
+  p.add(b + "nextn.hnorm.weight", f32, {E}, Init::Norm, block, "--n-embd");
+  p.add(b + "nextn.shared_head_norm.weight", f32, {E}, Init::Norm, block, "--n-embd");
+  if (!own_head) return;
+  // llama-quantize's token_embd/output rules match those exact names only, so
+  // the head's copies take the default (dense) type.
+  p.add(b + "nextn.embed_tokens.weight", quantize_fallback(cfg.attn_type, E), {E, n_vocab}, Init::Embedding, block,
+        "--dense-type");
+  p.add(b + "nextn.shared_head_head.weight", quantize_fallback(cfg.attn_type, E), {E, n_vocab}, Init::Projection,
+        block, "--dense-type");
+}
+
+}  // namespace sluice::tools
