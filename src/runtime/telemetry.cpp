@@ -190,7 +190,7 @@ RunSummary summarize(const SummaryInput& in) {
       s.prefill_tokens += r.n_tokens;
       s.prefill_s += r.ms / 1e3;
     } else {
-      s.decode_tokens += r.emitted;
+      s.decode_tokens += r.kind == EvalKind::Decode ? r.n_tokens : r.emitted;
       s.decode_s += r.ms / 1e3;
       s.decode_bytes_read += r.bytes_read;
       s.decode_experts_read += r.experts.read;
