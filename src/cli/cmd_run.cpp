@@ -1,6 +1,7 @@
 // `sluice run`: tokenize a prompt, generate, stream the text to stdout; the
 // telemetry summary (cli/telemetry_output.h) goes to stderr.
 #include <cmath>
+#include <charconv>
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -27,8 +28,33 @@ struct RunOptions {
   std::string prompt_file;  // -f
   int n_predict = 128;
   bool ignore_eos = false;
+  std::string mtp = "0";   // --mtp N|auto|auto:N
+  float mtp_p_min = 0.0f;  // --mtp-p-min
   TelemetryFlags telemetry;
 };
+
+// --mtp N (drafts per step; 0 off), auto (1 draft, switched off while it
+// loses) or auto:N.
+runtime::MtpOptions parse_mtp(const std::string& v, float p_min) {
+  runtime::MtpOptions o;
+  std::string depth = v;
+  if (v == "auto" || v.rfind("auto:", 0) == 0) {
+    o.automatic = true;
+    depth = v == "auto" ? "1" : v.substr(5);
+  }
+  constexpr int kMaxDepth = 16;
+  int n = -1;
+  const auto [p, ec] = std::from_chars(depth.data(), depth.data() + depth.size(), n);
+  if (depth.empty() || ec != std::errc() || p != depth.data() + depth.size() || n < 0 || n > kMaxDepth ||
+      (o.automatic && n == 0))
+    throw Error("--mtp: expected a number of drafts 0.." + std::to_string(kMaxDepth) + ", auto or auto:N (got '" +
+                v + "')");
+  o.depth = n;
+  if (!(p_min >= 0.0f && p_min <= 1.0f)) throw Error("--mtp-p-min: must be in [0, 1] (got " + std::to_string(p_min) + ")");
+  o.p_min = p_min;
+  o.log = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
+  return o;
+}
 
 // The prompt from -p, or the whole of -f's file minus one trailing newline
 // (as llama.cpp's -f does, so `echo text > f` and -p text agree).
@@ -77,9 +103,12 @@ void run_generate(RunOptions& o) {
   check_sampler(o.sampler);
   const std::string text = load_prompt(o);
   o.engine.extra_inputs = {o.prompt_file};  // --route-trace must not replace it
+  const runtime::MtpOptions mtp = parse_mtp(o.mtp, o.mtp_p_min);
   model::ModelConfig cfg = o.engine.to_model_config();
   cfg.on_dense_progress = tty_load_progress("sluice: loading dense weights");
+  cfg.mtp = mtp.depth > 0;  // load the NextN head
   runtime::Session session = runtime::Session::open(o.engine.model_path, cfg);
+  session.set_mtp(mtp);
   const tokenizer::Tokenizer tok = tokenizer::Tokenizer::from_gguf(session.gguf().metadata());
   const std::vector<int32_t> prompt = tok.encode(text, true, false);
   if (prompt.empty()) {
@@ -138,6 +167,12 @@ void register_run(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("-s,--seed", opts->sampler.seed, "sampling seed")->capture_default_str();
   cmd->add_flag("--ignore-eos", opts->ignore_eos, "keep generating after end-of-sequence");
+  cmd->add_option("--mtp", opts->mtp,
+                  "speculative decoding with the model's NextN/MTP head: N drafts per step (0 off), auto (1 draft, "
+                  "turned off while it costs more per token than plain decode) or auto:N; greedy output is unchanged")
+      ->capture_default_str();
+  cmd->add_option("--mtp-p-min", opts->mtp_p_min, "stop drafting when the head's top probability is below P")
+      ->capture_default_str();
   add_telemetry_flags(cmd, opts->telemetry);
   cmd->callback([opts, p, f] {  // the options are owned by `app`, which outlives parsing
     if (p->count() == 0 && f->count() == 0)

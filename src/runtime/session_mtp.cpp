@@ -4,7 +4,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <optional>
 #include <string>
 
 #include "runtime/session.h"
@@ -134,12 +133,12 @@ GenerationStats Session::generate_mtp(std::span<const int32_t> prompt, int n_pre
   };
 
   AutoSwitch auto_switch(mtp_);
-  std::optional<int32_t> decided;  // the next token, when a rejection already drew it
+  int32_t decided = -1;  // the next token, when a rejection already drew it (-1: none)
   for (;;) {
     const auto t_step = std::chrono::steady_clock::now();
     const int P = static_cast<int>(tokens_.size());
-    const int32_t t = decided ? *decided : sampler.sample(logits_, history);
-    decided.reset();
+    const int32_t t = decided >= 0 ? decided : sampler.sample(logits_, history);
+    decided = -1;
     if (!emit(t)) {
       pending_.push_back(t);  // evaluated lazily by the next call
       break;
@@ -174,6 +173,9 @@ GenerationStats Session::generate_mtp(std::span<const int32_t> prompt, int n_pre
     verify_hidden_.resize(batch.size() * n_embd);
     recorder_.begin(*model_);
     model_->eval_hidden(batch, P, verify_logits_.data(), verify_hidden_.data(), true);
+    // Every draft costs its verify row, accepted or not.
+    mtp_counters_.drafted += static_cast<uint64_t>(k);
+    for (int i = 0; i < k; ++i) ++mtp_counters_.drafted_at[static_cast<size_t>(i)];
     std::vector<int32_t> accepted;
     std::vector<int32_t> verify_history = history;
     for (int i = 0; i < k; ++i) {
@@ -181,8 +183,6 @@ GenerationStats Session::generate_mtp(std::span<const int32_t> prompt, int n_pre
       const TokenDist p = sampler.distribution(row, verify_history);
       bool ok = false;
       const int32_t y = sampler.accept_or_resample(p, qs[static_cast<size_t>(i)], drafts[static_cast<size_t>(i)], ok);
-      ++mtp_counters_.drafted;
-      ++mtp_counters_.drafted_at[static_cast<size_t>(i)];
       if (!ok) {
         decided = y;
         break;

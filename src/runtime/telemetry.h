@@ -112,9 +112,11 @@ uint64_t layer_demand_bytes(std::span<const uint64_t> expert_bytes, int top_k, i
 struct MtpCounters {
   int depth = 0;                // --mtp N in force (0: off)
   uint64_t steps = 0;           // draft + verify rounds (trunk verify forwards)
-  uint64_t drafted = 0;         // draft tokens proposed
+  uint64_t drafted = 0;         // draft tokens proposed (each costs a verify row)
   uint64_t accepted = 0;        // of those, accepted by the trunk
-  std::vector<uint64_t> drafted_at, accepted_at;  // per draft position 1..depth
+  // Per draft position 1..depth: proposed there, and accepted there (a draft
+  // after a rejected one is proposed but never accepted).
+  std::vector<uint64_t> drafted_at, accepted_at;
   uint64_t plain_steps = 0;     // --mtp auto: single-token decode steps while drafting was off
   uint64_t switches = 0;        // --mtp auto: on/off changes
   double accept_pct() const { return drafted ? 100.0 * static_cast<double>(accepted) / drafted : 0.0; }

@@ -34,23 +34,7 @@ using ::testing::HasSubstr;
 constexpr uint64_t kPage = 4096;
 
 // A scratch directory removed with everything in it.
-struct TempDir {
-  TempDir()
-      : path(fs::temp_directory_path() /
-             ("sluice_repack_test_" + std::to_string(::getpid()) + "_" + std::to_string(next_id()))) {
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-  static int next_id() {
-    static int id = 0;
-    return id++;
-  }
-  fs::path path;
-};
+using test::TempDir;
 
 // The synthesized tiny model and its repacked copy, made once for the suite.
 class RepackTiny : public ::testing::Test {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <cstdio>
@@ -16,6 +17,28 @@
 #include "util/error.h"
 
 namespace sluice::test {
+
+// A fresh directory under the system temp dir, removed with everything in it
+// when the object goes.
+struct TempDir {
+  TempDir()
+      : path(std::filesystem::temp_directory_path() /
+             ("sluice_test_" + std::to_string(::getpid()) + "_" + std::to_string(next_id()))) {
+    std::filesystem::create_directories(path);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  std::string file(const std::string& name) const { return (path / name).string(); }
+  static int next_id() {
+    static int id = 0;
+    return id++;
+  }
+  std::filesystem::path path;
+};
 
 // Absolute path of a file under the shared reference data folder.
 inline std::string shared_path(const std::string& rel) { return std::string(SLUICE_SHARED_DIR) + "/" + rel; }
