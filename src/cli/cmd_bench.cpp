@@ -46,6 +46,8 @@ struct BenchOptions {
   std::string dense_weights = "anon";
   std::string moe_top_k;          // "" = the model's own k
   std::string prefetch = "off";   // off,auto,N
+  std::string expert_budget;      // "" = off
+  std::string mtp;                // "" = off
   std::string cache_mb = "off";
   bool no_odirect = false;
   bool load_all = false;
@@ -128,6 +130,8 @@ runtime::ModelBenchConfig model_config_from(const BenchOptions& o) {
   if (!o.moe_top_k.empty()) cfg.moe_top_k = runtime::parse_int_list(o.moe_top_k, "--moe-top-k", 1, 1 << 16);
   cfg.cache_mb = runtime::parse_cache_mb_list(o.cache_mb);
   cfg.prefetch = runtime::parse_prefetch_list(o.prefetch);
+  if (!o.expert_budget.empty()) cfg.expert_budget = runtime::parse_int_list(o.expert_budget, "--expert-budget", 0, 1 << 16);
+  if (!o.mtp.empty()) cfg.mtp = runtime::parse_int_list(o.mtp, "--mtp", 0, 16);
   cfg.odirect = !o.no_odirect;
   cfg.load_all = o.load_all;
   cfg.cold = o.cold;
@@ -219,6 +223,11 @@ void register_bench(CLI::App& app) {
                   "-m: routed experts per token, comma separated (swept; default: the model's own)");
   cmd->add_option("--cache-mb", opts->cache_mb, "-m: expert cache budget in MiB: N|auto|off, comma separated (swept)")
       ->capture_default_str();
+  cmd->add_option("--expert-budget", opts->expert_budget,
+                  "-m: distinct experts per layer and micro-batch (0 = off), comma separated (swept); with --mtp it "
+                  "caps the verify batch's union");
+  cmd->add_option("--mtp", opts->mtp,
+                  "-m: MTP drafts per step (0 = off), comma separated (swept); needs a model with a NextN block");
   cmd->add_option("--prefetch", opts->prefetch, "-m: off|auto|N, comma separated (swept): read each position's N most probable next-layer experts early")
       ->capture_default_str();
   cmd->add_flag("--no-odirect", opts->no_odirect, "-m: read experts through the page cache");

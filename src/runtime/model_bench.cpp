@@ -110,7 +110,8 @@ EngineOptions engine_options_for(const ModelBenchConfig& cfg, const BenchPoint& 
   o.io_threads = pt.io_threads;
   o.load_all = cfg.load_all;
   o.kv_type = cfg.kv_type;
-  o.n_ctx = cfg.n_prompt + cfg.n_gen;
+  o.n_ctx = cfg.n_prompt + cfg.n_gen + 1 + pt.mtp;  // room for the last verify's drafts
+  o.trims.expert_budget = pt.expert_budget;
   o.trims.top_k = pt.moe_top_k;
   o.cache_mb = pt.cache_mb;
   o.prefetch = pt.prefetch;
@@ -169,11 +170,17 @@ void progress(const ModelBenchConfig& cfg, const std::string& line) {
 ModelBenchRow run_point(const ModelBenchConfig& cfg, const BenchPoint& pt, std::optional<uint64_t> mem_cap) {
   // Converted just before loading: --cache-mb auto sizes from memory as it is now.
   model::ModelConfig mc = engine_options_for(cfg, pt).to_model_config();
+  mc.mtp = pt.mtp > 0;
   mc.log = nullptr;
   if (cfg.on_progress) mc.log = [&cfg](const std::string& line) { cfg.on_progress("  " + line); };
 
   reset_peak_rss();
   Session session = Session::open(cfg.model_path, mc);
+  if (pt.mtp > 0) {
+    MtpOptions mo;
+    mo.depth = pt.mtp;
+    session.set_mtp(mo);
+  }
   const std::vector<int32_t> pool = prompt_token_pool(session.gguf(), session.n_vocab());
 
   ModelBenchRow row;
@@ -194,6 +201,7 @@ ModelBenchRow run_point(const ModelBenchConfig& cfg, const BenchPoint& pt, std::
 
   std::vector<double> pp_tps, tg_tps;
   model::PrefetchCounters decode_pf;  // decode's share, summed over reps (used, needed, experts)
+  uint64_t mtp_drafted = 0, mtp_accepted = 0, mtp_forwards = 0;  // --mtp, summed over reps
   for (int rep = 0; rep < cfg.reps; ++rep) {
     // Same prompts for every configuration: the RNG depends on (seed, rep) only.
     std::mt19937_64 rng(cfg.seed * 1000003u + static_cast<uint64_t>(rep));
@@ -206,18 +214,40 @@ ModelBenchRow run_point(const ModelBenchConfig& cfg, const BenchPoint& pt, std::
       for (const std::string& p : session.gguf().paths()) io::drop_file_pages(p);
     }
 
-    auto t0 = std::chrono::steady_clock::now();
-    std::span<const float> logits = session.feed(prompt);
-    const double pp_s = seconds_since(t0);
-
-    const model::ModelStats stats_before = session.model().stats();
-    const moe::ExpertIoStats& before = stats_before.io;
-    t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < cfg.n_gen; ++i) {
-      const int32_t next[1] = {argmax(logits)};
-      logits = session.feed(next);
+    double pp_s = 0, tg_s = 0;
+    int decoded = cfg.n_gen;
+    model::ModelStats stats_before;
+    if (pt.mtp == 0) {
+      auto t0 = std::chrono::steady_clock::now();
+      std::span<const float> logits = session.feed(prompt);
+      pp_s = seconds_since(t0);
+      stats_before = session.model().stats();
+      t0 = std::chrono::steady_clock::now();
+      for (int i = 0; i < cfg.n_gen; ++i) {
+        const int32_t next[1] = {argmax(logits)};
+        logits = session.feed(next);
+      }
+      tg_s = seconds_since(t0);
+    } else {
+      // Greedy generation with drafts: n_gen tokens after the first, which
+      // comes from the prefill (as the loop above evaluates n_gen tokens).
+      const MtpCounters mtp_before = session.mtp_counters();
+      Sampler greedy(SamplerConfig{});
+      bool first = true;
+      const GenerationStats st = session.generate(prompt, cfg.n_gen + 1, greedy, [&](int32_t) {
+        if (first) stats_before = session.model().stats();
+        first = false;
+        return true;
+      });
+      pp_s = st.prefill_seconds;
+      tg_s = st.decode_seconds;
+      decoded = st.decode_tokens;
+      mtp_drafted += session.mtp_counters().drafted - mtp_before.drafted;
+      mtp_accepted += session.mtp_counters().accepted - mtp_before.accepted;
+      mtp_forwards += session.mtp_counters().steps - mtp_before.steps + session.mtp_counters().plain_steps -
+                      mtp_before.plain_steps;
     }
-    const double tg_s = seconds_since(t0);
+    const moe::ExpertIoStats& before = stats_before.io;
     const model::ModelStats stats_after = session.model().stats();
     const moe::ExpertIoStats& after = stats_after.io;
     decode_pf.used += stats_after.prefetch_counters.used - stats_before.prefetch_counters.used;
@@ -225,8 +255,8 @@ ModelBenchRow run_point(const ModelBenchConfig& cfg, const BenchPoint& pt, std::
     decode_pf.experts += stats_after.prefetch_counters.experts - stats_before.prefetch_counters.experts;
 
     pp_tps.push_back(pp_s > 0 ? cfg.n_prompt / pp_s : kNaN);
-    tg_tps.push_back(tg_s > 0 ? cfg.n_gen / tg_s : kNaN);
-    row.decode_tokens += static_cast<uint64_t>(cfg.n_gen);
+    tg_tps.push_back(tg_s > 0 ? decoded / tg_s : kNaN);
+    row.decode_tokens += static_cast<uint64_t>(decoded);
     row.decode_seconds += tg_s;
     row.decode_bytes_read += after.bytes_read - before.bytes_read;
     row.decode_reads += after.reads - before.reads;
@@ -247,6 +277,11 @@ ModelBenchRow run_point(const ModelBenchConfig& cfg, const BenchPoint& pt, std::
   const bool pf = row.prefetch_depth > 0;
   row.prefetch_precision_pct = pf && decode_pf.experts ? 100.0 * decode_pf.precision() : kNaN;
   row.prefetch_coverage_pct = pf && decode_pf.needed ? 100.0 * decode_pf.coverage() : kNaN;
+  row.mtp_accept_pct = pt.mtp > 0 && mtp_drafted ? 100.0 * static_cast<double>(mtp_accepted) / mtp_drafted : kNaN;
+  row.tokens_per_forward = pt.mtp > 0 ? (mtp_forwards ? static_cast<double>(row.decode_tokens) / mtp_forwards : kNaN)
+                                      : 1.0;
+  row.experts_read_per_token =
+      row.decode_tokens ? static_cast<double>(row.decode_experts_read) / static_cast<double>(row.decode_tokens) : kNaN;
   derive_figures(row, cfg.ceiling);
   return row;
 }
@@ -300,6 +335,8 @@ std::vector<BenchPoint> bench_points(const ModelBenchConfig& cfg) {
   sweep(points, cfg.moe_top_k, &BenchPoint::moe_top_k);
   sweep(points, cfg.cache_mb, &BenchPoint::cache_mb);
   sweep(points, cfg.prefetch, &BenchPoint::prefetch);
+  sweep(points, cfg.expert_budget, &BenchPoint::expert_budget);
+  sweep(points, cfg.mtp, &BenchPoint::mtp);
   return points;
 }
 

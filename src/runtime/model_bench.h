@@ -63,6 +63,8 @@ struct ModelBenchConfig {
   std::vector<int> moe_top_k = {0};            // --moe-top-k; 0 = the model's own k
   std::vector<std::string> cache_mb = {"off"};  // --cache-mb: "off", "auto" or MiB
   std::vector<std::string> prefetch = {"off"};  // --prefetch: "off", "auto" or a depth N
+  std::vector<int> expert_budget = {0};         // --expert-budget (0 = off)
+  std::vector<int> mtp = {0};                   // --mtp drafts per step (0 = off; needs a NextN block)
   // Fixed for the whole run.
   bool odirect = true;
   bool load_all = false;
@@ -85,11 +87,13 @@ struct BenchPoint {
   int moe_top_k = 0;          // 0 = the model's own k
   std::string cache_mb = "off";
   std::string prefetch = "off";  // --prefetch setting: off, auto or a depth N
+  int expert_budget = 0;         // --expert-budget (0 = off)
+  int mtp = 0;                   // --mtp drafts per step (0 = off)
 };
 
 // The cartesian product of the swept lists, in BenchPoint's field order:
-// threads outermost, then io_threads, dense_weights, moe_top_k, cache_mb and
-// prefetch innermost; each list in the order given.
+// threads outermost, then io_threads, dense_weights, moe_top_k, cache_mb,
+// prefetch, expert_budget and mtp innermost; each list in the order given.
 std::vector<BenchPoint> bench_points(const ModelBenchConfig& cfg);
 
 struct ModelBenchRow {
@@ -129,6 +133,11 @@ struct ModelBenchRow {
   // Resolved at load / read from the process (see the definitions above).
   int moe_top_k = 0;                 // experts per token in force; 0: dense model
   int prefetch_depth = 0;            // --prefetch depth in force (0: off)
+  // --mtp: decode's drafts accepted / proposed (NaN: off), emitted tokens per
+  // trunk forward, and routed experts read per emitted token (any point).
+  double mtp_accept_pct = 0;
+  double tokens_per_forward = 0;
+  double experts_read_per_token = 0;
   double prefetch_precision_pct = 0; // decode: prefetched experts used / experts prefetched (NaN: prefetch off)
   double prefetch_coverage_pct = 0;  // decode: prefetched experts used / experts needed (NaN: prefetch off)
   double cache_MiB = 0;              // resolved expert cache budget; 0 = off

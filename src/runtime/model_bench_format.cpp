@@ -52,6 +52,11 @@ const ExtraColumn kExtraColumns[] = {
     {"prefetch_prec_pct", "pf prec %", "n/a", [](const ModelBenchRow& r) { return num(r.prefetch_precision_pct); }},
     {"prefetch_cov_pct", "pf cov %", "n/a", [](const ModelBenchRow& r) { return num(r.prefetch_coverage_pct); }},
     {"lane_busy_pct", "lanes busy %", "n/a", [](const ModelBenchRow& r) { return num(r.lane_busy_pct); }},
+    {"expert_budget", "budget", "off", [](const ModelBenchRow& r) { return nlohmann::json(r.point.expert_budget); }},
+    {"experts_per_tok", "experts/tok", "n/a", [](const ModelBenchRow& r) { return num(r.experts_read_per_token); }},
+    {"mtp", "mtp", "off", [](const ModelBenchRow& r) { return nlohmann::json(r.point.mtp); }},
+    {"mtp_accept_pct", "mtp accept %", "n/a", [](const ModelBenchRow& r) { return num(r.mtp_accept_pct); }},
+    {"tok_per_forward", "tok/forward", "n/a", [](const ModelBenchRow& r) { return num(r.tokens_per_forward); }},
 };
 
 // A value as CSV / markdown text: integers in full, other numbers with one
