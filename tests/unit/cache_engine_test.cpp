@@ -38,10 +38,10 @@ struct Shape {
 Shape model_shape(const std::string& path) {
   const gguf::GgufModel g = gguf::GgufModel::open(path);
   Shape s;
-  for (int il = 0;; ++il) {
+  for (int il = 0; g.find("blk." + std::to_string(il) + ".attn_norm.weight"); ++il) {
     const std::string p = "blk." + std::to_string(il) + ".";
     const gguf::TensorInfo* gate = g.find(p + "ffn_gate_exps.weight");
-    if (!gate) break;
+    if (!gate) continue;  // a dense layer (leading dense layers of glm4moe / deepseek2)
     uint64_t b = 0;
     for (const char* n : {"ffn_gate_exps.weight", "ffn_up_exps.weight", "ffn_down_exps.weight"})
       b += g.expert_range(g.require(p + n), 0).bytes;
@@ -120,16 +120,21 @@ TEST_F(CacheEngine, LogitsBitIdenticalAtEveryBudgetDecodeAndBatch) {
   expect_cache_transparent(path_, shape_, tokens_, floor_);
 }
 
-// The same on gpt-oss (MXFP4 experts with resident per-expert biases, sinks,
-// sliding window, softmax over the selected experts).
-TEST(CacheEngineGptOss, LogitsBitIdenticalAtEveryBudgetDecodeAndBatch) {
-  const std::string path = shared_path("golden/gpt-oss-mxfp4.gguf");
-  if (!exists(path)) GTEST_SKIP() << path << " not found";
-  Shape shape = model_shape(path);
-  auto m = load(path, golden_config());
-  shape.top_k = static_cast<int>(m->hparams().n_expert_used);
-  expect_cache_transparent(path, shape, sequence(m->hparams().n_vocab),
-                           static_cast<uint64_t>(shape.top_k) * shape.expert_bytes);
+// The same on the other architectures: gpt-oss (MXFP4 experts with resident
+// per-expert biases, sinks, sliding window, softmax over the selected),
+// glm4moe and deepseek2 (leading dense layer, shared expert, sigmoid routing;
+// MLA and grouped selection for deepseek2).
+TEST(CacheEngineArchitectures, LogitsBitIdenticalAtEveryBudgetDecodeAndBatch) {
+  for (const char* name : {"gpt-oss-mxfp4", "glm4moe-q8_0", "deepseek2-q4_k"}) {
+    SCOPED_TRACE(name);
+    const std::string path = shared_path(std::string("golden/") + name + ".gguf");
+    if (!exists(path)) GTEST_SKIP() << path << " not found";
+    Shape shape = model_shape(path);
+    auto m = load(path, golden_config());
+    shape.top_k = static_cast<int>(m->hparams().n_expert_used);
+    expect_cache_transparent(path, shape, sequence(m->hparams().n_vocab),
+                             static_cast<uint64_t>(shape.top_k) * shape.expert_bytes);
+  }
 }
 
 TEST_F(CacheEngine, BelowFloorIsAnErrorNamingTheFlag) {

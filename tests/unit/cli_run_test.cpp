@@ -63,6 +63,25 @@ TEST(CliRunFlags, BadValuesNameTheFlag) {
   expect_flag_error(run + "--no-such-flag", "--no-such-flag");
 }
 
+// Issue-17 finding 10: -c 10^9 was std::bad_alloc; the KV size is checked
+// against the memory available (naming -c and the bytes) before allocating.
+TEST(CliRunFlags, HugeContextIsAKvSizeMessageNotBadAlloc) {
+  const std::string model = sluice::test::shared_path("golden/qwen3moe-q8_0-q4_0.gguf");
+  if (!fs::exists(model)) GTEST_SKIP() << model << " not found";
+  expect_flag_error("run -m " + model + " -p hello -n 1 -c 1000000000", "-c 1000000000: the KV cache would need");
+}
+
+TEST(CliRunFlags, MtpFlagsAreChecked) {
+  const std::string run = std::string("run ") + kNoModel + " -p hello ";
+  expect_flag_error(run + "--mtp -1", "--mtp");
+  expect_flag_error(run + "--mtp lots", "--mtp");
+  expect_flag_error(run + "--mtp auto:0", "--mtp");
+  expect_flag_error(run + "--mtp 1 --mtp-p-min 2", "--mtp-p-min");
+  const std::string model = sluice::test::shared_path("golden/qwen3moe-q8_0-q4_0.gguf");
+  if (!fs::exists(model)) GTEST_SKIP() << model << " not found";
+  expect_flag_error("run -m " + model + " -p hello -n 1 --mtp 1", "has no NextN/MTP block");
+}
+
 TEST(CliRunFlags, PromptMustComeFromExactlyOneOfPAndF) {
   ScratchFile prompt("prompt.txt", "Once upon a time");
   expect_flag_error(std::string("run ") + kNoModel, "-f FILE");
