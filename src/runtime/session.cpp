@@ -78,18 +78,22 @@ std::span<const float> Session::feed_as(std::span<const int32_t> tokens, EvalKin
   return logits_;
 }
 
+void Session::prefill_for_generate(std::span<const int32_t> prompt, GenerationStats& st) {
+  const int n_new = static_cast<int>(pending_.size() + prompt.size());
+  if (n_new == 0) throw Error("generate: empty prompt");
+  const auto t0 = std::chrono::steady_clock::now();
+  feed_as(prompt, EvalKind::Prefill);
+  st.prefill_tokens = n_new;
+  st.prefill_seconds = seconds_since(t0);
+}
+
 GenerationStats Session::generate(std::span<const int32_t> prompt, int n_predict, Sampler& sampler,
                                   const std::function<bool(int32_t)>& on_token, std::span<const int32_t> stop_ids) {
   if (mtp_.depth > 0) return generate_mtp(prompt, n_predict, sampler, on_token, stop_ids);
   GenerationStats st;
-  const int n_new = static_cast<int>(pending_.size() + prompt.size());
-  if (n_new == 0) throw Error("generate: empty prompt");
-  auto t0 = std::chrono::steady_clock::now();
-  const auto t_start = t0;
-  feed_as(prompt, EvalKind::Prefill);
-  st.prefill_tokens = n_new;
-  st.prefill_seconds = seconds_since(t0);
-  t0 = std::chrono::steady_clock::now();
+  const auto t_start = std::chrono::steady_clock::now();
+  prefill_for_generate(prompt, st);
+  const auto t0 = std::chrono::steady_clock::now();
   std::vector<int32_t> history = tokens_;
   for (int i = 0; i < n_predict; ++i) {
     const int32_t id = sampler.sample(logits_, history);

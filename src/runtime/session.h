@@ -90,6 +90,9 @@ class Session {
 
  private:
   std::span<const float> feed_as(std::span<const int32_t> tokens, EvalKind kind);
+  // generate()'s prompt part: pending + prompt as one prefill record (Error
+  // when both are empty); fills st's prefill fields.
+  void prefill_for_generate(std::span<const int32_t> prompt, GenerationStats& st);
   // generate() with --mtp (session_mtp.cpp).
   GenerationStats generate_mtp(std::span<const int32_t> prompt, int n_predict, Sampler& sampler,
                                const std::function<bool(int32_t)>& on_token, std::span<const int32_t> stop_ids);

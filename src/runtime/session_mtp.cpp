@@ -108,14 +108,9 @@ GenerationStats Session::generate_mtp(std::span<const int32_t> prompt, int n_pre
                                       const std::function<bool(int32_t)>& on_token,
                                       std::span<const int32_t> stop_ids) {
   GenerationStats st;
-  const int n_new = static_cast<int>(pending_.size() + prompt.size());
-  if (n_new == 0) throw Error("generate: empty prompt");
-  auto t0 = std::chrono::steady_clock::now();
-  const auto t_start = t0;
-  feed_as(prompt, EvalKind::Prefill);
-  st.prefill_tokens = n_new;
-  st.prefill_seconds = seconds_since(t0);
-  t0 = std::chrono::steady_clock::now();
+  const auto t_start = std::chrono::steady_clock::now();
+  prefill_for_generate(prompt, st);
+  const auto t0 = std::chrono::steady_clock::now();
   if (n_predict <= 0) return st;
 
   const size_t nv = static_cast<size_t>(n_vocab());

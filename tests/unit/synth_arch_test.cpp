@@ -18,7 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gguf/gguf.h"
-#include "test_support.h"
+#include "synth_test_support.h"
 #include "tools/routing_probe.h"
 #include "tools/synth.h"
 #include "tools/synth_plan.h"
@@ -31,29 +31,10 @@ namespace fs = std::filesystem;
 using test::error_of;
 using test::shared_path;
 
-struct TempFile {
-  explicit TempFile(const std::string& name)
-      : path(fs::temp_directory_path() / ("sluice_synth_arch_" + std::to_string(::getpid()) + "_" + name)) {}
-  ~TempFile() {
-    std::error_code ec;
-    fs::remove(path, ec);
-  }
-  fs::path path;
-};
-
-std::pair<int, std::string> sluice_cli(const std::string& args) {
-  int rc = 0;
-  std::string out = test::run_cmd(std::string(SLUICE_BINARY) + " " + args + " 2>&1", &rc);
-  return {rc, out};
-}
-
-using TensorSet = std::set<std::tuple<std::string, std::string, std::vector<uint64_t>>>;
-
-TensorSet tensors_of(const gguf::GgufModel& m) {
-  TensorSet s;
-  for (const auto& t : m.tensors()) s.insert({t.name, std::string(ggml_type_name(t.type)), t.ne});
-  return s;
-}
+using test::sluice_cli;
+using test::tensors_of;
+using test::TempFile;
+using test::TensorSet;
 
 // Keys with the architecture prefix, e.g. "gpt-oss.".
 std::set<std::string> arch_keys(const gguf::GgufModel& m, const std::string& prefix) {
