@@ -55,7 +55,12 @@ class AutoSwitch {
     }
     if (want == on_) return false;
     if (o_.log) {
-      auto ms = [](double r) { return r < 0 ? std::string("not measured") : std::to_string(r * 1e3) + " ms"; };
+      auto ms = [](double r) {
+        if (r < 0) return std::string("not measured");
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "%.1f ms", r * 1e3);
+        return std::string(buf);
+      };
       o_.log(std::string("mtp auto: drafting ") + (want ? "on" : "off") + " (per emitted token: " + ms(on_rate_) +
              " with drafts, " + ms(off_rate_) + " without, windows of " + std::to_string(o_.window) + " tokens)");
     }
