@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <memory>
 #include <optional>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,7 @@
 #include "cli/telemetry_output.h"
 #include "io/text_input.h"
 #include "runtime/session.h"
+#include "runtime/stop_strings.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
 
@@ -26,7 +28,9 @@ struct RunOptions {
   runtime::SamplerConfig sampler;
   std::string prompt;       // -p
   std::string prompt_file;  // -f
-  int n_predict = 128;
+  int n_predict = 128;     // -n; -1: until end of sequence or the context is full
+  int64_t seed = -1;       // -s; -1: random, printed
+  std::vector<std::string> stop;  // --stop
   bool ignore_eos = false;
   std::string mtp = "0";   // --mtp N|auto|auto:N
   float mtp_p_min = 0.0f;  // --mtp-p-min
@@ -99,7 +103,12 @@ void check_sampler(const runtime::SamplerConfig& s) {
 }
 
 void run_generate(RunOptions& o) {
-  if (o.n_predict < 0) throw Error("-n: must be >= 0 (got " + std::to_string(o.n_predict) + ")");
+  if (o.n_predict < -1) throw Error("-n: must be >= 0, or -1 for no limit (got " + std::to_string(o.n_predict) + ")");
+  if (o.seed < -1) throw Error("-s: seed must be >= 0, or -1 for a random one (got " + std::to_string(o.seed) + ")");
+  // A random seed is printed, so any run can be repeated with -s.
+  o.sampler.seed = o.seed >= 0 ? static_cast<uint64_t>(o.seed) : (uint64_t{std::random_device{}()} << 32 | std::random_device{}()) >> 1;
+  if (o.seed < 0 && o.sampler.temperature > 0)
+    std::fprintf(stderr, "sluice: seed %llu\n", static_cast<unsigned long long>(o.sampler.seed));
   check_sampler(o.sampler);
   const std::string text = load_prompt(o);
   o.engine.extra_inputs = {o.prompt_file};  // --route-trace must not replace it
@@ -127,17 +136,21 @@ void run_generate(RunOptions& o) {
   runtime::Sampler sampler(o.sampler);
   // The first token arrives after prefill and before any decode step.
   std::optional<moe::ExpertIoStats> io_after_prefill;
+  runtime::StopStrings stop_strings(o.stop);
   const runtime::GenerationStats st = session.generate(
       prompt, o.n_predict, sampler,
       [&](int32_t id) {
         if (!io_after_prefill) io_after_prefill = session.model().stats().io;
-        const std::string piece = tok.token_to_piece(id, false);
-        out(piece);
+        out(stop_strings.push(tok.token_to_piece(id, false)));
         flush_stdout();
-        return true;
+        return !stop_strings.stopped();
       },
       stop);
+  out(stop_strings.flush());
   out("\n");
+  if (st.context_full)
+    std::fprintf(stderr, "sluice: context full (%d positions): generation stopped; raise -c for longer output\n",
+                 session.model().n_ctx());
   flush_stdout();
 
   if (cfg.route_trace) cfg.route_trace->close();
@@ -156,7 +169,9 @@ void register_run(CLI::App& app) {
       cmd->add_option("-f,--file", opts->prompt_file, "read the prompt from a file (- for stdin; at most 64 MiB)");
   p->excludes(f);
   f->excludes(p);
-  cmd->add_option("-n,--n-predict", opts->n_predict, "tokens to generate")->capture_default_str();
+  cmd->add_option("-n,--n-predict", opts->n_predict, "tokens to generate (-1: until end of sequence or a full context)")
+      ->capture_default_str();
+  cmd->add_option("--stop", opts->stop, "stop generating at this text (not printed); repeatable");
   cmd->add_option("--temp", opts->sampler.temperature, "temperature (0 = greedy)")->capture_default_str();
   cmd->add_option("--top-k", opts->sampler.top_k, "top-k (0 = off)")->capture_default_str();
   cmd->add_option("--top-p", opts->sampler.top_p, "top-p (1 = off)")->capture_default_str();
@@ -165,7 +180,7 @@ void register_run(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--repeat-last-n", opts->sampler.repeat_last_n, "tokens the penalty looks back over")
       ->capture_default_str();
-  cmd->add_option("-s,--seed", opts->sampler.seed, "sampling seed")->capture_default_str();
+  cmd->add_option("-s,--seed", opts->seed, "sampling seed (-1: random, printed)")->capture_default_str();
   cmd->add_flag("--ignore-eos", opts->ignore_eos, "keep generating after end-of-sequence");
   cmd->add_option("--mtp", opts->mtp,
                   "speculative decoding with the model's NextN/MTP head: N drafts per step (0 off), auto (1 draft, "

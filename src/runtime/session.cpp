@@ -95,7 +95,7 @@ GenerationStats Session::generate(std::span<const int32_t> prompt, int n_predict
   prefill_for_generate(prompt, st);
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<int32_t> history = tokens_;
-  for (int i = 0; i < n_predict; ++i) {
+  for (int i = 0; n_predict < 0 || i < n_predict; ++i) {
     const int32_t id = sampler.sample(logits_, history);
     history.push_back(id);
     if (++st.generated == 1) {
@@ -105,6 +105,11 @@ GenerationStats Session::generate(std::span<const int32_t> prompt, int n_predict
     const bool more = on_token ? on_token(id) : true;
     if (!more || std::find(stop_ids.begin(), stop_ids.end(), id) != stop_ids.end() || i + 1 == n_predict) {
       pending_.push_back(id);  // evaluated lazily by the next call
+      break;
+    }
+    if (static_cast<int>(tokens_.size()) >= model_->n_ctx()) {  // no room to evaluate it
+      pending_.push_back(id);
+      st.context_full = true;
       break;
     }
     const int32_t one[1] = {id};

@@ -43,6 +43,7 @@ struct GenerationStats {
   double decode_seconds = 0;
   int generated = 0;         // tokens produced
   double ttft_seconds = 0;   // from generate() entry to the first token handed to on_token
+  bool context_full = false;  // stopped because the context had no room for the next token
 };
 
 class Session {
@@ -69,9 +70,12 @@ class Session {
   // (valid until the next call).
   std::span<const float> feed(std::span<const int32_t> tokens);
 
-  // Appends `prompt`, then generates up to n_predict tokens with `sampler`,
-  // calling on_token(id) for each (return false to stop early). Stops at
-  // a token in `stop_ids` (which is still reported and counted).
+  // Appends `prompt`, then generates up to n_predict tokens (< 0: no limit)
+  // with `sampler`, calling on_token(id) for each (return false to stop
+  // early). Stops at a token in `stop_ids` (which is still reported and
+  // counted), and cleanly when the context has no room for the next token
+  // (GenerationStats::context_full; the last token stays pending). A prompt
+  // that does not fit is an Error.
   GenerationStats generate(std::span<const int32_t> prompt, int n_predict, Sampler& sampler,
                            const std::function<bool(int32_t)>& on_token, std::span<const int32_t> stop_ids = {});
 

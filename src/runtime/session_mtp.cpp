@@ -116,7 +116,7 @@ GenerationStats Session::generate_mtp(std::span<const int32_t> prompt, int n_pre
   const auto t_start = std::chrono::steady_clock::now();
   prefill_for_generate(prompt, st);
   const auto t0 = std::chrono::steady_clock::now();
-  if (n_predict <= 0) return st;
+  if (n_predict == 0) return st;
 
   const size_t nv = static_cast<size_t>(n_vocab());
   const size_t n_embd = model_->hparams().n_embd;
@@ -129,7 +129,8 @@ GenerationStats Session::generate_mtp(std::span<const int32_t> prompt, int n_pre
       if (ttft_ms_ == 0) ttft_ms_ = st.ttft_seconds * 1e3;
     }
     const bool more = on_token ? on_token(id) : true;
-    return more && std::find(stop_ids.begin(), stop_ids.end(), id) == stop_ids.end() && st.generated < n_predict;
+    return more && std::find(stop_ids.begin(), stop_ids.end(), id) == stop_ids.end() &&
+           (n_predict < 0 || st.generated < n_predict);
   };
 
   AutoSwitch auto_switch(mtp_);
@@ -141,6 +142,11 @@ GenerationStats Session::generate_mtp(std::span<const int32_t> prompt, int n_pre
     decided = -1;
     if (!emit(t)) {
       pending_.push_back(t);  // evaluated lazily by the next call
+      break;
+    }
+    if (P >= model_->n_ctx()) {  // no room to evaluate it
+      pending_.push_back(t);
+      st.context_full = true;
       break;
     }
 

@@ -259,6 +259,28 @@ TEST(MtpDecoding, StoppingInsideAcceptedDraftsLeavesAConsistentSession) {
   }
 }
 
+// -n -1 runs to the end of the context and stops cleanly there, with and without drafts.
+TEST(MtpDecoding, UnlimitedGenerationStopsAtAFullContextWithTheSameText) {
+  std::vector<std::vector<int32_t>> outs;
+  for (int depth : {0, 3}) {
+    runtime::Session s(nullptr, std::make_unique<ScriptedModel>());
+    runtime::MtpOptions o;
+    o.depth = depth;
+    s.set_mtp(o);
+    runtime::Sampler greedy(runtime::SamplerConfig{});
+    std::vector<int32_t> out;
+    const runtime::GenerationStats st = s.generate(std::vector<int32_t>{1, 2, 3}, -1, greedy, [&](int32_t id) {
+      out.push_back(id);
+      return true;
+    });
+    EXPECT_TRUE(st.context_full) << depth;
+    EXPECT_EQ(s.tokens().size(), 256u) << depth;  // every position used, the last token pending
+    outs.push_back(out);
+  }
+  EXPECT_EQ(outs[0], outs[1]);
+  EXPECT_EQ(outs[0].size(), 256u - 3u + 1u);
+}
+
 // ---- greedy identity on real models ------------------------------------------
 
 std::string generate_text(const std::string& path, int depth, uint64_t cache_bytes) {
