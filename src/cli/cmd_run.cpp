@@ -5,13 +5,13 @@
 #include <cstdio>
 #include <memory>
 #include <optional>
-#include <random>
 #include <string>
 #include <vector>
 
 #include "cli/commands.h"
 #include "cli/engine_flags.h"
 #include "cli/load_progress.h"
+#include "cli/sampler_flags.h"
 #include "cli/stdout_output.h"
 #include "cli/telemetry_output.h"
 #include "io/text_input.h"
@@ -25,11 +25,10 @@ namespace {
 
 struct RunOptions {
   runtime::EngineOptions engine;
-  runtime::SamplerConfig sampler;
+  SamplerFlags sampling;
   std::string prompt;       // -p
   std::string prompt_file;  // -f
   int n_predict = 128;     // -n; -1: until end of sequence or the context is full
-  int64_t seed = -1;       // -s; -1: random, printed
   std::vector<std::string> stop;  // --stop
   bool ignore_eos = false;
   std::string mtp = "0";   // --mtp N|auto|auto:N
@@ -85,31 +84,9 @@ void print_decode_io(const runtime::GenerationStats& st, const moe::ExpertIoStat
                lane_s > 0 ? bytes / 1e9 / lane_s : 0.0, lane_s, stall_s);
 }
 
-// Each of these, out of range, would print nothing or garbage with status 0
-// (--repeat-penalty 0 divides by zero); NaN fails every comparison, hence the
-// negated forms.
-void check_sampler(const runtime::SamplerConfig& s) {
-  auto require = [](bool ok, const char* flag, float v, const char* range) {
-    if (ok) return;
-    char got[32];
-    std::snprintf(got, sizeof got, "%g", static_cast<double>(v));
-    throw Error(std::string(flag) + ": must be " + range + " (got " + got + ")");
-  };
-  require(std::isfinite(s.temperature) && s.temperature >= 0, "--temp", s.temperature, "a number >= 0 (0 = greedy)");
-  require(s.top_p > 0 && s.top_p <= 1, "--top-p", s.top_p, "in (0, 1] (1 = off)");
-  require(s.min_p >= 0 && s.min_p <= 1, "--min-p", s.min_p, "in [0, 1] (0 = off)");
-  require(std::isfinite(s.repeat_penalty) && s.repeat_penalty > 0, "--repeat-penalty", s.repeat_penalty,
-          "a number > 0 (1 = off)");
-}
-
 void run_generate(RunOptions& o) {
   if (o.n_predict < -1) throw Error("-n: must be >= 0, or -1 for no limit (got " + std::to_string(o.n_predict) + ")");
-  if (o.seed < -1) throw Error("-s: seed must be >= 0, or -1 for a random one (got " + std::to_string(o.seed) + ")");
-  // A random seed is printed, so any run can be repeated with -s.
-  o.sampler.seed = o.seed >= 0 ? static_cast<uint64_t>(o.seed) : (uint64_t{std::random_device{}()} << 32 | std::random_device{}()) >> 1;
-  if (o.seed < 0 && o.sampler.temperature > 0)
-    std::fprintf(stderr, "sluice: seed %llu\n", static_cast<unsigned long long>(o.sampler.seed));
-  check_sampler(o.sampler);
+  const runtime::SamplerConfig sampler_cfg = resolve_sampler(o.sampling);
   const std::string text = load_prompt(o);
   o.engine.extra_inputs = {o.prompt_file};  // --route-trace must not replace it
   const runtime::MtpOptions mtp = parse_mtp(o.mtp, o.mtp_p_min);
@@ -133,7 +110,7 @@ void run_generate(RunOptions& o) {
     for (int32_t id : {tok.eos(), tok.eot()})
       if (id >= 0) stop.push_back(id);
   }
-  runtime::Sampler sampler(o.sampler);
+  runtime::Sampler sampler(sampler_cfg);
   // The first token arrives after prefill and before any decode step.
   std::optional<moe::ExpertIoStats> io_after_prefill;
   runtime::StopStrings stop_strings(o.stop);
@@ -172,15 +149,7 @@ void register_run(CLI::App& app) {
   cmd->add_option("-n,--n-predict", opts->n_predict, "tokens to generate (-1: until end of sequence or a full context)")
       ->capture_default_str();
   cmd->add_option("--stop", opts->stop, "stop generating at this text (not printed); repeatable");
-  cmd->add_option("--temp", opts->sampler.temperature, "temperature (0 = greedy)")->capture_default_str();
-  cmd->add_option("--top-k", opts->sampler.top_k, "top-k (0 = off)")->capture_default_str();
-  cmd->add_option("--top-p", opts->sampler.top_p, "top-p (1 = off)")->capture_default_str();
-  cmd->add_option("--min-p", opts->sampler.min_p, "min-p (0 = off)")->capture_default_str();
-  cmd->add_option("--repeat-penalty", opts->sampler.repeat_penalty, "repetition penalty (1 = off)")
-      ->capture_default_str();
-  cmd->add_option("--repeat-last-n", opts->sampler.repeat_last_n, "tokens the penalty looks back over")
-      ->capture_default_str();
-  cmd->add_option("-s,--seed", opts->seed, "sampling seed (-1: random, printed)")->capture_default_str();
+  add_sampler_flags(cmd, opts->sampling);
   cmd->add_flag("--ignore-eos", opts->ignore_eos, "keep generating after end-of-sequence");
   cmd->add_option("--mtp", opts->mtp,
                   "speculative decoding with the model's NextN/MTP head: N drafts per step (0 off), auto (1 draft, "

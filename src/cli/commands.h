@@ -10,6 +10,7 @@ namespace sluice::cli {
 void register_inspect(CLI::App& app);
 void register_synth(CLI::App& app);
 void register_run(CLI::App& app);
+void register_chat(CLI::App& app);
 void register_logits(CLI::App& app);
 void register_tokenize(CLI::App& app);
 void register_cache_sim(CLI::App& app);

@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   sluice::cli::register_inspect(app);
   sluice::cli::register_synth(app);
   sluice::cli::register_run(app);
+  sluice::cli::register_chat(app);
   sluice::cli::register_logits(app);
   sluice::cli::register_tokenize(app);
   sluice::cli::register_cache_sim(app);

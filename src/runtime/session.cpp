@@ -33,6 +33,41 @@ void Session::reset() {
   if (mtp_.depth > 0) mtp_hidden_.assign(static_cast<size_t>(model_->hparams().n_embd), 0.0f);
 }
 
+size_t Session::common_prefix(std::span<const int32_t> tokens) const {
+  size_t n = 0;
+  const size_t have = tokens_.size() + pending_.size();
+  while (n < tokens.size() && n < have) {
+    const int32_t t = n < tokens_.size() ? tokens_[n] : pending_[n - tokens_.size()];
+    if (t != tokens[n]) break;
+    ++n;
+  }
+  return n;
+}
+
+void Session::rewind(size_t n) {
+  if (n >= tokens_.size() + pending_.size()) return;
+  if (n <= tokens_.size()) {
+    pending_.clear();
+    tokens_.resize(n);
+  } else {
+    pending_.resize(n - tokens_.size());
+  }
+  if (mtp_.depth == 0) return;
+  const size_t n_embd = model_->hparams().n_embd;
+  if (static_cast<size_t>(mtp_n_) <= tokens_.size()) {
+    // Keep the hidden inputs of rows [mtp_n_, tokens_.size()] (mtp_hidden_'s invariant).
+    mtp_hidden_.resize((tokens_.size() - static_cast<size_t>(mtp_n_) + 1) * n_embd);
+  } else {
+    // The head has seen rows past the new end and the hidden state it would
+    // need there is gone: evaluate everything again.
+    pending_.insert(pending_.begin(), tokens_.begin(), tokens_.end());
+    tokens_.clear();
+    model_->reset();
+    mtp_n_ = 0;
+    mtp_hidden_.assign(n_embd, 0.0f);
+  }
+}
+
 void Session::set_mtp(const MtpOptions& o) {
   if (o.depth < 0) throw Error("--mtp: draft depth must be >= 0 (got " + std::to_string(o.depth) + ")");
   if (o.depth > 0 && !model_->has_mtp())

@@ -60,6 +60,13 @@ class Session {
   int n_vocab() const { return static_cast<int>(model_->hparams().n_vocab); }
 
   void reset();
+  // How many leading tokens of `tokens` the session has already evaluated
+  // (its history, the pending token included).
+  size_t common_prefix(std::span<const int32_t> tokens) const;
+  // Keeps only the first n tokens of the history; the next evaluation
+  // rewinds the KV cache there. With --mtp a rewind into the head's rows
+  // starts the session over (the head needs hidden states it no longer has).
+  void rewind(size_t n);
 
   // --mtp for later generate() calls (Error when depth > 0 and the model has
   // no MTP head loaded). Feeding and evaluation then also keep the trunk's

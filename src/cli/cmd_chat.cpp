@@ -1,0 +1,112 @@
+// `sluice chat -m MODEL`: an interactive conversation. The model stays loaded
+// and its KV cache and expert cache stay warm between turns; Ctrl-C stops the
+// current answer without ending the chat; a full context ends the answer with
+// a notice. Commands: /reset (forget the conversation), /exit (or Ctrl-D).
+#include <signal.h>
+
+#include <atomic>
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "cli/commands.h"
+#include "cli/engine_flags.h"
+#include "cli/line_input.h"
+#include "cli/sampler_flags.h"
+#include "cli/stdout_output.h"
+#include "runtime/chat.h"
+#include "runtime/session.h"
+#include "tokenizer/tokenizer.h"
+#include "util/error.h"
+
+namespace sluice::cli {
+namespace {
+
+struct ChatOptions {
+  runtime::EngineOptions engine;
+  SamplerFlags sampling;
+  std::string system;   // --system
+  int n_predict = -1;   // per answer; -1: until end of sequence or a full context
+};
+
+std::atomic<bool> g_interrupted{false};
+
+extern "C" void on_sigint(int) { g_interrupted.store(true); }
+
+// SIGINT stops the current answer (the chat goes on); restored on exit.
+class SigintToFlag {
+ public:
+  SigintToFlag() {
+    struct sigaction sa {};
+    sa.sa_handler = on_sigint;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = 0;  // no SA_RESTART: a read at the prompt returns
+    ::sigaction(SIGINT, &sa, &old_);
+  }
+  ~SigintToFlag() { ::sigaction(SIGINT, &old_, nullptr); }
+
+ private:
+  struct sigaction old_ {};
+};
+
+void run_chat(ChatOptions& o) {
+  if (o.n_predict < -1) throw Error("-n: must be >= 0, or -1 for no limit (got " + std::to_string(o.n_predict) + ")");
+  const runtime::SamplerConfig sampler_cfg = resolve_sampler(o.sampling);
+  const model::ModelConfig cfg = o.engine.to_model_config();
+  runtime::Session session = runtime::Session::open(o.engine.model_path, cfg);
+  const tokenizer::Tokenizer tok = tokenizer::Tokenizer::from_gguf(session.gguf().metadata());
+  runtime::ChatRenderer render = runtime::plain_chat_prompt;
+  if (session.gguf().metadata().has("tokenizer.chat_template")) {
+    std::fprintf(stderr, "sluice: this build renders no chat templates yet; using the plain User:/Assistant: format\n");
+  } else {
+    std::fprintf(stderr, "sluice: the model has no chat template; using the plain User:/Assistant: format\n");
+  }
+  runtime::ChatConversation chat(session, tok, render, o.system);
+  runtime::Sampler sampler(sampler_cfg);
+  SigintToFlag sigint;
+  LineInput input;
+  std::fprintf(stderr, "sluice: chat ready (/reset forgets the conversation, /exit or Ctrl-D ends; Ctrl-C stops an "
+                       "answer; end a line with \\ to continue it)\n");
+  for (;;) {
+    g_interrupted.store(false);
+    const std::optional<std::string> line = input.read("> ");
+    if (!line) break;
+    if (g_interrupted.load()) {  // Ctrl-C at the prompt: a fresh prompt
+      out("\n");
+      continue;
+    }
+    if (*line == "/exit" || *line == "/quit") break;
+    if (*line == "/reset") {
+      chat.reset();
+      std::fprintf(stderr, "sluice: conversation reset\n");
+      continue;
+    }
+    if (line->empty()) continue;
+    const runtime::ChatTurnResult r = chat.turn(*line, sampler, o.n_predict, [](const std::string& piece) {
+      out(piece);
+      flush_stdout();
+      return !g_interrupted.load();
+    });
+    out("\n");
+    flush_stdout();
+    if (r.interrupted) std::fprintf(stderr, "sluice: answer stopped (Ctrl-C)\n");
+    if (r.context_full)
+      std::fprintf(stderr, "sluice: context full (%d positions): %s; /reset to start over or raise -c\n",
+                   session.model().n_ctx(), r.tokens > 0 ? "answer stopped" : "this message does not fit");
+  }
+}
+
+}  // namespace
+
+void register_chat(CLI::App& app) {
+  auto opts = std::make_shared<ChatOptions>();
+  CLI::App* cmd = app.add_subcommand("chat", "talk to a model interactively (the model stays loaded and warm)");
+  add_engine_flags(cmd, opts->engine);
+  add_sampler_flags(cmd, opts->sampling);
+  cmd->add_option("--system", opts->system, "system prompt");
+  cmd->add_option("-n,--n-predict", opts->n_predict, "most tokens per answer (-1: until end of sequence)")
+      ->capture_default_str();
+  cmd->callback([opts] { run_chat(*opts); });
+}
+
+}  // namespace sluice::cli

@@ -1,0 +1,83 @@
+#include "runtime/chat.h"
+
+#include <algorithm>
+
+#include "util/error.h"
+
+namespace sluice::runtime {
+
+std::string plain_chat_prompt(const nlohmann::json& messages, bool add_generation_prompt) {
+  std::string out;
+  for (const auto& m : messages) {
+    const std::string role = m.value("role", "");
+    const std::string content = m.value("content", "");
+    if (!out.empty()) out += "\n\n";
+    if (role == "system") out += content;
+    else if (role == "user") out += "User: " + content;
+    else out += "Assistant: " + content;  // content is stored without a leading space
+  }
+  if (add_generation_prompt) out += (out.empty() ? "" : "\n\n") + std::string("Assistant:");
+  return out;
+}
+
+ChatConversation::ChatConversation(Session& session, const tokenizer::Tokenizer& tok, ChatRenderer render,
+                                   std::string system)
+    : session_(session), tok_(tok), render_(std::move(render)) {
+  if (!system.empty()) messages_.push_back({{"role", "system"}, {"content", std::move(system)}});
+  for (int32_t id : {tok.eos(), tok.eot()})
+    if (id >= 0) stop_ids_.push_back(id);
+}
+
+std::vector<int32_t> ChatConversation::render_tokens(bool add_generation_prompt) const {
+  // Special tokens the template writes (<|im_start|>, ...) are special tokens.
+  return tok_.encode(render_(messages_, add_generation_prompt), true, true);
+}
+
+void ChatConversation::reset() {
+  nlohmann::json kept = nlohmann::json::array();
+  if (!messages_.empty() && messages_.front().value("role", "") == "system") kept.push_back(messages_.front());
+  messages_ = std::move(kept);
+  session_.reset();
+}
+
+ChatTurnResult ChatConversation::turn(const std::string& user, Sampler& sampler, int n_predict,
+                                      const std::function<bool(const std::string&)>& on_piece) {
+  ChatTurnResult r;
+  messages_.push_back({{"role", "user"}, {"content", user}});
+  const std::vector<int32_t> prompt = render_tokens(true);
+  if (static_cast<int>(prompt.size()) >= session_.model().n_ctx()) {
+    messages_.erase(messages_.end() - 1);
+    r.context_full = true;
+    return r;
+  }
+  // Reuse the longest common prefix with what the session evaluated.
+  size_t keep = session_.common_prefix(prompt);
+  if (keep == prompt.size()) --keep;  // evaluate at least the last token: its logits start the answer
+  session_.rewind(keep);
+  const std::vector<int32_t> delta(prompt.begin() + static_cast<std::ptrdiff_t>(keep), prompt.end());
+  r.prompt_tokens_fed = static_cast<int>(delta.size());
+  std::string answer;
+  const GenerationStats st = session_.generate(
+      delta, n_predict, sampler,
+      [&](int32_t id) {
+        ++r.tokens;
+        if (std::find(stop_ids_.begin(), stop_ids_.end(), id) != stop_ids_.end()) return false;
+        const std::string piece = tok_.token_to_piece(id, false);
+        answer += piece;
+        if (!on_piece(piece)) {
+          r.interrupted = true;
+          return false;
+        }
+        return true;
+      },
+      stop_ids_);
+  r.context_full = st.context_full;
+  r.text = answer;
+  // Stored as a message is written (no leading space: the renderer puts its
+  // own separator), so the re-rendered conversation tokenizes as generated.
+  const size_t first = answer.find_first_not_of(' ');
+  messages_.push_back({{"role", "assistant"}, {"content", first == std::string::npos ? "" : answer.substr(first)}});
+  return r;
+}
+
+}  // namespace sluice::runtime

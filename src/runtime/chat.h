@@ -1,0 +1,63 @@
+// A chat conversation over a Session: messages in, the rendered prompt's
+// tokens fed incrementally, answers out. Between turns the KV cache keeps the
+// conversation (only the tokens after the longest common prefix with what is
+// already evaluated are fed) and the expert cache stays warm.
+//
+// The prompt renderer is injected: the model's chat template (tokenizer.
+// chat_template) where there is one, else plain_chat_prompt.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/sampler.h"
+#include "runtime/session.h"
+#include "tokenizer/tokenizer.h"
+
+namespace sluice::runtime {
+
+// messages (OpenAI-style array of {role, content}) -> prompt text.
+using ChatRenderer = std::function<std::string(const nlohmann::json& messages, bool add_generation_prompt)>;
+
+// The format for models without a chat template: an optional system text,
+// then "User: ...\n\nAssistant: ..." turns separated by blank lines, ending
+// with "Assistant:" when a reply is wanted.
+std::string plain_chat_prompt(const nlohmann::json& messages, bool add_generation_prompt);
+
+struct ChatTurnResult {
+  std::string text;         // the answer, as shown
+  int tokens = 0;           // tokens generated
+  int prompt_tokens_fed = 0;  // tokens evaluated for this turn's prompt (after the reused prefix)
+  bool interrupted = false;   // on_piece asked to stop
+  bool context_full = false;  // the context ran out (answer kept as far as it got)
+};
+
+class ChatConversation {
+ public:
+  ChatConversation(Session& session, const tokenizer::Tokenizer& tok, ChatRenderer render, std::string system);
+
+  // Adds the user's message and generates the answer, calling on_piece with
+  // each piece of text (return false to interrupt). n_predict < 0: until end
+  // of sequence or a full context. A prompt that does not fit the context is
+  // reported as context_full with no answer (the message is dropped again).
+  ChatTurnResult turn(const std::string& user, Sampler& sampler, int n_predict,
+                      const std::function<bool(const std::string&)>& on_piece);
+  // Forgets the conversation (the system message stays); the KV cache is
+  // rewound, the expert cache keeps its experts.
+  void reset();
+  const nlohmann::json& messages() const { return messages_; }
+
+ private:
+  std::vector<int32_t> render_tokens(bool add_generation_prompt) const;
+
+  Session& session_;
+  const tokenizer::Tokenizer& tok_;
+  ChatRenderer render_;
+  nlohmann::json messages_ = nlohmann::json::array();
+  std::vector<int32_t> stop_ids_;
+};
+
+}  // namespace sluice::runtime

@@ -1,0 +1,157 @@
+// `sluice chat`: turns keep the conversation in the KV cache (only the new
+// message is evaluated), /reset forgets it, Ctrl-C stops an answer without
+// ending the chat, and the plain format for models without a template.
+#include <gtest/gtest.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "model_test_support.h"
+#include "runtime/chat.h"
+#include "runtime/session.h"
+#include "tokenizer/tokenizer.h"
+
+namespace sluice::test {
+namespace {
+
+std::string stories() { return std::string(SLUICE_SOURCE_DIR) + "/models/stories-moe-8x-q8_0.gguf"; }
+
+TEST(Chat, PlainFormatForModelsWithoutATemplate) {
+  const nlohmann::json m = nlohmann::json::parse(
+      R"([{"role":"system","content":"Be brief."},{"role":"user","content":"Hi"},{"role":"assistant","content":"Hello."},{"role":"user","content":"Story?"}])");
+  EXPECT_EQ(runtime::plain_chat_prompt(m, true), "Be brief.\n\nUser: Hi\n\nAssistant: Hello.\n\nUser: Story?\n\nAssistant:");
+  EXPECT_EQ(runtime::plain_chat_prompt(nlohmann::json::array(), true), "Assistant:");
+}
+
+TEST(Chat, LaterTurnsEvaluateOnlyTheNewMessage) {
+  runtime::Session s = runtime::Session::open(stories(), golden_config());
+  const tokenizer::Tokenizer tok = tokenizer::Tokenizer::from_gguf(s.gguf().metadata());
+  runtime::ChatConversation chat(s, tok, runtime::plain_chat_prompt, "You tell stories.");
+  runtime::Sampler greedy(runtime::SamplerConfig{});
+  auto ignore = [](const std::string&) { return true; };
+  const runtime::ChatTurnResult first = chat.turn("Once upon a time there was a cat.", greedy, 16, ignore);
+  EXPECT_GT(first.tokens, 0);
+  EXPECT_FALSE(first.text.empty());
+  const size_t first_prompt = static_cast<size_t>(first.prompt_tokens_fed);
+  const runtime::ChatTurnResult second = chat.turn("What did the cat do?", greedy, 16, ignore);
+  const size_t full = tok.encode(runtime::plain_chat_prompt(chat.messages(), false), true, true).size();
+  // The conversation is in the cache: the first turn's whole prompt is reused,
+  // only the answer's re-tokenised tail and the new message are fed.
+  EXPECT_GT(second.prompt_tokens_fed, 0);
+  EXPECT_LE(static_cast<size_t>(second.prompt_tokens_fed) + first_prompt, full - static_cast<size_t>(second.tokens))
+      << second.prompt_tokens_fed << " fed; first prompt " << first_prompt << ", conversation " << full;
+  EXPECT_EQ(chat.messages().size(), 5u);  // system + 2 x (user, assistant)
+  chat.reset();
+  EXPECT_EQ(chat.messages().size(), 1u);
+  const runtime::ChatTurnResult again = chat.turn("Once upon a time there was a cat.", greedy, 16, ignore);
+  EXPECT_EQ(again.text, first.text);  // the same first turn, from a rewound cache
+}
+
+// A child `sluice chat` with stdin/stdout pipes (stderr folded into stdout).
+struct ChatChild {
+  pid_t pid = -1;
+  int in = -1, out = -1;
+  std::string seen;
+
+  explicit ChatChild(const std::string& args) {
+    int to[2], from[2];
+    EXPECT_EQ(::pipe(to), 0);
+    EXPECT_EQ(::pipe(from), 0);
+    pid = ::fork();
+    if (pid == 0) {
+      ::dup2(to[0], 0);
+      ::dup2(from[1], 1);
+      ::dup2(from[1], 2);
+      ::close(to[1]);
+      ::close(from[0]);
+      // exec sluice itself (not a shell), so signals reach it.
+      std::vector<std::string> words = {SLUICE_BINARY, "chat"};
+      for (size_t a = 0, b; a < args.size(); a = b + 1) {
+        b = args.find(' ', a);
+        if (b == std::string::npos) b = args.size();
+        if (b > a) words.push_back(args.substr(a, b - a));
+      }
+      std::vector<char*> argv;
+      for (std::string& w : words) argv.push_back(w.data());
+      argv.push_back(nullptr);
+      ::execv(argv[0], argv.data());
+      ::_exit(127);
+    }
+    ::close(to[0]);
+    ::close(from[1]);
+    in = to[1];
+    out = from[0];
+  }
+  ~ChatChild() {
+    if (in >= 0) ::close(in);
+    if (out >= 0) ::close(out);
+    if (pid > 0) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, nullptr, 0);
+    }
+  }
+  void send(const std::string& s) { ASSERT_EQ(::write(in, s.data(), s.size()), static_cast<ssize_t>(s.size())); }
+  // Reads until `what` appears in the output (true) or the time runs out.
+  bool wait_for(const std::string& what, int seconds = 60) {
+    return wait_until([&] { return seen.find(what) != std::string::npos; }, seconds);
+  }
+  template <class Done>
+  bool wait_until(Done done, int seconds) {
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+    while (!done()) {
+      if (std::chrono::steady_clock::now() > end) return false;
+      pollfd p{out, POLLIN, 0};
+      if (::poll(&p, 1, 100) <= 0) continue;
+      char buf[4096];
+      const ssize_t n = ::read(out, buf, sizeof buf);
+      if (n <= 0) return false;
+      seen.append(buf, static_cast<size_t>(n));
+    }
+    return true;
+  }
+  int finish() {
+    ::close(in);
+    in = -1;
+    wait_for("\x01", 30);  // drain until the child closes its output
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    pid = -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+};
+
+TEST(ChatCli, CtrlCStopsTheAnswerAndTheChatGoesOn) {
+  // Random weights never end an answer: with a 4096-position context the
+  // answer runs for seconds, long enough to interrupt.
+  REQUIRE_SHARED("golden/deepseek2-f32.gguf");
+  ChatChild c("-m " + shared_path("golden/deepseek2-f32.gguf") + " -c 4096 -t 1");
+  ASSERT_TRUE(c.wait_for("chat ready")) << c.seen;
+  c.send("Tell me a story\n");
+  const size_t mark = c.seen.size();
+  ASSERT_TRUE(c.wait_until([&] { return c.seen.size() >= mark + 100; }, 30)) << c.seen;  // the answer is streaming
+  ::kill(c.pid, SIGINT);
+  ASSERT_TRUE(c.wait_for("answer stopped (Ctrl-C)", 30)) << c.seen;
+  c.send("/reset\n");
+  ASSERT_TRUE(c.wait_for("conversation reset", 30)) << c.seen;
+  c.send("/exit\n");
+  EXPECT_EQ(c.finish(), 0) << c.seen;
+  EXPECT_EQ(c.seen.find("error"), std::string::npos) << c.seen;
+}
+
+TEST(ChatCli, AnswersOnTheBundledModelAndKeepsGoing) {
+  ChatChild c("-m " + stories() + " -n 24");
+  c.send("Once upon a time there was a cat.\nWhat did the cat do?\n/exit\n");
+  EXPECT_EQ(c.finish(), 0) << c.seen;
+  EXPECT_NE(c.seen.find("the model has no chat template"), std::string::npos) << c.seen;
+  // Two answers of story text.
+  EXPECT_GT(c.seen.size(), 150u) << c.seen;
+}
+
+}  // namespace
+}  // namespace sluice::test
