@@ -5,9 +5,26 @@
 #include <cstdio>
 #include <exception>
 
+#include <string>
+
 #include "cli/commands.h"
 #include "cli/stdout_output.h"
 #include "util/error.h"
+
+namespace {
+
+// The commands, one per line, for a missing or unknown command.
+std::string command_list(const CLI::App& app) {
+  std::string out = "commands:\n";
+  for (const CLI::App* sub : app.get_subcommands({})) {
+    char line[256];
+    std::snprintf(line, sizeof line, "  %-10s %s\n", sub->get_name().c_str(), sub->get_description().c_str());
+    out += line;
+  }
+  return out + "run `sluice COMMAND --help` for a command's flags\n";
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   // A closed pipe becomes EPIPE on the write, which the writers turn into a
@@ -15,7 +32,7 @@ int main(int argc, char** argv) {
   std::signal(SIGPIPE, SIG_IGN);
   CLI::App app{"sluice: run MoE models larger than RAM by streaming experts from flash"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "sluice 0.1.0");
+  app.set_version_flag("--version", std::string("sluice ") + SLUICE_VERSION + " (" + SLUICE_GIT_REVISION + ")");
   sluice::cli::register_inspect(app);
   sluice::cli::register_synth(app);
   sluice::cli::register_run(app);
@@ -30,10 +47,21 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
     sluice::cli::close_stdout();  // a failed final flush is a failed command
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // No command, or an unknown one: say so and list them (usage error, 2).
+    const bool no_command = app.get_subcommands().empty() && e.get_exit_code() != 0 &&
+                            (dynamic_cast<const CLI::RequiredError*>(&e) || dynamic_cast<const CLI::ExtrasError*>(&e));
+    if (no_command) {
+      std::fprintf(stderr, "sluice: error: %s\n%s", argc > 1 ? ("unknown command '" + std::string(argv[1]) + "'").c_str()
+                                                             : "no command given",
+                   command_list(app).c_str());
+      return 2;
+    }
+    // Help and --version exit 0; every other parse error is a usage error (2),
+    // whatever CLI11's own code (100+) would have been.
+    return app.exit(e) == 0 ? 0 : 2;
   } catch (const sluice::StdoutClosed&) {
     return 141;  // what a shell reports for a process ended by SIGPIPE; no message
-  } catch (const sluice::Error& e) {
+  } catch (const sluice::Error& e) {  // bad input or I/O failure: 1
     std::fprintf(stderr, "sluice: error: %s\n", e.what());
     return 1;
   } catch (const std::exception& e) {

@@ -82,6 +82,23 @@ TEST(CliRunFlags, MtpFlagsAreChecked) {
   expect_flag_error("run -m " + model + " -p hello -n 1 --mtp 1", "has no NextN/MTP block");
 }
 
+// The front door: no command or an unknown one lists the commands; usage
+// errors exit 2, runtime errors 1; --version names the build.
+TEST(CliFrontDoor, MissingOrUnknownCommandListsTheCommands) {
+  for (const char* args : {"", "bogus"}) {
+    const CliResult r = run_sluice(args);
+    EXPECT_EQ(r.status, 2) << args;
+    EXPECT_NE(r.out.find("commands:\n  inspect"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("  chat "), std::string::npos) << r.out;
+  }
+  EXPECT_NE(run_sluice("bogus").out.find("unknown command 'bogus'"), std::string::npos);
+  EXPECT_EQ(run_sluice("run -p hi").status, 2);  // --model is required: a usage error
+  EXPECT_EQ(run_sluice("run -m /nonexistent/x.gguf -p hi").status, 1);
+  const CliResult v = run_sluice("--version");
+  EXPECT_EQ(v.status, 0);
+  EXPECT_EQ(v.out.rfind("sluice 0.1.0 (", 0), 0u) << v.out;
+}
+
 TEST(CliRunFlags, PromptMustComeFromExactlyOneOfPAndF) {
   ScratchFile prompt("prompt.txt", "Once upon a time");
   expect_flag_error(std::string("run ") + kNoModel, "-f FILE");
