@@ -29,8 +29,11 @@ ChatConversation::ChatConversation(Session& session, const tokenizer::Tokenizer&
 }
 
 std::vector<int32_t> ChatConversation::render_tokens(bool add_generation_prompt) const {
-  // Special tokens the template writes (<|im_start|>, ...) are special tokens.
-  return tok_.encode(render_(messages_, add_generation_prompt), true, true);
+  // Special tokens the template writes (<|im_start|>, ...) are special
+  // tokens; a template that writes the BOS itself gets no second one.
+  const std::string text = render_(messages_, add_generation_prompt);
+  const bool has_bos = tok_.bos() >= 0 && text.rfind(tok_.token_text(tok_.bos()), 0) == 0;
+  return tok_.encode(text, !has_bos, true);
 }
 
 void ChatConversation::reset() {
@@ -61,7 +64,7 @@ ChatTurnResult ChatConversation::turn(const std::string& user, Sampler& sampler,
       delta, n_predict, sampler,
       [&](int32_t id) {
         ++r.tokens;
-        if (std::find(stop_ids_.begin(), stop_ids_.end(), id) != stop_ids_.end()) return false;
+        if (tok_.is_eog(id)) return false;  // end of sequence or of the turn (<|im_end|>, <|eot_id|>, ...)
         const std::string piece = tok_.token_to_piece(id, false);
         answer += piece;
         if (!on_piece(piece)) {
