@@ -268,7 +268,7 @@ Value dict_method(const Value& obj, const std::string& name) {
   if (name == "items")
     return bound([obj](Args&) {
       List out;
-      for (const auto& [k, v] : *obj.dict) out.push_back(Value::make_list({key_value(k), v}));
+      for (const auto& [k, v] : *obj.dict) out.push_back(Value::tuple({key_value(k), v}));
       return Value::make_list(std::move(out));
     });
   if (name == "keys")
@@ -615,7 +615,7 @@ Value apply_filter(const std::string& name, const Value& v, const Args& a) {
     if (v.is_undefined()) return Value::make_list();
     if (v.kind != K::Dict) fail("items: can only get item pairs from a mapping");
     List out;
-    for (const auto& [k, e] : *v.dict) out.push_back(Value::make_list({key_value(k), e}));
+    for (const auto& [k, e] : *v.dict) out.push_back(Value::tuple({key_value(k), e}));
     return generator(std::move(out));
   }
   if (name == "dictsort") {
@@ -625,7 +625,7 @@ Value apply_filter(const std::string& name, const Value& v, const Args& a) {
     const bool by_value = by && to_str(*by) == "value";
     const bool rev = kw_bool(a, 2, "reverse", false);
     List out;
-    for (const auto& [k, e] : *v.dict) out.push_back(Value::make_list({key_value(k), e}));
+    for (const auto& [k, e] : *v.dict) out.push_back(Value::tuple({key_value(k), e}));
     std::stable_sort(out.begin(), out.end(), [&](const Value& x, const Value& y) {
       const int c = compare(sort_key((*x.list)[by_value], cs), sort_key((*y.list)[by_value], cs));
       return rev ? c > 0 : c < 0;

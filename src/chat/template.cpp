@@ -214,7 +214,7 @@ class Interpreter {
       case Expr::K::Tuple: {
         List l;
         for (const auto& x : e.a) l.push_back(eval(*x));
-        return Value::make_list(std::move(l));
+        return e.k == Expr::K::Tuple ? Value::tuple(std::move(l)) : Value::make_list(std::move(l));
       }
       case Expr::K::Dict: {
         Value d = Value::make_dict();

@@ -167,8 +167,9 @@ std::string to_str(const Value& v) {
     case Value::Kind::String: return v.s;
     case Value::Kind::List: {
       if (v.is_generator) return "<generator object>";
-      std::string out = "[";
+      std::string out = v.is_tuple ? "(" : "[";
       for (size_t k = 0; k < v.list->size(); ++k) out += (k ? ", " : "") + repr((*v.list)[k]);
+      if (v.is_tuple) return out + (v.list->size() == 1 ? ",)" : ")");
       return out + "]";
     }
     case Value::Kind::Dict: {

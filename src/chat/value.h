@@ -49,6 +49,7 @@ struct Value {
   // A String that is markupsafe.Markup (from the `safe` filter): `+` with a
   // plain str HTML-escapes the plain side, as jinja2 does even without autoescape.
   bool is_safe = false;
+  bool is_tuple = false;  // a List that Python holds as a tuple: prints as (a, b)
 
   static Value undefined(std::string name = "") { Value v; v.s = std::move(name); return v; }
   static Value none() { Value v; v.kind = Kind::None; return v; }
@@ -65,6 +66,7 @@ struct Value {
   static Value function(Func x) {
     Value v; v.kind = Kind::Func; v.fn = std::make_shared<Func>(std::move(x)); return v;
   }
+  static Value tuple(chat::List x) { Value v = make_list(std::move(x)); v.is_tuple = true; return v; }
   static Value from_json(const nlohmann::ordered_json& j);
 
   bool is_undefined() const { return kind == Kind::Undefined; }

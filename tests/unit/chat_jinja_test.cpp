@@ -22,7 +22,7 @@ TEST(ChatJinja, OutputLiteralsAndOperators) {
   EXPECT_EQ(render("{{ 1 + 2 * 3 }}|{{ 7 // 2 }}|{{ -7 // 2 }}|{{ 7 % 3 }}|{{ -7 % 3 }}|{{ 7 / 2 }}|{{ 4 / 2 }}"),
             "7|3|-4|1|2|3.5|2.0");
   EXPECT_EQ(render("{{ 'a' ~ 1 ~ none }}|{{ 'ab' * 2 }}|{{ [1, 'x'] }}|{{ {'k': true} }}|{{ (1, 2) }}"),
-            "a1None|abab|[1, 'x']|{'k': True}|[1, 2]");
+            "a1None|abab|[1, 'x']|{'k': True}|(1, 2)");
   EXPECT_EQ(render("{{ 0.1 + 0.2 }}|{{ 1e20 }}|{{ 0.00001 }}|{{ 2 ** 10 }}"), "0.30000000000000004|1e+20|1e-05|1024");
   EXPECT_EQ(render("{{ 'x' if a else 'y' }}{{ 'z' if not a }}", R"({"a": false})"), "yz");
   EXPECT_EQ(render("{{ 'b' in 'abc' }}{{ 2 not in [1, 2] }}{{ 'k' in {'k': 1} }}{{ 1 < 2 <= 2 }}"), "TrueFalseTrueTrue");
@@ -81,7 +81,7 @@ TEST(ChatJinja, Filters) {
                    "{{ users | rejectattr('name', 'equalto', 'a') | map(attribute='name') | list }}",
                    R"({"users": [{"name": "a", "admin": true}, {"name": "b", "admin": false}, {"name": "c", "admin": true}]})"),
             "a,c|['b', 'c']");
-  EXPECT_EQ(render("{{ {'b': 1, 'A': 2} | dictsort }}|{{ {'k': 'v'} | items | list }}"), "[['A', 2], ['b', 1]]|[['k', 'v']]");
+  EXPECT_EQ(render("{{ {'b': 1, 'A': 2} | dictsort }}|{{ {'k': 'v'} | items | list }}"), "[('A', 2), ('b', 1)]|[('k', 'v')]");
   EXPECT_EQ(render("{{ 'a\nb\n\nc' | indent(2) }}|{{ 'x' | indent(2, true) }}"), "a\n  b\n\n  c|  x");
   EXPECT_EQ(render("{{ '42' | int + 1 }}|{{ 'x' | int }}|{{ 3 | float }}|{{ -3 | abs }}|{{ 2.567 | round(1) }}|{{ 'a b c' | wordcount }}"),
             "43|0|3.0|3|2.6|3");
