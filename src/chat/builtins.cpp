@@ -809,9 +809,6 @@ Value apply_filter(const std::string& name, const Value& v, const Args& a) {
     for (size_t k = 0; k < words.size(); ++k) joined += (k ? " " : "") + words[k].s;
     return Value::string(joined);
   }
-  if (name == "format") {
-    fail("filter 'format' is not supported");
-  }
   fail("filter '" + name + "' is not supported");
 }
 

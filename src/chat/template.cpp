@@ -91,7 +91,7 @@ class Interpreter {
 
   void assign(const Node& n, const Value& v) {
     if (!n.attr.empty()) {
-      Value ns = lookup(n.targets[0], n.line);
+      Value ns = lookup(n.targets[0]);
       if (!ns.is_namespace) fail_at(n.line, "cannot assign attribute on non-namespace object");
       ns.set(n.attr, v);
       return;
@@ -179,7 +179,7 @@ class Interpreter {
     }));
   }
 
-  Value lookup(const std::string& name, int line) {
+  Value lookup(const std::string& name) {
     for (auto it = frames_.rbegin(); it != frames_.rend(); ++it) {
       auto f = (*it)->find(name);
       if (f != (*it)->end()) return f->second;
@@ -209,7 +209,7 @@ class Interpreter {
   Value eval_inner(const Expr& e) {
     switch (e.k) {
       case Expr::K::Lit: return e.lit;
-      case Expr::K::Name: return lookup(e.name, e.line);
+      case Expr::K::Name: return lookup(e.name);
       case Expr::K::List:
       case Expr::K::Tuple: {
         List l;
@@ -249,7 +249,10 @@ class Interpreter {
       case Expr::K::Unary: {
         const Value v = eval(*e.a[0]);
         if (e.name == "not") return Value::boolean(!v.truthy());
-        if (v.kind == K::Int || v.kind == K::Bool) return Value::integer(e.name == "-" ? -v.as_double() : v.as_double());
+        if (v.kind == K::Int || v.kind == K::Bool) {
+          const int64_t x = v.kind == K::Bool ? v.b : v.i;
+          return Value::integer(e.name == "-" ? -x : x);
+        }
         if (v.kind == K::Float) return Value::number(e.name == "-" ? -v.f : v.f);
         fail_at(e.line, "bad operand type for unary " + e.name + ": '" + type_name(v) + "'");
       }
@@ -306,11 +309,8 @@ class Interpreter {
     }
     if (!l.is_number() || !r.is_number())
       fail_at(e.line, "unsupported operand type(s) for " + op + ": '" + type_name(l) + "' and '" + type_name(r) + "'");
-    const bool ints = l.kind != K::Float && r.kind != K::Float;
-    const int64_t li = ints ? static_cast<int64_t>(l.as_double()) : 0, ri = ints ? static_cast<int64_t>(r.as_double()) : 0;
-    if (ints) { // exact integer arithmetic
+    if (l.kind != K::Float && r.kind != K::Float) {  // exact integer arithmetic (bool counts as int)
       const int64_t x = l.kind == K::Bool ? l.b : l.i, y = r.kind == K::Bool ? r.b : r.i;
-      (void)li; (void)ri;
       if (op == "+") return Value::integer(x + y);
       if (op == "-") return Value::integer(x - y);
       if (op == "*") return Value::integer(x * y);
