@@ -66,6 +66,9 @@ std::vector<Case> cases() {
     {"role": "tool", "tool_call_id": "call_2", "content": "cold"}])");
   const json parts = json::parse(R"([{"role": "system", "content": [{"type": "text", "text": "Sys part."}]},
     {"role": "user", "content": [{"type": "text", "text": "Part one."}, {"type": "text", "text": "Part two."}]}])");
+  json tool_thinking = tool_conv;
+  tool_thinking[2]["reasoning_content"] = "The user wants Paris weather; call the tool.";
+  tool_thinking.erase(tool_thinking.begin());  // no system message
   return {
       {"system+user", sys_user, nullptr, true, json::object()},
       {"tools-string-args", string_args, tool_list(), false, json::object()},
@@ -73,6 +76,7 @@ std::vector<Case> cases() {
       {"multi-turn", multi, nullptr, true, json::object()},
       {"ends-assistant", ends_assistant, nullptr, false, json::object()},
       {"tools", tool_conv, tool_list(), true, json::object()},
+      {"tools-thinking", tool_thinking, tool_list(), false, json{{"enable_thinking", true}}},
       {"thinking-on", thinking, nullptr, true, json{{"enable_thinking", true}}},
       {"thinking-off", thinking, nullptr, false, json{{"enable_thinking", false}}},
   };
