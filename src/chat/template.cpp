@@ -114,17 +114,21 @@ class Interpreter {
     if (seq.kind != K::Undefined && seq.kind != K::List && seq.kind != K::Dict && seq.kind != K::String)
       fail_at(n.line, "'" + type_name(seq) + "' object is not iterable");
     List items = iterate(seq);
-    frames_.push_back(std::make_shared<Frame>());
     if (n.cond) {  // `for x in y if cond`: the loop sees only the kept items
       List kept;
       for (const auto& it : items) {
+        frames_.push_back(std::make_shared<Frame>());
         unpack(n.targets, it, n.line);
         if (eval(*n.cond).truthy()) kept.push_back(it);
+        frames_.pop_back();
       }
       items = std::move(kept);
     }
     const int64_t len = static_cast<int64_t>(items.size());
     for (int64_t k = 0; k < len; ++k) {
+      // jinja2 gives every iteration a fresh scope: a `set` in the body is
+      // seen neither after the loop nor by the next iteration.
+      frames_.push_back(std::make_shared<Frame>());
       Value loop = Value::make_dict({
           {"index", Value::integer(k + 1)},
           {"index0", Value::integer(k)},
@@ -137,13 +141,17 @@ class Interpreter {
           {"depth0", Value::integer(0)},
           {"previtem", k > 0 ? items[static_cast<size_t>(k - 1)] : Value::undefined("previtem")},
           {"nextitem", k + 1 < len ? items[static_cast<size_t>(k + 1)] : Value::undefined("nextitem")},
+          {"cycle", Value::function([k](Args& a) {
+             if (a.pos.empty()) throw Error("chat template: loop.cycle: no items given");
+             return a.pos[static_cast<size_t>(k) % a.pos.size()];
+           })},
       });
       set_var("loop", loop);
       unpack(n.targets, items[static_cast<size_t>(k)], n.line);
       const Flow f = exec(n.body, out);
+      frames_.pop_back();
       if (f == Flow::Break) break;
     }
-    frames_.pop_back();
     if (len == 0) return exec(n.else_body, out);
     return Flow::Normal;
   }

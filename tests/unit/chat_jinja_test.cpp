@@ -52,6 +52,8 @@ TEST(ChatJinja, LoopsAndScopes) {
   EXPECT_EQ(render("{% set n = 0 %}{% set ns = namespace(n=0) %}{% for x in [1, 2] %}{% set n = n + x %}"
                    "{% set ns.n = ns.n + x %}{% endfor %}{{ n }} {{ ns.n }}"),
             "0 3");
+  EXPECT_EQ(render("{% for x in [1, 2, 3] %}{{ loop.cycle('a', 'b') }}{% endfor %}"), "aba");
+  EXPECT_EQ(render("{% set y = 0 %}{% for x in [1, 2] %}[{{ y }}]{% set y = x %}{% endfor %}{{ y }}"), "[0][0]0");
   EXPECT_EQ(render("{% for x in 'ab' %}{{ loop.previtem is defined }}{{ loop.revindex0 }}{% endfor %}"), "False1True0");
 }
 
