@@ -55,12 +55,10 @@ void run_chat(ChatOptions& o) {
   const model::ModelConfig cfg = o.engine.to_model_config();
   runtime::Session session = runtime::Session::open(o.engine.model_path, cfg);
   const tokenizer::Tokenizer tok = tokenizer::Tokenizer::from_gguf(session.gguf().metadata());
-  runtime::ChatRenderer render = runtime::plain_chat_prompt;
-  if (session.gguf().metadata().has("tokenizer.chat_template")) {
-    std::fprintf(stderr, "sluice: this build renders no chat templates yet; using the plain User:/Assistant: format\n");
-  } else {
+  bool has_template = false;
+  runtime::ChatRenderer render = runtime::model_chat_renderer(session.gguf(), tok, &has_template);
+  if (!has_template)
     std::fprintf(stderr, "sluice: the model has no chat template; using the plain User:/Assistant: format\n");
-  }
   runtime::ChatConversation chat(session, tok, render, o.system);
   runtime::Sampler sampler(sampler_cfg);
   SigintToFlag sigint;

@@ -2,11 +2,15 @@
 
 #include <algorithm>
 
+#include <ctime>
+
+#include "chat/chat_template.h"
 #include "util/error.h"
 
 namespace sluice::runtime {
 
-std::string plain_chat_prompt(const nlohmann::json& messages, bool add_generation_prompt) {
+std::string plain_chat_prompt(const nlohmann::json& messages, const nlohmann::json& /*tools*/,
+                              bool add_generation_prompt) {
   std::string out;
   for (const auto& m : messages) {
     const std::string role = m.value("role", "");
@@ -20,6 +24,25 @@ std::string plain_chat_prompt(const nlohmann::json& messages, bool add_generatio
   return out;
 }
 
+ChatRenderer model_chat_renderer(const gguf::GgufModel& model, const tokenizer::Tokenizer& tok, bool* has_template) {
+  const std::optional<std::string> tmpl = model.metadata().get_string("tokenizer.chat_template");
+  if (has_template) *has_template = tmpl.has_value();
+  if (!tmpl) return plain_chat_prompt;
+  auto special = [&tok](int32_t id) { return id >= 0 ? tok.token_text(id) : std::string(); };
+  const std::string bos = special(tok.bos()), eos = special(tok.eos());
+  return [text = *tmpl, bos, eos](const nlohmann::json& messages, const nlohmann::json& tools, bool add_gen) {
+    chat::ChatInputs in;
+    in.messages = nlohmann::ordered_json::parse(messages.dump());
+    if (!tools.is_null()) in.tools = nlohmann::ordered_json::parse(tools.dump());
+    in.add_generation_prompt = add_gen;
+    in.bos_token = bos;
+    in.eos_token = eos;
+    const std::time_t t = std::time(nullptr);
+    localtime_r(&t, &in.now);
+    return chat::render_chat(text, in);
+  };
+}
+
 ChatConversation::ChatConversation(Session& session, const tokenizer::Tokenizer& tok, ChatRenderer render,
                                    std::string system)
     : session_(session), tok_(tok), render_(std::move(render)) {
@@ -31,7 +54,7 @@ ChatConversation::ChatConversation(Session& session, const tokenizer::Tokenizer&
 std::vector<int32_t> ChatConversation::render_tokens(bool add_generation_prompt) const {
   // Special tokens the template writes (<|im_start|>, ...) are special
   // tokens; a template that writes the BOS itself gets no second one.
-  const std::string text = render_(messages_, add_generation_prompt);
+  const std::string text = render_(messages_, nullptr, add_generation_prompt);
   const bool has_bos = tok_.bos() >= 0 && text.rfind(tok_.token_text(tok_.bos()), 0) == 0;
   return tok_.encode(text, !has_bos, true);
 }

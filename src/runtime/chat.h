@@ -13,19 +13,29 @@
 
 #include <nlohmann/json.hpp>
 
+#include "gguf/gguf.h"
 #include "runtime/sampler.h"
 #include "runtime/session.h"
 #include "tokenizer/tokenizer.h"
 
 namespace sluice::runtime {
 
-// messages (OpenAI-style array of {role, content}) -> prompt text.
-using ChatRenderer = std::function<std::string(const nlohmann::json& messages, bool add_generation_prompt)>;
+// messages (OpenAI-style array of {role, content, ...}) and tools (array of
+// tool schemas, or null) -> prompt text.
+using ChatRenderer =
+    std::function<std::string(const nlohmann::json& messages, const nlohmann::json& tools, bool add_generation_prompt)>;
 
 // The format for models without a chat template: an optional system text,
 // then "User: ...\n\nAssistant: ..." turns separated by blank lines, ending
-// with "Assistant:" when a reply is wanted.
-std::string plain_chat_prompt(const nlohmann::json& messages, bool add_generation_prompt);
+// with "Assistant:" when a reply is wanted. Tools are not shown.
+std::string plain_chat_prompt(const nlohmann::json& messages, const nlohmann::json& tools, bool add_generation_prompt);
+
+// The model's own chat template (tokenizer.chat_template) as a renderer
+// (chat::render_chat with the vocabulary's BOS/EOS texts and the local time
+// for strftime_now), or plain_chat_prompt when the file has none.
+// `has_template` (optional) tells which.
+ChatRenderer model_chat_renderer(const gguf::GgufModel& model, const tokenizer::Tokenizer& tok,
+                                 bool* has_template = nullptr);
 
 struct ChatTurnResult {
   std::string text;         // the answer, as shown

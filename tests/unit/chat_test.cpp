@@ -9,6 +9,8 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -25,8 +27,8 @@ std::string stories() { return std::string(SLUICE_SOURCE_DIR) + "/models/stories
 TEST(Chat, PlainFormatForModelsWithoutATemplate) {
   const nlohmann::json m = nlohmann::json::parse(
       R"([{"role":"system","content":"Be brief."},{"role":"user","content":"Hi"},{"role":"assistant","content":"Hello."},{"role":"user","content":"Story?"}])");
-  EXPECT_EQ(runtime::plain_chat_prompt(m, true), "Be brief.\n\nUser: Hi\n\nAssistant: Hello.\n\nUser: Story?\n\nAssistant:");
-  EXPECT_EQ(runtime::plain_chat_prompt(nlohmann::json::array(), true), "Assistant:");
+  EXPECT_EQ(runtime::plain_chat_prompt(m, nullptr, true), "Be brief.\n\nUser: Hi\n\nAssistant: Hello.\n\nUser: Story?\n\nAssistant:");
+  EXPECT_EQ(runtime::plain_chat_prompt(nlohmann::json::array(), nullptr, true), "Assistant:");
 }
 
 TEST(Chat, LaterTurnsEvaluateOnlyTheNewMessage) {
@@ -40,7 +42,7 @@ TEST(Chat, LaterTurnsEvaluateOnlyTheNewMessage) {
   EXPECT_FALSE(first.text.empty());
   const size_t first_prompt = static_cast<size_t>(first.prompt_tokens_fed);
   const runtime::ChatTurnResult second = chat.turn("What did the cat do?", greedy, 16, ignore);
-  const size_t full = tok.encode(runtime::plain_chat_prompt(chat.messages(), false), true, true).size();
+  const size_t full = tok.encode(runtime::plain_chat_prompt(chat.messages(), nullptr, false), true, true).size();
   // The conversation is in the cache: the first turn's whole prompt is reused,
   // only the answer's re-tokenised tail and the new message are fed.
   EXPECT_GT(second.prompt_tokens_fed, 0);
@@ -151,6 +153,35 @@ TEST(ChatCli, AnswersOnTheBundledModelAndKeepsGoing) {
   EXPECT_NE(c.seen.find("the model has no chat template"), std::string::npos) << c.seen;
   // Two answers of story text.
   EXPECT_GT(c.seen.size(), 150u) << c.seen;
+}
+
+}  // namespace
+}  // namespace sluice::test
+
+namespace sluice::test {
+namespace {
+
+// A model's own template is what chat renders (here Qwen3's, over a shared
+// vocabulary file with the template added to its metadata).
+TEST(Chat, TheModelsTemplateRendersTheConversation) {
+  REQUIRE_SHARED("vocab/ggml-vocab-gpt2-pre-qwen2.gguf");
+  REQUIRE_SHARED("data/chat-templates/Qwen-Qwen3-0.6B.jinja");
+  gguf::ParsedFile pf = gguf::GgufModel::open(shared_path("vocab/ggml-vocab-gpt2-pre-qwen2.gguf")).split(0);
+  std::ifstream f(shared_path("data/chat-templates/Qwen-Qwen3-0.6B.jinja"));
+  const std::string tmpl((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  pf.metadata.add("tokenizer.chat_template", gguf::Value::from_string(tmpl));
+  const gguf::GgufModel g = gguf::GgufModel::from_parsed({pf});
+  const tokenizer::Tokenizer tok = tokenizer::Tokenizer::from_gguf(g.metadata());
+  bool has = false;
+  const runtime::ChatRenderer r = runtime::model_chat_renderer(g, tok, &has);
+  EXPECT_TRUE(has);
+  const nlohmann::json m = nlohmann::json::parse(R"([{"role":"system","content":"Be brief."},{"role":"user","content":"Hi"}])");
+  EXPECT_EQ(r(m, nullptr, true),
+            "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
+  // Without a template: the plain format, and it says so.
+  const gguf::GgufModel plain = gguf::GgufModel::open(shared_path("vocab/ggml-vocab-gpt2-pre-qwen2.gguf"));
+  EXPECT_EQ(runtime::model_chat_renderer(plain, tok, &has)(m, nullptr, true), "Be brief.\n\nUser: Hi\n\nAssistant:");
+  EXPECT_FALSE(has);
 }
 
 }  // namespace
