@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pty.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -61,7 +62,16 @@ struct ChatChild {
   int in = -1, out = -1;
   std::string seen;
 
-  explicit ChatChild(const std::string& args) {
+  // pty = true: on a pseudo-terminal (line editing on; Ctrl-C typed as ^C
+  // reaches sluice through the terminal as SIGINT); else through pipes.
+  explicit ChatChild(const std::string& args, bool pty = false) {
+    if (pty) {
+      int master = -1;
+      pid = ::forkpty(&master, nullptr, nullptr, nullptr);
+      if (pid == 0) exec_sluice(args);
+      in = out = master;
+      return;
+    }
     int to[2], from[2];
     EXPECT_EQ(::pipe(to), 0);
     EXPECT_EQ(::pipe(from), 0);
@@ -72,6 +82,14 @@ struct ChatChild {
       ::dup2(from[1], 2);
       ::close(to[1]);
       ::close(from[0]);
+      exec_sluice(args);
+    }
+    ::close(to[0]);
+    ::close(from[1]);
+    in = to[1];
+    out = from[0];
+  }
+  [[noreturn]] static void exec_sluice(const std::string& args) {
       // exec sluice itself (not a shell), so signals reach it.
       std::vector<std::string> words = {SLUICE_BINARY, "chat"};
       for (size_t a = 0, b; a < args.size(); a = b + 1) {
@@ -84,15 +102,10 @@ struct ChatChild {
       argv.push_back(nullptr);
       ::execv(argv[0], argv.data());
       ::_exit(127);
-    }
-    ::close(to[0]);
-    ::close(from[1]);
-    in = to[1];
-    out = from[0];
   }
   ~ChatChild() {
     if (in >= 0) ::close(in);
-    if (out >= 0) ::close(out);
+    if (out >= 0 && out != in) ::close(out);
     if (pid > 0) {
       ::kill(pid, SIGKILL);
       ::waitpid(pid, nullptr, 0);
@@ -118,8 +131,10 @@ struct ChatChild {
     return true;
   }
   int finish() {
-    ::close(in);
-    in = -1;
+    if (in != out) {
+      ::close(in);
+      in = -1;
+    }
     wait_for("\x01", 30);  // drain until the child closes its output
     int status = 0;
     ::waitpid(pid, &status, 0);
@@ -144,6 +159,27 @@ TEST(ChatCli, CtrlCStopsTheAnswerAndTheChatGoesOn) {
   c.send("/exit\n");
   EXPECT_EQ(c.finish(), 0) << c.seen;
   EXPECT_EQ(c.seen.find("error"), std::string::npos) << c.seen;
+}
+
+// The same at a terminal: libedit reads the lines, ^C typed mid-answer stops
+// it through the terminal's SIGINT, and the chat takes the next message.
+TEST(ChatCli, OnATerminalCtrlCStopsTheAnswerAndTheChatGoesOn) {
+  REQUIRE_SHARED("golden/deepseek2-f32.gguf");
+  ChatChild c("-m " + shared_path("golden/deepseek2-f32.gguf") + " -c 4096 -t 1", true);
+  ASSERT_TRUE(c.wait_for("chat ready")) << c.seen;
+  ASSERT_TRUE(c.wait_for("> ")) << c.seen;
+  c.send("Tell me a story\r");
+  const size_t mark = c.seen.size();
+  ASSERT_TRUE(c.wait_until([&] { return c.seen.size() >= mark + 200; }, 30)) << c.seen;
+  c.send("\x03");  // Ctrl-C
+  ASSERT_TRUE(c.wait_for("answer stopped (Ctrl-C)", 30)) << c.seen;
+  const size_t after = c.seen.size();
+  c.send("Again\r");
+  ASSERT_TRUE(c.wait_until([&] { return c.seen.size() >= after + 200; }, 30)) << c.seen;  // answering again
+  c.send("\x03");
+  ASSERT_TRUE(c.wait_until([&] { return c.seen.rfind("answer stopped (Ctrl-C)") > after; }, 30)) << c.seen;
+  c.send("/exit\r");
+  EXPECT_EQ(c.finish(), 0) << c.seen;
 }
 
 TEST(ChatCli, AnswersOnTheBundledModelAndKeepsGoing) {
