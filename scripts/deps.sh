@@ -7,7 +7,7 @@
 set -euo pipefail
 
 pkgs=(g++ cmake ninja-build pkg-config libcli11-dev nlohmann-json3-dev libpcre2-dev
-      liburing-dev libgtest-dev libgmock-dev libbenchmark-dev)
+      liburing-dev libcpp-httplib-dev libgtest-dev libgmock-dev libbenchmark-dev)
 for arg in "$@"; do
   case $arg in
     --with-fuzz) pkgs+=(clang libclang-rt-14-dev) ;;

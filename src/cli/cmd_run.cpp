@@ -1,6 +1,5 @@
 // `sluice run`: tokenize a prompt, generate, stream the text to stdout; the
 // telemetry summary (cli/telemetry_output.h) goes to stderr.
-#include <cmath>
 #include <charconv>
 #include <cstdio>
 #include <memory>
@@ -11,6 +10,7 @@
 #include "cli/commands.h"
 #include "cli/engine_flags.h"
 #include "cli/load_progress.h"
+#include "cli/sampler_flags.h"
 #include "cli/stdout_output.h"
 #include "cli/telemetry_output.h"
 #include "io/text_input.h"
@@ -81,23 +81,6 @@ void print_decode_io(const runtime::GenerationStats& st, const moe::ExpertIoStat
                lane_s > 0 ? bytes / 1e9 / lane_s : 0.0, lane_s, stall_s);
 }
 
-// Each of these, out of range, would print nothing or garbage with status 0
-// (--repeat-penalty 0 divides by zero); NaN fails every comparison, hence the
-// negated forms.
-void check_sampler(const runtime::SamplerConfig& s) {
-  auto require = [](bool ok, const char* flag, float v, const char* range) {
-    if (ok) return;
-    char got[32];
-    std::snprintf(got, sizeof got, "%g", static_cast<double>(v));
-    throw Error(std::string(flag) + ": must be " + range + " (got " + got + ")");
-  };
-  require(std::isfinite(s.temperature) && s.temperature >= 0, "--temp", s.temperature, "a number >= 0 (0 = greedy)");
-  require(s.top_p > 0 && s.top_p <= 1, "--top-p", s.top_p, "in (0, 1] (1 = off)");
-  require(s.min_p >= 0 && s.min_p <= 1, "--min-p", s.min_p, "in [0, 1] (0 = off)");
-  require(std::isfinite(s.repeat_penalty) && s.repeat_penalty > 0, "--repeat-penalty", s.repeat_penalty,
-          "a number > 0 (1 = off)");
-}
-
 void run_generate(RunOptions& o) {
   if (o.n_predict < 0) throw Error("-n: must be >= 0 (got " + std::to_string(o.n_predict) + ")");
   check_sampler(o.sampler);
@@ -157,15 +140,7 @@ void register_run(CLI::App& app) {
   p->excludes(f);
   f->excludes(p);
   cmd->add_option("-n,--n-predict", opts->n_predict, "tokens to generate")->capture_default_str();
-  cmd->add_option("--temp", opts->sampler.temperature, "temperature (0 = greedy)")->capture_default_str();
-  cmd->add_option("--top-k", opts->sampler.top_k, "top-k (0 = off)")->capture_default_str();
-  cmd->add_option("--top-p", opts->sampler.top_p, "top-p (1 = off)")->capture_default_str();
-  cmd->add_option("--min-p", opts->sampler.min_p, "min-p (0 = off)")->capture_default_str();
-  cmd->add_option("--repeat-penalty", opts->sampler.repeat_penalty, "repetition penalty (1 = off)")
-      ->capture_default_str();
-  cmd->add_option("--repeat-last-n", opts->sampler.repeat_last_n, "tokens the penalty looks back over")
-      ->capture_default_str();
-  cmd->add_option("-s,--seed", opts->sampler.seed, "sampling seed")->capture_default_str();
+  add_sampler_flags(cmd, opts->sampler);
   cmd->add_flag("--ignore-eos", opts->ignore_eos, "keep generating after end-of-sequence");
   cmd->add_option("--mtp", opts->mtp,
                   "speculative decoding with the model's NextN/MTP head: N drafts per step (0 off), auto (1 draft, "

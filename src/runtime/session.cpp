@@ -33,6 +33,18 @@ void Session::reset() {
   if (mtp_.depth > 0) mtp_hidden_.assign(static_cast<size_t>(model_->hparams().n_embd), 0.0f);
 }
 
+void Session::truncate(size_t n) {
+  if (n > tokens_.size())
+    throw Error("truncate: " + std::to_string(n) + " tokens asked, " + std::to_string(tokens_.size()) + " evaluated");
+  pending_.clear();
+  if (n == tokens_.size()) return;
+  if (mtp_.depth > 0) {
+    reset();
+    return;
+  }
+  tokens_.resize(n);
+}
+
 void Session::set_mtp(const MtpOptions& o) {
   if (o.depth < 0) throw Error("--mtp: draft depth must be >= 0 (got " + std::to_string(o.depth) + ")");
   if (o.depth > 0 && !model_->has_mtp())

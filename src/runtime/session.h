@@ -59,6 +59,13 @@ class Session {
   int n_vocab() const { return static_cast<int>(model_->hparams().n_vocab); }
 
   void reset();
+  // Keeps the first n evaluated tokens (n <= tokens().size()) and drops the
+  // pending sampled token, so the next evaluation continues at position n and
+  // overwrites the KV rows after it (the model rewinds on a smaller pos0).
+  // A server reuses a request's common prefix with the previous one this way.
+  // With --mtp on, n below tokens().size() resets instead: the head's state
+  // is not kept per position.
+  void truncate(size_t n);
 
   // --mtp for later generate() calls (Error when depth > 0 and the model has
   // no MTP head loaded). Feeding and evaluation then also keep the trunk's
