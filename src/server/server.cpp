@@ -1,6 +1,11 @@
 #include "server/server.h"
 
 #include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <cstdlib>
+#include <filesystem>
 
 #include <atomic>
 #include <ctime>
@@ -42,6 +47,28 @@ json parse_body(const httplib::Request& req) {
 }
 
 int64_t now_s() { return static_cast<int64_t>(std::time(nullptr)); }
+
+// Debian's cpp-httplib 0.11 is a compiled library that listens with a
+// backlog of 5 and has no way to change it or reach the socket: a burst of
+// connections overflows the accept queue and some are dropped or reset.
+// Calling listen() again on a listening socket only changes its backlog, so
+// find ours (the listening TCP socket bound to `port`) among our descriptors.
+void widen_backlog(int port) {
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd", ec)) {
+    const int fd = std::atoi(e.path().filename().c_str());
+    int listening = 0;
+    socklen_t len = sizeof listening;
+    if (::getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) != 0 || !listening) continue;
+    sockaddr_storage addr{};
+    socklen_t alen = sizeof addr;
+    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &alen) != 0) continue;
+    int bound = -1;
+    if (addr.ss_family == AF_INET) bound = ntohs(reinterpret_cast<sockaddr_in*>(&addr)->sin_port);
+    if (addr.ss_family == AF_INET6) bound = ntohs(reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port);
+    if (bound == port) ::listen(fd, SOMAXCONN);
+  }
+}
 
 }  // namespace
 
@@ -244,6 +271,7 @@ int Server::bind() {
     throw Error("serve: cannot listen on " + c.host + ":" + std::to_string(c.port) +
                 " (address in use, or not an address of this machine)");
   impl_->port = port;
+  widen_backlog(port);
   return port;
 }
 
