@@ -96,6 +96,12 @@ struct Server::Impl {
 void Server::Impl::routes() {
   http.new_task_queue = [n = cfg.http_threads] { return new httplib::ThreadPool(static_cast<size_t>(n)); };
   http.set_payload_max_length(cfg.max_body_bytes);
+  // httplib's default also sets SO_REUSEPORT, which would let a second
+  // server bind a port already in use and split its connections: refuse that.
+  http.set_socket_options([](socket_t sock) {
+    int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
   // Any error status without a body gets the JSON error shape (404, httplib's 413, ...).
   http.set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request&, httplib::Response& res) {
     if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;

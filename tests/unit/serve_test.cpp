@@ -613,3 +613,32 @@ TEST(ServeOpenAiClient, NodeClientStreamsAndCompletes) {
 
 }  // namespace
 }  // namespace sluice
+
+namespace sluice {
+namespace {
+
+// `sluice serve` flag and bind errors: one message naming the flag or the
+// address, exit status 1, before serving anything.
+TEST(ServeCli, BadFlagsAndABusyPortAreOneMessage) {
+  // `timeout`: a serve that wrongly starts must fail the test, not hang it.
+  const std::string base = "timeout 60 " + std::string(SLUICE_BINARY) + " serve -m '" + model_path() + "' ";
+  int rc = 0;
+  std::string out = test::run_cmd(base + "--port 70000 2>&1", &rc);
+  EXPECT_EQ(rc, 1);
+  EXPECT_NE(out.find("sluice: error: --port: must be 0..65535 (got 70000)"), std::string::npos) << out;
+  out = test::run_cmd(base + "--http-threads 0 2>&1", &rc);
+  EXPECT_EQ(rc, 1);
+  EXPECT_NE(out.find("sluice: error: --http-threads: must be 1..1024"), std::string::npos) << out;
+  out = test::run_cmd(base + "--temp -1 2>&1", &rc);
+  EXPECT_EQ(rc, 1);
+  EXPECT_NE(out.find("sluice: error: --temp: must be a number >= 0"), std::string::npos) << out;
+
+  LiveServer busy(plain_config());  // holds a port
+  out = test::run_cmd(base + "--port " + std::to_string(busy.port) + " 2>&1", &rc);
+  EXPECT_EQ(rc, 1);
+  EXPECT_NE(out.find("sluice: error: serve: cannot listen on 127.0.0.1:" + std::to_string(busy.port)), std::string::npos)
+      << out;
+}
+
+}  // namespace
+}  // namespace sluice
