@@ -7,7 +7,7 @@
 set -euo pipefail
 
 pkgs=(g++ cmake ninja-build pkg-config libcli11-dev nlohmann-json3-dev libpcre2-dev
-      liburing-dev libgtest-dev libgmock-dev libbenchmark-dev libedit-dev
+      liburing-dev libcpp-httplib-dev libgtest-dev libgmock-dev libbenchmark-dev libedit-dev
       python3-jinja2)  # python3-jinja2: the reference renderer of the chat-template test
 for arg in "$@"; do
   case $arg in

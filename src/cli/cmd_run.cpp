@@ -1,6 +1,5 @@
 // `sluice run`: tokenize a prompt, generate, stream the text to stdout; the
 // telemetry summary (cli/telemetry_output.h) goes to stderr.
-#include <cmath>
 #include <charconv>
 #include <cstdio>
 #include <memory>
@@ -16,7 +15,7 @@
 #include "cli/telemetry_output.h"
 #include "io/text_input.h"
 #include "runtime/session.h"
-#include "runtime/stop_strings.h"
+#include "runtime/text_stream.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
 
@@ -113,7 +112,7 @@ void run_generate(RunOptions& o) {
   runtime::Sampler sampler(sampler_cfg);
   // The first token arrives after prefill and before any decode step.
   std::optional<moe::ExpertIoStats> io_after_prefill;
-  runtime::StopStrings stop_strings(o.stop);
+  runtime::TextStream stop_strings(o.stop);
   const runtime::GenerationStats st = session.generate(
       prompt, o.n_predict, sampler,
       [&](int32_t id) {
@@ -123,7 +122,7 @@ void run_generate(RunOptions& o) {
         return !stop_strings.stopped();
       },
       stop);
-  out(stop_strings.flush());
+  out(stop_strings.finish());
   out("\n");
   if (st.context_full)
     std::fprintf(stderr, "sluice: context full (%d positions): generation stopped; raise -c for longer output\n",

@@ -17,5 +17,6 @@ void register_cache_sim(CLI::App& app);
 void register_bench(CLI::App& app);
 void register_eval(CLI::App& app);
 void register_repack(CLI::App& app);
+void register_serve(CLI::App& app);
 
 }  // namespace sluice::cli

@@ -43,6 +43,7 @@ int main(int argc, char** argv) {
   sluice::cli::register_bench(app);
   sluice::cli::register_eval(app);
   sluice::cli::register_repack(app);
+  sluice::cli::register_serve(app);
   try {
     app.parse(argc, argv);
     sluice::cli::close_stdout();  // a failed final flush is a failed command

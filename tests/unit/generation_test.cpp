@@ -4,34 +4,35 @@
 
 #include <regex>
 
-#include "runtime/stop_strings.h"
+#include "runtime/text_stream.h"
 #include "test_support.h"
 
 namespace sluice::test {
 namespace {
 
-std::string feed_all(runtime::StopStrings& s, const std::vector<std::string>& pieces) {
+std::string feed_all(runtime::TextStream& s, const std::vector<std::string>& pieces) {
   std::string out;
   for (const std::string& p : pieces) {
     out += s.push(p);
     if (s.stopped()) return out;
   }
-  return out + s.flush();
+  return out + s.finish();
 }
 
+// (The stream's own tests are in serve_test.cpp; these check run's use of it.)
 TEST(StopStrings, StopsAtTheEarliestAndNeverShowsAnyOfIt) {
-  runtime::StopStrings a({"</s>", "User:"});
+  runtime::TextStream a({"</s>", "User:"});
   EXPECT_EQ(feed_all(a, {"Hello", " wor", "ld</", "s> more"}), "Hello world");
   EXPECT_TRUE(a.stopped());
-  runtime::StopStrings b({"User:"});
+  runtime::TextStream b({"User:"});
   // A prefix is held back while it could still be a stop string, then released.
   EXPECT_EQ(b.push("say Us"), "say ");
   EXPECT_EQ(b.push("ually"), "Usually");
   EXPECT_FALSE(b.stopped());
-  EXPECT_EQ(b.flush(), "");
-  runtime::StopStrings c({"ab", "b"});  // the earliest occurrence wins
+  EXPECT_EQ(b.finish(), "");
+  runtime::TextStream c({"ab", "b"});  // the earliest occurrence wins
   EXPECT_EQ(feed_all(c, {"xab"}), "x");
-  runtime::StopStrings none({""});
+  runtime::TextStream none({""});
   EXPECT_EQ(feed_all(none, {"a", "b"}), "ab");
   EXPECT_FALSE(none.stopped());
 }

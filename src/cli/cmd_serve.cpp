@@ -1,0 +1,85 @@
+// `sluice serve`: load the model once and answer OpenAI-compatible HTTP
+// requests (server/server.h) until killed.
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "cli/commands.h"
+#include "cli/engine_flags.h"
+#include "cli/load_progress.h"
+#include "cli/sampler_flags.h"
+#include "runtime/chat.h"
+#include "runtime/session.h"
+#include "tokenizer/tokenizer.h"
+#include "server/server.h"
+#include "util/error.h"
+
+namespace sluice::cli {
+namespace {
+
+struct ServeOptions {
+  runtime::EngineOptions engine;
+  server::ServerConfig server;
+  SamplerFlags sampling;  // request defaults; -s -1 (default): a random seed per request
+  int64_t max_body_mb = 8;
+};
+
+void run_serve(ServeOptions& o) {
+  SamplerFlags fixed = o.sampling;
+  if (fixed.seed < 0) fixed.seed = 0;  // resolve_sampler would draw (and print) one seed for the whole server
+  o.server.defaults.sampler = resolve_sampler(fixed);
+  o.server.defaults.random_seed = o.sampling.seed < 0;
+  if (o.server.defaults.max_tokens < -1) throw Error("-n: must be -1 (until the context is full) or >= 0");
+  if (o.server.http_threads < 1 || o.server.http_threads > 1024) throw Error("--http-threads: must be 1..1024");
+  if (o.max_body_mb < 1 || o.max_body_mb > 4096) throw Error("--max-body-mb: must be 1..4096");
+  o.server.max_body_bytes = static_cast<size_t>(o.max_body_mb) << 20;
+  if (o.server.model_id.empty()) o.server.model_id = std::filesystem::path(o.engine.model_path).filename().string();
+  model::ModelConfig cfg = o.engine.to_model_config();
+  cfg.on_dense_progress = tty_load_progress("sluice: loading dense weights");
+  runtime::Session session = runtime::Session::open(o.engine.model_path, cfg);
+  // The model's chat template renders /v1/chat/completions (the plain
+  // User:/Assistant: format when the file has none).
+  const tokenizer::Tokenizer tok = tokenizer::Tokenizer::from_gguf(session.gguf().metadata());
+  // A template's raise_exception rejects the conversation: the client's error (400).
+  o.server.chat_renderer = [render = runtime::model_chat_renderer(session.gguf(), tok)](
+                               const nlohmann::json& messages, const nlohmann::json& tools, bool add_gen) {
+    try {
+      return render(messages, tools, add_gen);
+    } catch (const Error& e) {
+      const std::string what = e.what();
+      if (what.rfind("chat template: raise_exception: ", 0) == 0) throw server::RequestError(what);
+      throw;
+    }
+  };
+  o.server.output_format = runtime::output_format_for(
+      session.gguf().architecture(), session.gguf().metadata().get_string("tokenizer.chat_template").value_or(""));
+  server::Server srv(session, o.server);
+  const int port = srv.bind();
+  std::printf("sluice: serving %s on http://%s:%d\n", o.server.model_id.c_str(), o.server.host.c_str(), port);
+  std::fflush(stdout);
+  if (!srv.run()) throw Error("serve: the listening socket failed");
+  if (cfg.route_trace) cfg.route_trace->close();
+}
+
+}  // namespace
+
+void register_serve(CLI::App& app) {
+  auto opts = std::make_shared<ServeOptions>();
+  CLI::App* cmd = app.add_subcommand("serve", "OpenAI-compatible HTTP server (completions, chat, metrics)");
+  add_engine_flags(cmd, opts->engine);
+  cmd->add_option("--host", opts->server.host, "address to listen on")->capture_default_str();
+  cmd->add_option("--port", opts->server.port, "port to listen on (0: any free port, printed)")->capture_default_str();
+  cmd->add_option("--api-key", opts->server.api_key, "require 'Authorization: Bearer KEY' (all but /health)");
+  cmd->add_option("--alias", opts->server.model_id, "model id in /v1/models and responses (default: file name)");
+  cmd->add_option("-n,--n-predict", opts->server.defaults.max_tokens,
+                  "max_tokens when a request gives none (-1: until the context is full)")
+      ->capture_default_str();
+  cmd->add_option("--http-threads", opts->server.http_threads, "connections served at once")->capture_default_str();
+  cmd->add_option("--max-body-mb", opts->max_body_mb, "largest request body in MiB (larger: 413)")
+      ->capture_default_str();
+  add_sampler_flags(cmd, opts->sampling);
+  cmd->callback([opts] { run_serve(*opts); });
+}
+
+}  // namespace sluice::cli

@@ -1,0 +1,123 @@
+#include "server/engine.h"
+
+#include <algorithm>
+#include <random>
+
+#include "runtime/text_stream.h"
+#include "util/error.h"
+
+namespace sluice::server {
+
+Engine::Engine(runtime::Session& session, ChatRenderer renderer)
+    : session_(session),
+      tok_(tokenizer::Tokenizer::from_gguf(session.gguf().metadata())),
+      renderer_(std::move(renderer)),
+      n_ctx_(session.model().n_ctx()) {
+  metrics_.run = session_.summary();
+}
+
+std::vector<int32_t> Engine::tokenize_prompt(const GenerationRequest& r) const {
+  std::vector<int32_t> ids;
+  if (r.prompt_ids) {
+    ids = *r.prompt_ids;
+    for (int32_t id : ids)
+      if (id < 0 || id >= tok_.n_vocab())
+        throw RequestError("'prompt' has token id " + std::to_string(id) + ", outside the vocabulary [0, " +
+                           std::to_string(tok_.n_vocab()) + ")");
+  } else if (r.prompt_text) {
+    ids = tok_.encode(*r.prompt_text, true, false);
+  } else {
+    if (!renderer_) throw Error("chat request without a chat-template renderer");
+    const std::string text = renderer_(r.messages, r.tools, true);
+    // Templates usually write the BOS text themselves: parse specials, and
+    // drop the second BOS when the tokenizer also adds one.
+    ids = tok_.encode(text, true, true);
+    if (ids.size() >= 2 && tok_.bos() >= 0 && ids[0] == tok_.bos() && ids[1] == tok_.bos()) ids.erase(ids.begin());
+  }
+  if (ids.empty()) throw RequestError("the prompt is empty (it tokenizes to nothing)");
+  if (static_cast<int64_t>(ids.size()) >= n_ctx_)
+    throw RequestError("the prompt is " + std::to_string(ids.size()) + " tokens; the context holds " +
+                       std::to_string(n_ctx_) + " (the prompt must leave room for one generated token)");
+  return ids;
+}
+
+GenerationResult Engine::generate(const GenerationRequest& r, const std::vector<int32_t>& prompt,
+                                  const std::function<bool(const std::string&)>& on_text) {
+  WorkQueue::Turn turn = queue_.wait();
+  busy_ = true;
+  GenerationResult res;
+  res.prompt_tokens = static_cast<int>(prompt.size());
+  try {
+    // Keep the KV rows of the prefix this prompt shares with what is cached,
+    // but evaluate at least the last prompt token (its logits are needed).
+    const size_t keep = std::min(session_.common_prefix(prompt), prompt.size() - 1);
+    session_.rewind(keep);
+    res.cached_tokens = static_cast<int>(keep);
+
+    const int room = n_ctx_ - static_cast<int>(prompt.size());  // > 0, checked by tokenize_prompt
+    const int n_predict = r.max_tokens < 0 ? room : std::min(r.max_tokens, room);
+    runtime::TextStream stream(r.stop);
+    bool cancelled = false, eog = false;
+    if (n_predict > 0) {
+      runtime::SamplerConfig sc = r.sampler;
+      if (r.random_seed) sc.seed = std::random_device{}();
+      runtime::Sampler sampler(sc);
+      const std::span<const int32_t> suffix(prompt.data() + keep, prompt.size() - keep);
+      session_.generate(suffix, n_predict, sampler, [&](int32_t id) {
+        ++res.completion_tokens;
+        if (tok_.is_eog(id)) {
+          eog = true;
+          return false;
+        }
+        const std::string out = stream.push(tok_.token_to_piece(id, false));
+        res.text += out;
+        if (!out.empty() && !on_text(out)) {
+          cancelled = true;
+          return false;
+        }
+        return !stream.stopped();
+      });
+    }
+    if (cancelled) {
+      res.finish_reason = "cancelled";
+    } else if (eog || stream.stopped()) {
+      res.finish_reason = "stop";
+    } else {
+      res.finish_reason = "length";
+    }
+    if (!cancelled && !stream.stopped()) {
+      const std::string rest = stream.finish();
+      res.text += rest;
+      if (!rest.empty() && !on_text(rest)) res.finish_reason = "cancelled";
+    }
+  } catch (...) {
+    session_.reset();
+    std::lock_guard lk(metrics_mu_);
+    ++metrics_.requests;
+    ++metrics_.requests_failed;
+    metrics_.prompt_tokens += static_cast<uint64_t>(res.prompt_tokens);
+    metrics_.run = session_.summary();
+    busy_ = false;
+    throw;
+  }
+  const runtime::RunSummary summary = session_.summary();
+  std::lock_guard lk(metrics_mu_);
+  ++metrics_.requests;
+  if (res.finish_reason == "cancelled") ++metrics_.requests_cancelled;
+  metrics_.prompt_tokens += static_cast<uint64_t>(res.prompt_tokens);
+  metrics_.cached_prompt_tokens += static_cast<uint64_t>(res.cached_tokens);
+  metrics_.completion_tokens += static_cast<uint64_t>(res.completion_tokens);
+  metrics_.run = summary;
+  busy_ = false;
+  return res;
+}
+
+EngineMetrics Engine::metrics() const {
+  std::lock_guard lk(metrics_mu_);
+  EngineMetrics m = metrics_;
+  m.queue_depth = queue_.waiting();
+  m.busy = busy_;
+  return m;
+}
+
+}  // namespace sluice::server

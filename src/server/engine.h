@@ -1,0 +1,82 @@
+// The model side of the server: one Session, requests run one at a time in
+// arrival order (WorkQueue), the KV prefix shared with the previous request
+// reused, and the counters /metrics exposes.
+//
+// Thread-safety: every public method may be called from any HTTP thread.
+// generate() blocks until its turn; tokenize_prompt() and the tokenizer need
+// no turn (the tokenizer is immutable).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "runtime/session.h"
+#include "runtime/telemetry.h"
+#include "server/chat_renderer.h"
+#include "server/request.h"
+#include "server/work_queue.h"
+#include "tokenizer/tokenizer.h"
+
+namespace sluice::server {
+
+struct GenerationResult {
+  std::string text;            // the emitted text (stop strings cut off)
+  std::string finish_reason;   // "stop" (end of generation or a stop string), "length", or "cancelled"
+  int prompt_tokens = 0;
+  int cached_tokens = 0;       // prompt tokens whose KV rows were reused from the previous request
+  int completion_tokens = 0;   // tokens sampled
+};
+
+// Cumulative figures for /metrics. `run` is the session's summary as of the
+// last finished request (all requests so far).
+struct EngineMetrics {
+  uint64_t requests = 0;           // generations run (finished, cancelled or failed)
+  uint64_t requests_failed = 0;    // ended by an engine error
+  uint64_t requests_cancelled = 0; // the client went away
+  uint64_t prompt_tokens = 0;
+  uint64_t cached_prompt_tokens = 0;
+  uint64_t completion_tokens = 0;
+  uint64_t queue_depth = 0;        // requests waiting for their turn now
+  bool busy = false;               // a generation is running now
+  runtime::RunSummary run;
+};
+
+class Engine {
+ public:
+  Engine(runtime::Session& session, ChatRenderer renderer);
+
+  const tokenizer::Tokenizer& tokenizer() const { return tok_; }
+  int n_ctx() const { return n_ctx_; }
+  bool has_chat_renderer() const { return static_cast<bool>(renderer_); }
+
+  // The request's prompt as token ids: text is tokenized with the model's
+  // special tokens (BOS), ids are range-checked, chat messages go through the
+  // renderer. Throws RequestError when the prompt is empty, has a bad id, or
+  // does not leave room for one token in the context.
+  std::vector<int32_t> tokenize_prompt(const GenerationRequest& r) const;
+
+  // Waits for its turn, then generates. on_text gets each chunk of emitted
+  // text (see TextStream) and returns false when the client is gone, which
+  // stops generation (finish_reason "cancelled"). Engine errors propagate
+  // after the session is reset (the KV state is then unknown).
+  GenerationResult generate(const GenerationRequest& r, const std::vector<int32_t>& prompt,
+                            const std::function<bool(const std::string&)>& on_text);
+
+  EngineMetrics metrics() const;
+
+ private:
+  runtime::Session& session_;
+  tokenizer::Tokenizer tok_;
+  ChatRenderer renderer_;
+  int n_ctx_;
+  WorkQueue queue_;
+  std::atomic<bool> busy_{false};
+  mutable std::mutex metrics_mu_;
+  EngineMetrics metrics_;  // guarded by metrics_mu_ (queue_depth/busy filled on read)
+};
+
+}  // namespace sluice::server

@@ -1,0 +1,154 @@
+#include "server/request.h"
+
+#include <cmath>
+#include <limits>
+
+namespace sluice::server {
+namespace {
+
+using nlohmann::json;
+
+[[noreturn]] void bad(const std::string& msg) { throw RequestError(msg); }
+
+// A JSON number (integer or float) as float, finite.
+float number_field(const json& v, const char* key) {
+  if (!v.is_number()) bad(std::string("'") + key + "' must be a number");
+  const double d = v.get<double>();
+  if (!std::isfinite(d)) bad(std::string("'") + key + "' must be finite");
+  return static_cast<float>(d);
+}
+
+// A JSON integer (a float with no fraction is accepted, as JS clients send 5.0).
+int64_t integer_field(const json& v, const char* key) {
+  if (v.is_number_integer()) {
+    if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+      bad(std::string("'") + key + "' is out of range");
+    return v.get<int64_t>();
+  }
+  if (v.is_number_float()) {
+    const double d = v.get<double>();
+    if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9e15) return static_cast<int64_t>(d);
+  }
+  bad(std::string("'") + key + "' must be an integer");
+}
+
+// The fields completions and chat share.
+void parse_common(const json& body, const GenerationDefaults& d, GenerationRequest& r) {
+  r.max_tokens = d.max_tokens;
+  r.sampler = d.sampler;
+  r.random_seed = d.random_seed;
+  for (const char* key : {"n_predict", "max_tokens", "max_completion_tokens"}) {
+    auto it = body.find(key);
+    if (it == body.end() || it->is_null()) continue;
+    const int64_t n = integer_field(*it, key);
+    if (n < -1 || n > std::numeric_limits<int>::max())
+      bad(std::string("'") + key + "' must be -1 (until the context is full) or a count >= 0");
+    r.max_tokens = static_cast<int>(n);
+  }
+  if (auto it = body.find("temperature"); it != body.end() && !it->is_null()) {
+    r.sampler.temperature = number_field(*it, "temperature");
+    if (r.sampler.temperature < 0) bad("'temperature' must be >= 0 (0 = greedy)");
+  }
+  if (auto it = body.find("top_p"); it != body.end() && !it->is_null()) {
+    r.sampler.top_p = number_field(*it, "top_p");
+    if (!(r.sampler.top_p > 0 && r.sampler.top_p <= 1)) bad("'top_p' must be in (0, 1]");
+  }
+  if (auto it = body.find("min_p"); it != body.end() && !it->is_null()) {
+    r.sampler.min_p = number_field(*it, "min_p");
+    if (!(r.sampler.min_p >= 0 && r.sampler.min_p <= 1)) bad("'min_p' must be in [0, 1]");
+  }
+  if (auto it = body.find("top_k"); it != body.end() && !it->is_null()) {
+    const int64_t k = integer_field(*it, "top_k");
+    if (k < 0 || k > std::numeric_limits<int>::max()) bad("'top_k' must be >= 0 (0 = off)");
+    r.sampler.top_k = static_cast<int>(k);
+  }
+  if (auto it = body.find("repeat_penalty"); it != body.end() && !it->is_null()) {
+    r.sampler.repeat_penalty = number_field(*it, "repeat_penalty");
+    if (!(r.sampler.repeat_penalty > 0)) bad("'repeat_penalty' must be > 0 (1 = off)");
+  }
+  if (auto it = body.find("seed"); it != body.end() && !it->is_null()) {
+    const int64_t s = integer_field(*it, "seed");
+    if (s < -1) bad("'seed' must be >= 0, or -1 for a random seed");
+    r.random_seed = s == -1;
+    if (s >= 0) r.sampler.seed = static_cast<uint64_t>(s);
+  }
+  if (auto it = body.find("stop"); it != body.end() && !it->is_null()) {
+    if (it->is_string()) {
+      r.stop.push_back(it->get<std::string>());
+    } else if (it->is_array()) {
+      if (it->size() > kMaxStopStrings) bad("'stop' has more than " + std::to_string(kMaxStopStrings) + " strings");
+      for (const json& s : *it) {
+        if (!s.is_string()) bad("'stop' must be a string or an array of strings");
+        r.stop.push_back(s.get<std::string>());
+      }
+    } else {
+      bad("'stop' must be a string or an array of strings");
+    }
+    for (const std::string& s : r.stop)
+      if (s.empty()) bad("'stop' strings must not be empty");
+  }
+  if (auto it = body.find("stream"); it != body.end() && !it->is_null()) {
+    if (!it->is_boolean()) bad("'stream' must be a boolean");
+    r.stream = it->get<bool>();
+  }
+  if (auto it = body.find("n"); it != body.end() && !it->is_null()) {
+    if (integer_field(*it, "n") != 1) bad("'n': only one choice per request is supported");
+  }
+}
+
+void require_object(const json& body) {
+  if (!body.is_object()) bad("the request body must be a JSON object");
+}
+
+}  // namespace
+
+GenerationRequest parse_completion_request(const json& body, const GenerationDefaults& d) {
+  require_object(body);
+  GenerationRequest r;
+  auto it = body.find("prompt");
+  if (it == body.end() || it->is_null()) bad("'prompt' is required");
+  const json* p = &*it;
+  // [ "text" ]: one prompt in a batch of one (OpenAI's batch form).
+  if (p->is_array() && p->size() == 1 && (*p)[0].is_string()) p = &(*p)[0];
+  if (p->is_string()) {
+    r.prompt_text = p->get<std::string>();
+  } else if (p->is_array() && !p->empty()) {
+    std::vector<int32_t> ids;
+    ids.reserve(p->size());
+    for (const json& v : *p) {
+      if (!v.is_number_integer()) bad("'prompt' must be a string or an array of token ids (one prompt per request)");
+      const int64_t id = v.get<int64_t>();
+      if (id < 0 || id > std::numeric_limits<int32_t>::max()) bad("'prompt' has a token id out of range: " + std::to_string(id));
+      ids.push_back(static_cast<int32_t>(id));
+    }
+    r.prompt_ids = std::move(ids);
+  } else {
+    bad("'prompt' must be a string or a non-empty array of token ids");
+  }
+  parse_common(body, d, r);
+  return r;
+}
+
+GenerationRequest parse_chat_request(const json& body, const GenerationDefaults& d) {
+  require_object(body);
+  GenerationRequest r;
+  auto it = body.find("messages");
+  if (it == body.end() || !it->is_array() || it->empty()) bad("'messages' must be a non-empty array");
+  for (const json& m : *it) {
+    if (!m.is_object()) bad("'messages' entries must be objects");
+    auto role = m.find("role");
+    if (role == m.end() || !role->is_string()) bad("each message needs a string 'role'");
+    auto content = m.find("content");
+    if (content != m.end() && !(content->is_string() || content->is_array() || content->is_null()))
+      bad("a message's 'content' must be a string, an array of parts, or null");
+  }
+  r.messages = *it;
+  if (auto t = body.find("tools"); t != body.end() && !t->is_null()) {
+    if (!t->is_array()) bad("'tools' must be an array");
+    r.tools = *t;
+  }
+  parse_common(body, d, r);
+  return r;
+}
+
+}  // namespace sluice::server

@@ -1,0 +1,58 @@
+// The OpenAI / llama-server request bodies the server accepts, parsed and
+// validated into one typed GenerationRequest.
+//
+// Contract: parse_*() either returns a request whose every field is in range
+// or throws RequestError with a message naming the offending field (the
+// server answers it as a 400 invalid_request_error). Nothing here touches the
+// model: the prompt stays text (or ids, or chat messages) until the engine
+// tokenizes it.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/sampler.h"
+
+namespace sluice::server {
+
+// A client mistake: the body, a field's type or a field's range.
+class RequestError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct GenerationDefaults {
+  runtime::SamplerConfig sampler;  // temperature, top_k, top_p, min_p, seed, penalties
+  bool random_seed = false;        // no seed given (-s -1): a random one per request
+  int max_tokens = 128;
+};
+
+struct GenerationRequest {
+  // Exactly one of these is the prompt: text, token ids, or chat messages.
+  std::optional<std::string> prompt_text;
+  std::optional<std::vector<int32_t>> prompt_ids;  // ids not yet range-checked against the vocab
+  nlohmann::json messages;  // chat: the messages array (null otherwise)
+  nlohmann::json tools;     // chat: the tools array (null when absent)
+  int max_tokens = 128;     // -1: until the context is full
+  runtime::SamplerConfig sampler;
+  bool random_seed = false;  // seed -1: draw one per request
+  std::vector<std::string> stop;  // stop strings (each non-empty)
+  bool stream = false;
+};
+
+// POST /v1/completions: prompt (string, [string], or [int...]) plus the
+// common fields.
+GenerationRequest parse_completion_request(const nlohmann::json& body, const GenerationDefaults& d);
+// POST /v1/chat/completions: messages (non-empty array of objects with a
+// string role) plus the common fields; tools if present must be an array.
+GenerationRequest parse_chat_request(const nlohmann::json& body, const GenerationDefaults& d);
+
+// Most stop strings a request may give (llama-server has no limit; OpenAI 4).
+inline constexpr size_t kMaxStopStrings = 16;
+
+}  // namespace sluice::server

@@ -1,0 +1,299 @@
+#include "server/server.h"
+
+#include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include <atomic>
+#include <ctime>
+#include <exception>
+
+#include "server/metrics.h"
+#include "util/error.h"
+
+namespace sluice::server {
+namespace {
+
+using nlohmann::json;
+
+// Generated text may end mid-character; never let a dump throw on it.
+std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+const char* error_type(int status) {
+  switch (status) {
+    case 401: return "authentication_error";
+    case 404: return "not_found_error";
+    case 501: return "not_supported_error";
+    default: return status >= 500 ? "server_error" : "invalid_request_error";
+  }
+}
+
+void send_error(httplib::Response& res, int status, const std::string& message) {
+  res.status = status;
+  res.set_content(dump({{"error", {{"message", message}, {"type", error_type(status)}, {"code", status}}}}),
+                  "application/json");
+}
+
+void send_json(httplib::Response& res, const json& j) { res.set_content(dump(j), "application/json"); }
+
+// The body as a JSON value; RequestError when it is not JSON.
+json parse_body(const httplib::Request& req) {
+  json body = json::parse(req.body, nullptr, false);
+  if (body.is_discarded()) throw RequestError("the request body is not valid JSON");
+  return body;
+}
+
+int64_t now_s() { return static_cast<int64_t>(std::time(nullptr)); }
+
+// Debian's cpp-httplib 0.11 is a compiled library that listens with a
+// backlog of 5 and has no way to change it or reach the socket: a burst of
+// connections overflows the accept queue and some are dropped or reset.
+// Calling listen() again on a listening socket only changes its backlog, so
+// find ours (the listening TCP socket bound to `port`) among our descriptors.
+void widen_backlog(int port) {
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd", ec)) {
+    const int fd = std::atoi(e.path().filename().c_str());
+    int listening = 0;
+    socklen_t len = sizeof listening;
+    if (::getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) != 0 || !listening) continue;
+    sockaddr_storage addr{};
+    socklen_t alen = sizeof addr;
+    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &alen) != 0) continue;
+    int bound = -1;
+    if (addr.ss_family == AF_INET) bound = ntohs(reinterpret_cast<sockaddr_in*>(&addr)->sin_port);
+    if (addr.ss_family == AF_INET6) bound = ntohs(reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port);
+    if (bound == port) ::listen(fd, SOMAXCONN);
+  }
+}
+
+}  // namespace
+
+struct Server::Impl {
+  Impl(runtime::Session& s, ServerConfig c) : cfg(std::move(c)), engine(s, cfg.chat_renderer) {}
+
+  ServerConfig cfg;
+  Engine engine;
+  httplib::Server http;
+  std::atomic<uint64_t> next_id{1};
+  int port = -1;
+
+  enum class Kind { Completion, Chat };
+
+  void routes();
+  void handle_generation(const httplib::Request& req, httplib::Response& res, Kind kind);
+  json usage(const GenerationResult& g) const {
+    return {{"prompt_tokens", g.prompt_tokens},
+            {"completion_tokens", g.completion_tokens},
+            {"total_tokens", g.prompt_tokens + g.completion_tokens},
+            {"prompt_tokens_details", {{"cached_tokens", g.cached_tokens}}}};
+  }
+};
+
+void Server::Impl::routes() {
+  http.new_task_queue = [n = cfg.http_threads] { return new httplib::ThreadPool(static_cast<size_t>(n)); };
+  http.set_payload_max_length(cfg.max_body_bytes);
+  // httplib's default also sets SO_REUSEPORT, which would let a second
+  // server bind a port already in use and split its connections: refuse that.
+  http.set_socket_options([](socket_t sock) {
+    int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
+  // Any error status without a body gets the JSON error shape (404, httplib's 413, ...).
+  http.set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request&, httplib::Response& res) {
+    if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+    const char* msg = res.status == 404   ? "no such endpoint"
+                      : res.status == 413 ? "the request body is too large"
+                      : res.status == 405 ? "method not allowed"
+                                          : "bad request";
+    send_error(res, res.status, msg);
+    return httplib::Server::HandlerResponse::Handled;
+  }));
+  http.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+    try {
+      std::rethrow_exception(ep);
+    } catch (const RequestError& e) {
+      send_error(res, 400, e.what());
+    } catch (const std::exception& e) {
+      send_error(res, 500, e.what());
+    } catch (...) {
+      send_error(res, 500, "unknown error");
+    }
+  });
+  if (!cfg.api_key.empty()) {
+    http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+      if (req.path == "/health") return httplib::Server::HandlerResponse::Unhandled;
+      if (req.get_header_value("Authorization") == "Bearer " + cfg.api_key)
+        return httplib::Server::HandlerResponse::Unhandled;
+      send_error(res, 401, "invalid or missing API key (Authorization: Bearer KEY)");
+      return httplib::Server::HandlerResponse::Handled;
+    });
+  }
+
+  http.Get("/health", [](const httplib::Request&, httplib::Response& res) { send_json(res, {{"status", "ok"}}); });
+  auto models = [this](const httplib::Request&, httplib::Response& res) {
+    send_json(res, {{"object", "list"},
+                    {"data",
+                     {{{"id", cfg.model_id},
+                       {"object", "model"},
+                       {"created", now_s()},
+                       {"owned_by", "sluice"},
+                       {"meta", {{"n_ctx", engine.n_ctx()}, {"n_vocab", engine.tokenizer().n_vocab()}}}}}}});
+  };
+  http.Get("/v1/models", models);
+  http.Get("/models", models);
+  http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+    res.set_content(prometheus_text(engine.metrics()), "text/plain; version=0.0.4");
+  });
+  http.Post("/tokenize", [this](const httplib::Request& req, httplib::Response& res) {
+    const json body = parse_body(req);
+    if (!body.is_object() || !body.contains("content") || !body["content"].is_string())
+      throw RequestError("'content' must be a string");
+    bool add_special = false;
+    if (body.contains("add_special")) {
+      if (!body["add_special"].is_boolean()) throw RequestError("'add_special' must be a boolean");
+      add_special = body["add_special"].get<bool>();
+    }
+    send_json(res, {{"tokens", engine.tokenizer().encode(body["content"].get<std::string>(), add_special, true)}});
+  });
+  http.Post("/detokenize", [this](const httplib::Request& req, httplib::Response& res) {
+    const json body = parse_body(req);
+    if (!body.is_object() || !body.contains("tokens") || !body["tokens"].is_array())
+      throw RequestError("'tokens' must be an array of token ids");
+    std::vector<int32_t> ids;
+    for (const json& v : body["tokens"]) {
+      if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() >= engine.tokenizer().n_vocab())
+        throw RequestError("'tokens' must hold ids in [0, " + std::to_string(engine.tokenizer().n_vocab()) + ")");
+      ids.push_back(static_cast<int32_t>(v.get<int64_t>()));
+    }
+    send_json(res, {{"content", engine.tokenizer().decode(ids, false)}});
+  });
+  http.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
+    handle_generation(req, res, Kind::Completion);
+  });
+  http.Post("/completions", [this](const httplib::Request& req, httplib::Response& res) {
+    handle_generation(req, res, Kind::Completion);
+  });
+  auto chat = [this](const httplib::Request& req, httplib::Response& res) {
+    if (!engine.has_chat_renderer()) return send_error(res, 501, "this build has no chat-template renderer");
+    handle_generation(req, res, Kind::Chat);
+  };
+  http.Post("/v1/chat/completions", chat);
+  http.Post("/chat/completions", chat);
+}
+
+void Server::Impl::handle_generation(const httplib::Request& req, httplib::Response& res, Kind kind) {
+  const json body = parse_body(req);
+  auto r = std::make_shared<GenerationRequest>(kind == Kind::Chat ? parse_chat_request(body, cfg.defaults)
+                                                                  : parse_completion_request(body, cfg.defaults));
+  // Tokenized here so a bad prompt is a 400 before any streaming starts.
+  auto prompt = std::make_shared<std::vector<int32_t>>(engine.tokenize_prompt(*r));
+  const bool chat = kind == Kind::Chat;
+  const std::string id = (chat ? "chatcmpl-" : "cmpl-") + std::to_string(next_id++);
+  const int64_t created = now_s();
+  const char* object = chat ? "chat.completion" : "text_completion";
+
+  if (!r->stream) {
+    const GenerationResult g = engine.generate(*r, *prompt, [](const std::string&) { return true; });
+    json choice = {{"index", 0}, {"finish_reason", g.finish_reason}};
+    if (chat) {
+      // Reasoning and tool calls in the model's own output format become the
+      // OpenAI fields; anything that does not parse stays content.
+      const runtime::ParsedOutput p = runtime::parse_output(g.text, cfg.output_format);
+      json message = {{"role", "assistant"}, {"content", p.content}};
+      if (!p.reasoning_content.empty()) message["reasoning_content"] = p.reasoning_content;
+      if (!p.tool_calls.empty()) {
+        message["tool_calls"] = p.tool_calls;
+        choice["finish_reason"] = "tool_calls";
+      }
+      choice["message"] = std::move(message);
+    } else {
+      choice["text"] = g.text;
+      choice["logprobs"] = nullptr;
+    }
+    send_json(res, {{"id", id},
+                    {"object", object},
+                    {"created", created},
+                    {"model", cfg.model_id},
+                    {"choices", json::array({choice})},
+                    {"usage", usage(g)}});
+    return;
+  }
+
+  // Streaming: the whole generation runs inside the content provider, on
+  // this connection's thread, writing one SSE event per emitted chunk. A
+  // failed write means the client is gone: generation stops there.
+  res.set_header("Cache-Control", "no-cache");
+  res.set_chunked_content_provider(
+      "text/event-stream", [this, r, prompt, chat, id, created](size_t, httplib::DataSink& sink) {
+        const char* chunk_object = chat ? "chat.completion.chunk" : "text_completion";
+        auto event = [&](const json& j) {
+          const std::string s = "data: " + dump(j) + "\n\n";
+          return sink.write(s.data(), s.size());
+        };
+        auto chunk = [&](const json& choice) {
+          return json{{"id", id},
+                      {"object", chunk_object},
+                      {"created", created},
+                      {"model", cfg.model_id},
+                      {"choices", json::array({choice})}};
+        };
+        auto text_choice = [&](const std::string& text, const json& finish) {
+          if (chat) return json{{"index", 0}, {"delta", text.empty() ? json::object() : json{{"content", text}}},
+                                {"finish_reason", finish}};
+          return json{{"index", 0}, {"text", text}, {"logprobs", nullptr}, {"finish_reason", finish}};
+        };
+        if (chat && !event(chunk({{"index", 0}, {"delta", {{"role", "assistant"}, {"content", ""}}},
+                                  {"finish_reason", nullptr}})))
+          return false;
+        try {
+          const GenerationResult g =
+              engine.generate(*r, *prompt, [&](const std::string& t) { return event(chunk(text_choice(t, nullptr))); });
+          if (g.finish_reason == "cancelled") return false;
+          json last = chunk(text_choice("", g.finish_reason));
+          last["usage"] = usage(g);
+          if (!event(last)) return false;
+          static const char kDone[] = "data: [DONE]\n\n";
+          if (!sink.write(kDone, sizeof kDone - 1)) return false;
+        } catch (const std::exception& e) {
+          // Headers are gone already: report in-band, as llama-server does.
+          event({{"error", {{"message", e.what()}, {"type", "server_error"}, {"code", 500}}}});
+        }
+        sink.done();
+        return true;
+      });
+}
+
+Server::Server(runtime::Session& session, ServerConfig cfg) : impl_(std::make_unique<Impl>(session, std::move(cfg))) {
+  impl_->routes();
+}
+
+Server::~Server() { stop(); }
+
+int Server::bind() {
+  const ServerConfig& c = impl_->cfg;
+  if (c.port < 0 || c.port > 65535) throw Error("--port: must be 0..65535 (got " + std::to_string(c.port) + ")");
+  int port = c.port;
+  if (c.port == 0) {
+    port = impl_->http.bind_to_any_port(c.host);
+  } else if (!impl_->http.bind_to_port(c.host, c.port)) {
+    port = -1;
+  }
+  if (port <= 0)
+    throw Error("serve: cannot listen on " + c.host + ":" + std::to_string(c.port) +
+                " (address in use, or not an address of this machine)");
+  impl_->port = port;
+  widen_backlog(port);
+  return port;
+}
+
+bool Server::run() { return impl_->http.listen_after_bind(); }
+
+void Server::stop() { impl_->http.stop(); }
+
+Engine& Server::engine() { return impl_->engine; }
+
+}  // namespace sluice::server

@@ -1,0 +1,63 @@
+// `sluice serve`: an OpenAI-compatible HTTP server over one Session.
+//
+// Endpoints: POST /v1/completions, POST /v1/chat/completions (501 without a
+// ChatRenderer), GET /v1/models, GET /health, GET /metrics (Prometheus),
+// POST /tokenize, POST /detokenize. Request bodies as llama-server accepts
+// (server/request.h); errors are JSON {"error":{"message","type"}} with 400
+// (bad request), 401 (API key), 404, 413 (body over max_body_bytes), 500, 501.
+// Streaming answers are Server-Sent Events: `data: {json}\n\n` chunks, then
+// `data: [DONE]\n\n`; a client that goes away stops its generation.
+//
+// The HTTP layer (cpp-httplib) stays inside server.cpp.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "runtime/session.h"
+#include "runtime/chat_output.h"
+#include "server/chat_renderer.h"
+#include "server/engine.h"
+#include "server/request.h"
+
+namespace sluice::server {
+
+struct ServerConfig {
+  std::string host = "127.0.0.1";
+  int port = 8080;               // 0: any free port (bind() returns it)
+  std::string api_key;           // non-empty: every endpoint but /health needs "Authorization: Bearer KEY"
+  std::string model_id;          // the id /v1/models lists and responses carry
+  GenerationDefaults defaults;   // sampling and max_tokens when a request omits them
+  size_t max_body_bytes = 8u << 20;
+  int http_threads = 8;          // connections served at once; more wait in the accept queue
+  ChatRenderer chat_renderer;    // empty: /v1/chat/completions answers 501
+  // How a chat answer is split into content, reasoning_content and tool_calls
+  // (non-streaming responses; runtime/chat_output.h).
+  runtime::OutputFormat output_format = runtime::OutputFormat::Plain;
+};
+
+class Server {
+ public:
+  // `session` must outlive the Server; the Server is its only user.
+  Server(runtime::Session& session, ServerConfig cfg);
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  // Binds the listening socket; returns the port (the chosen one for port 0).
+  // Throws Error naming host:port when it cannot.
+  int bind();
+  // Serves until stop(); bind() first. Returns false when listening failed.
+  bool run();
+  // Makes run() return; safe from any thread.
+  void stop();
+
+  Engine& engine();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace sluice::server
