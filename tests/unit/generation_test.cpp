@@ -1,41 +1,14 @@
-// Sampling and stopping as users expect: stop strings never shown, -n -1 runs
-// to a clean context-full stop, a random seed is printed and reproduces.
+// Sampling and stopping as users expect: stop strings never shown (the
+// stream itself: ServeTextStream.*), -n -1 runs to a clean context-full
+// stop, a random seed is printed and reproduces.
 #include <gtest/gtest.h>
 
 #include <regex>
 
-#include "runtime/text_stream.h"
 #include "test_support.h"
 
 namespace sluice::test {
 namespace {
-
-std::string feed_all(runtime::TextStream& s, const std::vector<std::string>& pieces) {
-  std::string out;
-  for (const std::string& p : pieces) {
-    out += s.push(p);
-    if (s.stopped()) return out;
-  }
-  return out + s.finish();
-}
-
-// (The stream's own tests are in serve_test.cpp; these check run's use of it.)
-TEST(StopStrings, StopsAtTheEarliestAndNeverShowsAnyOfIt) {
-  runtime::TextStream a({"</s>", "User:"});
-  EXPECT_EQ(feed_all(a, {"Hello", " wor", "ld</", "s> more"}), "Hello world");
-  EXPECT_TRUE(a.stopped());
-  runtime::TextStream b({"User:"});
-  // A prefix is held back while it could still be a stop string, then released.
-  EXPECT_EQ(b.push("say Us"), "say ");
-  EXPECT_EQ(b.push("ually"), "Usually");
-  EXPECT_FALSE(b.stopped());
-  EXPECT_EQ(b.finish(), "");
-  runtime::TextStream c({"ab", "b"});  // the earliest occurrence wins
-  EXPECT_EQ(feed_all(c, {"xab"}), "x");
-  runtime::TextStream none({""});
-  EXPECT_EQ(feed_all(none, {"a", "b"}), "ab");
-  EXPECT_FALSE(none.stopped());
-}
 
 std::string model() { return std::string(SLUICE_SOURCE_DIR) + "/models/stories-moe-8x-q8_0.gguf"; }
 

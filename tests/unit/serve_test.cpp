@@ -145,6 +145,12 @@ TEST(ServeTextStream, StopStringSplitAcrossPiecesIsCutAndNotEmitted) {
   EXPECT_EQ(run_stream(earliest, {"xa", "byz"}), "xa");
 }
 
+TEST(ServeTextStream, EmptyStopStringsAreIgnored) {
+  runtime::TextStream none({""});
+  EXPECT_EQ(run_stream(none, {"a", "b"}), "ab");
+  EXPECT_FALSE(none.stopped());
+}
+
 TEST(ServeTextStream, HoldsBackIncompleteUtf8) {
   runtime::TextStream ts({});
   const std::string euro = "\xE2\x82\xAC";  // U+20AC, 3 bytes
