@@ -26,10 +26,10 @@ struct ServeOptions {
 };
 
 void run_serve(ServeOptions& o) {
-  SamplerFlags fixed = o.sampling;
-  if (fixed.seed < 0) fixed.seed = 0;  // resolve_sampler would draw (and print) one seed for the whole server
-  o.server.defaults.sampler = resolve_sampler(fixed);
-  o.server.defaults.random_seed = o.sampling.seed < 0;
+  check_sampler(o.sampling);
+  o.server.defaults.sampler = o.sampling.cfg;
+  o.server.defaults.random_seed = o.sampling.seed < 0;  // -s -1: each request draws its own
+  if (o.sampling.seed >= 0) o.server.defaults.sampler.seed = static_cast<uint64_t>(o.sampling.seed);
   if (o.server.defaults.max_tokens < -1) throw Error("-n: must be -1 (until the context is full) or >= 0");
   if (o.server.http_threads < 1 || o.server.http_threads > 1024) throw Error("--http-threads: must be 1..1024");
   if (o.max_body_mb < 1 || o.max_body_mb > 4096) throw Error("--max-body-mb: must be 1..4096");

@@ -22,7 +22,7 @@ void add_sampler_flags(CLI::App* cmd, SamplerFlags& f) {
 // Each of these, out of range, would print nothing or garbage with status 0
 // (--repeat-penalty 0 divides by zero); NaN fails every comparison, hence the
 // negated forms.
-runtime::SamplerConfig resolve_sampler(const SamplerFlags& f) {
+void check_sampler(const SamplerFlags& f) {
   const runtime::SamplerConfig& s = f.cfg;
   auto require = [](bool ok, const char* flag, float v, const char* range) {
     if (ok) return;
@@ -36,7 +36,11 @@ runtime::SamplerConfig resolve_sampler(const SamplerFlags& f) {
   require(std::isfinite(s.repeat_penalty) && s.repeat_penalty > 0, "--repeat-penalty", s.repeat_penalty,
           "a number > 0 (1 = off)");
   if (f.seed < -1) throw Error("-s: seed must be >= 0, or -1 for a random one (got " + std::to_string(f.seed) + ")");
-  runtime::SamplerConfig out = s;
+}
+
+runtime::SamplerConfig resolve_sampler(const SamplerFlags& f) {
+  check_sampler(f);
+  runtime::SamplerConfig out = f.cfg;
   if (f.seed >= 0) {
     out.seed = static_cast<uint64_t>(f.seed);
   } else {

@@ -19,7 +19,10 @@ struct SamplerFlags {
 
 void add_sampler_flags(CLI::App* cmd, SamplerFlags& f);
 
-// Validates the ranges (Error naming the flag) and resolves the seed.
+// Checks the ranges (Error naming the flag); -s may be -1.
+void check_sampler(const SamplerFlags& f);
+
+// check_sampler, then the seed resolved (-1: drawn now, printed when sampling).
 runtime::SamplerConfig resolve_sampler(const SamplerFlags& f);
 
 }  // namespace sluice::cli
