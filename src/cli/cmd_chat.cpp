@@ -2,9 +2,6 @@
 // and its KV cache and expert cache stay warm between turns; Ctrl-C stops the
 // current answer without ending the chat; a full context ends the answer with
 // a notice. Commands: /reset (forget the conversation), /exit (or Ctrl-D).
-#include <signal.h>
-
-#include <atomic>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -13,6 +10,7 @@
 #include "cli/engine_flags.h"
 #include "cli/line_input.h"
 #include "cli/sampler_flags.h"
+#include "cli/sigint.h"
 #include "cli/stdout_output.h"
 #include "runtime/chat.h"
 #include "runtime/session.h"
@@ -27,26 +25,6 @@ struct ChatOptions {
   SamplerFlags sampling;
   std::string system;   // --system
   int n_predict = -1;   // per answer; -1: until end of sequence or a full context
-};
-
-std::atomic<bool> g_interrupted{false};
-
-extern "C" void on_sigint(int) { g_interrupted.store(true); }
-
-// SIGINT stops the current answer (the chat goes on); restored on exit.
-class SigintToFlag {
- public:
-  SigintToFlag() {
-    struct sigaction sa {};
-    sa.sa_handler = on_sigint;
-    sigemptyset(&sa.sa_mask);
-    sa.sa_flags = 0;  // no SA_RESTART: a read at the prompt returns
-    ::sigaction(SIGINT, &sa, &old_);
-  }
-  ~SigintToFlag() { ::sigaction(SIGINT, &old_, nullptr); }
-
- private:
-  struct sigaction old_ {};
 };
 
 void run_chat(ChatOptions& o) {
@@ -66,10 +44,10 @@ void run_chat(ChatOptions& o) {
   std::fprintf(stderr, "sluice: chat ready (/reset forgets the conversation, /exit or Ctrl-D ends; Ctrl-C stops an "
                        "answer; end a line with \\ to continue it)\n");
   for (;;) {
-    g_interrupted.store(false);
+    clear_sigint();
     const std::optional<std::string> line = input.read("> ");
     if (!line) break;
-    if (g_interrupted.load()) {  // Ctrl-C at the prompt: a fresh prompt
+    if (sigint_received()) {  // Ctrl-C at the prompt: a fresh prompt
       out("\n");
       continue;
     }
@@ -83,7 +61,7 @@ void run_chat(ChatOptions& o) {
     const runtime::ChatTurnResult r = chat.turn(*line, sampler, o.n_predict, [](const std::string& piece) {
       out(piece);
       flush_stdout();
-      return !g_interrupted.load();
+      return !sigint_received();
     });
     out("\n");
     flush_stdout();
@@ -104,6 +82,10 @@ void register_chat(CLI::App& app) {
   cmd->add_option("--system", opts->system, "system prompt");
   cmd->add_option("-n,--n-predict", opts->n_predict, "most tokens per answer (-1: until end of sequence)")
       ->capture_default_str();
+  cmd->footer(
+      "Examples:\n"
+      "  sluice chat -m model.gguf\n"
+      "  sluice chat -m model.gguf --system 'You are terse.' --temp 0.7 --cache-mb auto");
   cmd->callback([opts] { run_chat(*opts); });
 }
 
