@@ -32,7 +32,7 @@ struct EvalCmdOptions {
   std::string text_path;
   int ctx = 0;              // 0: min(model context, 512)
   int64_t max_tokens = 0;   // 0: all
-  bool json_only = false;
+  bool json = false;  // --json: the result as one JSON object instead of the table
 };
 
 bool trims_set(const moe::TrimConfig& t) { return t.top_k > 0 || t.any_table_trim(); }
@@ -129,8 +129,11 @@ void run_eval(EvalCmdOptions& o) {
     j["kl_mean"] = r.mean_kl();
     j["top1_agree_pct"] = r.top1_agree_pct();
   }
-  if (!o.json_only) print_table(r, j);
-  outf("SLUICE_EVAL %s\n", j.dump().c_str());
+  if (o.json) {
+    outf("%s\n", j.dump(2).c_str());  // stdout is this object and nothing else
+  } else {
+    print_table(r, j);
+  }
   flush_stdout();
   if (cfg.route_trace) cfg.route_trace->close();
 }
@@ -147,7 +150,11 @@ void register_eval(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--max-tokens", opts->max_tokens, "use only the first N text tokens (0: all)")
       ->capture_default_str();
-  cmd->add_flag("--json", opts->json_only, "print only the SLUICE_EVAL JSON line");
+  cmd->add_flag("--json", opts->json, "print the result as one JSON object (python3 -m json.tool reads it)");
+  cmd->footer(
+      "Examples:\n"
+      "  sluice eval -m model.gguf -f wiki.test.raw --max-tokens 4096\n"
+      "  sluice eval -m model.gguf -f wiki.test.raw --moe-top-k 4 --json | python3 -m json.tool");
   cmd->callback([opts] { run_eval(*opts); });
 }
 

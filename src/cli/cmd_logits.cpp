@@ -10,6 +10,7 @@
 #include "cli/commands.h"
 #include "cli/id_list.h"
 #include "cli/engine_flags.h"
+#include "cli/notice.h"
 #include "cli/telemetry_output.h"
 #include "io/output_file.h"
 #include "runtime/mtp_trace.h"
@@ -41,6 +42,7 @@ void run_logits(const LogitsOptions& o) {
   const std::vector<int32_t> ids = parse_id_list(o.tokens, "--tokens");
   const bool mtp = !o.mtp_out.empty() || !o.mtp_chain_out.empty();
   model::ModelConfig cfg = o.engine.to_model_config();
+  cfg.log = [](const std::string& line) { notice(line); };
   cfg.mtp = mtp;  // load the NextN head (Error when the file has none)
   runtime::Session session = runtime::Session::open(o.engine.model_path, cfg);
   // Refused before the evaluation when -o is one of the model's files. The
@@ -64,7 +66,7 @@ void run_logits(const LogitsOptions& o) {
   out.write(logits.data(), logits.size() * sizeof(float));
   out.commit();
   if (cfg.route_trace) cfg.route_trace->close();
-  std::fprintf(stderr, "wrote %zu x %zu logits to %s\n", ids.size(), n_vocab, o.out_path.c_str());
+  notice("wrote " + std::to_string(ids.size()) + " x " + std::to_string(n_vocab) + " logits to " + o.out_path);
   telemetry.finish();
 }
 

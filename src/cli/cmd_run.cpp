@@ -1,5 +1,8 @@
 // `sluice run`: tokenize a prompt, generate, stream the text to stdout; the
-// telemetry summary (cli/telemetry_output.h) goes to stderr.
+// telemetry summary (cli/telemetry_output.h) goes to stderr. With --json -
+// stdout carries only the JSON object, the text inside it ("text"), so that
+// nothing corrupts it. Ctrl-C stops generation between tokens; the summary
+// is still printed and the exit status is 130.
 #include <charconv>
 #include <cstdio>
 #include <memory>
@@ -9,8 +12,11 @@
 
 #include "cli/commands.h"
 #include "cli/engine_flags.h"
+#include "cli/escapes.h"
 #include "cli/load_progress.h"
+#include "cli/notice.h"
 #include "cli/sampler_flags.h"
+#include "cli/sigint.h"
 #include "cli/stdout_output.h"
 #include "cli/telemetry_output.h"
 #include "io/text_input.h"
@@ -27,6 +33,7 @@ struct RunOptions {
   SamplerFlags sampling;
   std::string prompt;       // -p
   std::string prompt_file;  // -f
+  bool escapes = false;     // -e: process \n, \t, \xNN... in the prompt
   int n_predict = 128;     // -n; -1: until end of sequence or the context is full
   std::vector<std::string> stop;  // --stop
   bool ignore_eos = false;
@@ -54,17 +61,28 @@ runtime::MtpOptions parse_mtp(const std::string& v, float p_min) {
   o.depth = n;
   if (!(p_min >= 0.0f && p_min <= 1.0f)) throw Error("--mtp-p-min: must be in [0, 1] (got " + std::to_string(p_min) + ")");
   o.p_min = p_min;
-  o.log = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
+  o.log = [](const std::string& line) { notice(line); };
   return o;
 }
 
 // The prompt from -p, or the whole of -f's file minus one trailing newline
 // (as llama.cpp's -f does, so `echo text > f` and -p text agree).
 std::string load_prompt(const RunOptions& o) {
-  if (o.prompt_file.empty()) return o.prompt;
-  std::string text = io::read_text_input(o.prompt_file, "-f");
-  if (!text.empty() && text.back() == '\n') text.pop_back();
-  return text;
+  std::string text = o.prompt;
+  if (!o.prompt_file.empty()) {
+    text = io::read_text_input(o.prompt_file, "-f");
+    if (!text.empty() && text.back() == '\n') text.pop_back();
+  }
+  return o.escapes ? process_escapes(text, o.prompt_file.empty() ? "-p" : "-f") : text;
+}
+
+// Why generation ended, for --json.
+const char* finish_reason(const runtime::GenerationStats& st, bool interrupted, bool stop_string, int n_predict) {
+  if (interrupted) return "interrupted";
+  if (stop_string) return "stop";
+  if (st.context_full) return "context_full";
+  if (n_predict >= 0 && st.generated >= n_predict) return "length";
+  return "eos";
 }
 
 // The throughput figures the streaming design is judged by, over the decode
@@ -90,7 +108,8 @@ void run_generate(RunOptions& o) {
   o.engine.extra_inputs = {o.prompt_file};  // --route-trace must not replace it
   const runtime::MtpOptions mtp = parse_mtp(o.mtp, o.mtp_p_min);
   model::ModelConfig cfg = o.engine.to_model_config();
-  cfg.on_dense_progress = tty_load_progress("sluice: loading dense weights");
+  cfg.log = [](const std::string& line) { notice(line); };
+  if (!quiet()) cfg.on_dense_progress = tty_load_progress("sluice: loading dense weights");
   cfg.mtp = mtp.depth > 0;  // load the NextN head
   runtime::Session session = runtime::Session::open(o.engine.model_path, cfg);
   session.set_mtp(mtp);
@@ -102,8 +121,20 @@ void run_generate(RunOptions& o) {
   }
 
   TelemetryOutput telemetry(o.telemetry, session, {o.prompt_file});
-  out(text);
-  flush_stdout();
+  // The text goes to stdout as it comes, or into the JSON object when that
+  // is what stdout carries. -q prints only what is generated.
+  const bool text_to_stdout = !o.telemetry.json_to_stdout();
+  std::string generated;
+  auto emit = [&](const std::string& piece) {
+    generated += piece;
+    if (!text_to_stdout) return;
+    out(piece);
+    flush_stdout();
+  };
+  if (text_to_stdout && o.telemetry.verbosity != Verbosity::kQuiet) {
+    out(text);
+    flush_stdout();
+  }
   std::vector<int32_t> stop;
   if (!o.ignore_eos) {
     for (int32_t id : {tok.eos(), tok.eot()})
@@ -113,25 +144,33 @@ void run_generate(RunOptions& o) {
   // The first token arrives after prefill and before any decode step.
   std::optional<moe::ExpertIoStats> io_after_prefill;
   runtime::TextStream stop_strings(o.stop);
+  SigintToFlag sigint;  // checked between tokens (a long prefill runs to its end)
   const runtime::GenerationStats st = session.generate(
       prompt, o.n_predict, sampler,
       [&](int32_t id) {
         if (!io_after_prefill) io_after_prefill = session.model().stats().io;
-        out(stop_strings.push(tok.token_to_piece(id, false)));
-        flush_stdout();
-        return !stop_strings.stopped();
+        emit(stop_strings.push(tok.token_to_piece(id, false)));
+        return !stop_strings.stopped() && !sigint_received();
       },
       stop);
-  out(stop_strings.finish());
-  out("\n");
-  if (st.context_full)
-    std::fprintf(stderr, "sluice: context full (%d positions): generation stopped; raise -c for longer output\n",
-                 session.model().n_ctx());
+  emit(stop_strings.finish());
+  if (text_to_stdout) out("\n");
   flush_stdout();
+  const bool interrupted = sigint_received();
+  if (interrupted) notice("sluice: generation stopped (Ctrl-C)");
+  if (st.context_full)
+    notice("sluice: context full (" + std::to_string(session.model().n_ctx()) +
+           " positions): generation stopped; raise -c for longer output");
 
   if (cfg.route_trace) cfg.route_trace->close();
-  telemetry.finish();
-  if (io_after_prefill) print_decode_io(st, *io_after_prefill, session.model().stats().io);
+  nlohmann::ordered_json fields;
+  fields["text"] = generated;
+  fields["finish_reason"] = finish_reason(st, interrupted, stop_strings.stopped(), o.n_predict);
+  fields["seed"] = sampler_cfg.seed;
+  telemetry.finish({}, std::move(fields));
+  if (io_after_prefill && o.telemetry.verbosity == Verbosity::kVerbose)
+    print_decode_io(st, *io_after_prefill, session.model().stats().io);
+  if (interrupted) throw Interrupted{};
 }
 
 }  // namespace
@@ -147,6 +186,7 @@ void register_run(CLI::App& app) {
   f->excludes(p);
   cmd->add_option("-n,--n-predict", opts->n_predict, "tokens to generate (-1: until end of sequence or a full context)")
       ->capture_default_str();
+  cmd->add_flag("-e,--escape", opts->escapes, "process escapes in the prompt: \\n \\t \\r \\\\ \\\" \\' \\xNN");
   cmd->add_option("--stop", opts->stop, "stop generating at this text (not printed); repeatable");
   add_sampler_flags(cmd, opts->sampling);
   cmd->add_flag("--ignore-eos", opts->ignore_eos, "keep generating after end-of-sequence");
@@ -156,7 +196,14 @@ void register_run(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--mtp-p-min", opts->mtp_p_min, "stop drafting when the head's top probability is below P")
       ->capture_default_str();
-  add_telemetry_flags(cmd, opts->telemetry);
+  add_telemetry_flags(cmd, opts->telemetry, "the generated text (then not streamed), finish_reason, seed");
+  cmd->footer(
+      "Examples:\n"
+      "  sluice run -m model.gguf -p 'Once upon a time' -n 64\n"
+      "  sluice run -m model.gguf -f prompt.txt -n -1 -q > story.txt\n"
+      "  echo 'Tell me' | sluice run -m model.gguf -f - --json - | jq .summary.decode_tps\n"
+      "stdout: the prompt and the generated text (-q: only the generated text); stderr: one summary line\n"
+      "(-v: the full telemetry block). Ctrl-C stops generation, prints the summary and exits 130.");
   cmd->callback([opts, p, f] {  // the options are owned by `app`, which outlives parsing
     if (p->count() == 0 && f->count() == 0)
       throw Error("run: no prompt: give -p TEXT or -f FILE");

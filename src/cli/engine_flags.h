@@ -12,32 +12,53 @@
 
 namespace sluice::cli {
 
+// -m is in the command's main group (listed first in --help); the rest in
+// the "Engine" group. Choices are CLI11 checks, so --help lists them and a
+// wrong one is a usage error naming the flag.
 inline void add_engine_flags(CLI::App* cmd, runtime::EngineOptions& o) {
+  const char* group = "Engine";
   cmd->add_option("-m,--model", o.model_path, "GGUF model file (first split of a split model)")->required();
-  cmd->add_option("-t,--threads", o.threads, "compute threads, 1 to 4 x online CPUs (results do not depend on it)")->capture_default_str();
-  cmd->add_option("--dense-weights", o.dense_weights, "how non-expert weights are held: mmap|warm|anon")
-      ->capture_default_str();
-  cmd->add_flag("--no-odirect", o.no_odirect, "read with the page cache instead of O_DIRECT");
-  cmd->add_option("--io-threads", o.io_threads, "expert read lanes")->capture_default_str();
-  cmd->add_flag("--load-all", o.load_all, "keep every expert resident (debug / small models)");
-  cmd->add_option("--kv-type", o.kv_type, "KV cache element type: f16|f32")->capture_default_str();
-  cmd->add_option("-c,--ctx-size", o.n_ctx, "context size in tokens (0: min(model context, 4096))")
-      ->capture_default_str();
-  cmd->add_option("--cache-mb", o.cache_mb, "expert cache budget in MiB: N|auto|off (0 = off)")->capture_default_str();
+  cmd->add_option("-t,--threads", o.threads, "compute threads, 1 to 4 x online CPUs (results do not depend on it)")
+      ->capture_default_str()
+      ->group(group);
+  cmd->add_option("-c,--ctx-size", o.n_ctx,
+                  "context size in tokens (0: min(model context, 4096)); above the model's trained context warns")
+      ->capture_default_str()
+      ->group(group);
+  cmd->add_option("--dense-weights", o.dense_weights,
+                  "how non-expert weights are held: mmap (page cache), warm (mmap, read once), anon (private "
+                  "copy; llama.cpp's --no-mmap)")
+      ->check(CLI::IsMember({"mmap", "warm", "anon"}))
+      ->capture_default_str()
+      ->group(group);
+  cmd->add_option("--kv-type", o.kv_type, "KV cache element type (llama.cpp's -ctk/-ctv)")
+      ->check(CLI::IsMember({"f16", "f32"}))
+      ->capture_default_str()
+      ->group(group);
+  cmd->add_option("--cache-mb", o.cache_mb, "expert cache budget in MiB: N|auto|off (0 = off)")
+      ->capture_default_str()
+      ->group(group);
   cmd->add_option("--cache-floor-mb", o.cache_floor_mb, "--cache-mb auto: never below M MiB (0: mechanical floor)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->group(group);
   cmd->add_option("--cache-ceil-mb", o.cache_ceil_mb, "--cache-mb auto: never above M MiB (0: every expert)")
-      ->capture_default_str();
-  cmd->add_option("--route-trace", o.route_trace, "write expert routing + cache hits as JSONL to FILE");
+      ->capture_default_str()
+      ->group(group);
+  cmd->add_flag("--no-odirect", o.no_odirect, "read with the page cache instead of O_DIRECT")->group(group);
+  cmd->add_option("--io-threads", o.io_threads, "expert read lanes")->capture_default_str()->group(group);
+  cmd->add_flag("--load-all", o.load_all, "keep every expert resident (debug / small models)")->group(group);
+  cmd->add_option("--route-trace", o.route_trace, "write expert routing + cache hits as JSONL to FILE")->group(group);
   cmd->add_option("--ubatch", o.ubatch,
-                  "positions per forward micro-batch in prefill; each routed expert is read once per layer "
-                  "per micro-batch (and --expert-budget applies per micro-batch)")
-      ->capture_default_str();
+                  "positions per forward micro-batch in prefill (llama.cpp's -ub); each routed expert is read once "
+                  "per layer per micro-batch (and --expert-budget applies per micro-batch)")
+      ->capture_default_str()
+      ->group(group);
   cmd->add_flag("--prefetch{auto}", o.prefetch,
                 "--prefetch[=N|auto|off]: after each MoE layer's attention, predict the next layer's experts "
                 "and start reading each position's N most probable early (bare --prefetch: auto = half the "
                 "top-k; results unchanged; off by default)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->group(group);
   const TrimFlags trim_flags = add_trim_flags(cmd, o.trims);
   o.resolve_trims = [trim_flags](moe::TrimConfig& cfg) { finalize_trim_flags(trim_flags, cfg); };
 }

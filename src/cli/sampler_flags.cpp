@@ -5,18 +5,20 @@
 #include <random>
 #include <string>
 
+#include "cli/notice.h"
 #include "util/error.h"
 
 namespace sluice::cli {
 
 void add_sampler_flags(CLI::App* cmd, SamplerFlags& f) {
-  cmd->add_option("--temp", f.cfg.temperature, "temperature (0 = greedy)")->capture_default_str();
-  cmd->add_option("--top-k", f.cfg.top_k, "top-k (0 = off)")->capture_default_str();
-  cmd->add_option("--top-p", f.cfg.top_p, "top-p (1 = off)")->capture_default_str();
-  cmd->add_option("--min-p", f.cfg.min_p, "min-p (0 = off)")->capture_default_str();
-  cmd->add_option("--repeat-penalty", f.cfg.repeat_penalty, "repetition penalty (1 = off)")->capture_default_str();
-  cmd->add_option("--repeat-last-n", f.cfg.repeat_last_n, "tokens the penalty looks back over")->capture_default_str();
-  cmd->add_option("-s,--seed", f.seed, "sampling seed (-1: random, printed)")->capture_default_str();
+  const char* g = "Sampling";
+  cmd->add_option("--temp", f.cfg.temperature, "temperature (0 = greedy)")->capture_default_str()->group(g);
+  cmd->add_option("--top-k", f.cfg.top_k, "top-k (0 = off)")->capture_default_str()->group(g);
+  cmd->add_option("--top-p", f.cfg.top_p, "top-p (1 = off)")->capture_default_str()->group(g);
+  cmd->add_option("--min-p", f.cfg.min_p, "min-p (0 = off)")->capture_default_str()->group(g);
+  cmd->add_option("--repeat-penalty", f.cfg.repeat_penalty, "repetition penalty (1 = off)")->capture_default_str()->group(g);
+  cmd->add_option("--repeat-last-n", f.cfg.repeat_last_n, "tokens the penalty looks back over")->capture_default_str()->group(g);
+  cmd->add_option("-s,--seed", f.seed, "sampling seed (-1: random, printed)")->capture_default_str()->group(g);
 }
 
 // Each of these, out of range, would print nothing or garbage with status 0
@@ -46,7 +48,7 @@ runtime::SamplerConfig resolve_sampler(const SamplerFlags& f) {
   } else {
     std::random_device rd;
     out.seed = ((uint64_t{rd()} << 32) | rd()) >> 1;  // fits -s's int64 range
-    if (out.temperature > 0) std::fprintf(stderr, "sluice: seed %llu\n", static_cast<unsigned long long>(out.seed));
+    if (out.temperature > 0) notice("sluice: seed " + std::to_string(out.seed));
   }
   return out;
 }

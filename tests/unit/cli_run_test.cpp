@@ -162,7 +162,7 @@ TEST(CliRunModel, SeedFlagsAndThreadCountDoNotChangeSampledText) {
 TEST(CliRunModel, SummaryReportsDecodeReadRates) {
   if (!sluice::test::shared_has(kModel)) GTEST_SKIP() << kModel << " not present in " << SLUICE_SHARED_DIR;
   const CliResult r = run_sluice("run -m " + sluice::test::shared_path(kModel) +
-                                     " -p 'Once upon' -n 4 --temp 0 --ignore-eos",
+                                     " -p 'Once upon' -n 4 --temp 0 --ignore-eos -v",
                                  "2>&1 >/dev/null");
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_NE(r.out.find("MiB read per token"), std::string::npos) << r.out;

@@ -367,20 +367,24 @@ TEST(Telemetry, CsvWriterNamesAnUnwritablePath) {
 TEST(TelemetryCli, RunPrintsProgressCsvAndSummaryOnStderr) {
   if (!exists(q8_path())) GTEST_SKIP() << q8_path() << " not found";
   TempDir dir;
-  const std::string out = dir.file("out.txt"), err = dir.file("err.txt"), csv = dir.file("t.csv");
+  const std::string out = dir.file("out.txt"), err = dir.file("err.txt"), csv = dir.file("t.csv"),
+                    json = dir.file("r.json");
   const std::string cmd = std::string(SLUICE_BINARY) + " run -m " + q8_path() +
-                          " -p 'Once upon a time' -n 8 --temp 0 --no-odirect --progress --csv " + csv + " >" + out +
-                          " 2>" + err;
+                          " -p 'Once upon a time' -n 8 --temp 0 --no-odirect --progress --csv " + csv + " --json " +
+                          json + " >" + out + " 2>" + err;
   ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd << "\n" << slurp(err);
   const std::string stdout_text = slurp(out), stderr_text = slurp(err);
-  EXPECT_EQ(stdout_text.find("SLUICE_DONE"), std::string::npos) << "stdout is the generated text only";
+  EXPECT_EQ(stdout_text.find("decode_tokens"), std::string::npos) << "stdout is the generated text only";
   EXPECT_EQ(stdout_text.rfind("Once upon a time", 0), 0u) << stdout_text;
+  // Machine output only where asked: the --json file, not stderr.
+  EXPECT_EQ(stderr_text.find("SLUICE_DONE"), std::string::npos) << stderr_text;
+  EXPECT_EQ(stderr_text.find("# summary"), std::string::npos) << stderr_text;
 
-  const std::string kv = line_with_prefix(stderr_text, "# summary ");
-  EXPECT_NE(kv.find(" decode_tokens=7 "), std::string::npos) << kv;
-  const std::string done = line_with_prefix(stderr_text, "SLUICE_DONE ");
-  ASSERT_FALSE(done.empty());
-  const nlohmann::json j = nlohmann::json::parse(done.substr(12));
+  const nlohmann::json doc = nlohmann::json::parse(slurp(json));
+  // The text in the object is what stdout got after the echoed prompt.
+  EXPECT_EQ("Once upon a time" + doc["text"].get<std::string>() + "\n", stdout_text);
+  EXPECT_EQ(doc["finish_reason"], "length");
+  const nlohmann::json& j = doc["summary"];
   for (const char* key : kSummaryKeys) EXPECT_TRUE(j.contains(key)) << key;
   EXPECT_EQ(j["prefill_tokens"].get<int>(), 5);
   EXPECT_EQ(j["decode_tokens"].get<int>(), 7);
@@ -411,15 +415,15 @@ TEST(TelemetryCli, LogitsPrintsTheSummaryToo) {
   TempDir dir;
   const std::string err = dir.file("err.txt");
   const std::string cmd = std::string(SLUICE_BINARY) + " logits -m " + q8_path() + " --tokens 1,403,407 -o " +
-                          dir.file("l.f32") + " 2>" + err;
-  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd << "\n" << slurp(err);
-  const std::string text = slurp(err);
-  line_with_prefix(text, "# summary ");
-  const std::string done = line_with_prefix(text, "SLUICE_DONE ");
-  ASSERT_FALSE(done.empty());
-  const nlohmann::json j = nlohmann::json::parse(done.substr(12));
+                          dir.file("l.f32") + " --json - 2>" + err;
+  int rc = -1;
+  const std::string out = run_cmd(cmd, &rc);
+  ASSERT_EQ(rc, 0) << cmd << "\n" << slurp(err);
+  const nlohmann::json j = nlohmann::json::parse(out)["summary"];
   EXPECT_EQ(j["prefill_tokens"].get<int>(), 3);
   EXPECT_EQ(j["decode_tokens"].get<int>(), 0);
+  // Default stderr: one summary line (after the "wrote" notice).
+  line_with_prefix(slurp(err), "sluice: prompt 3 tokens at ");
 }
 
 }  // namespace
