@@ -61,10 +61,10 @@ void check_drop_cold(float v) {
     fail(kFlagDropCold, "threshold must be in [0, 1] (got " + show(v) + ")");
 }
 
-std::optional<std::string> env_value(const EnvLookup& env, const char* name) {
+std::optional<EnvSetting> env_value(const EnvLookup& env, const char* key) {
   if (!env) return std::nullopt;
-  auto v = env(name);
-  if (v && trim_spaces(*v).empty()) return std::nullopt;  // VAR= means unset
+  auto v = env(key);
+  if (v && trim_spaces(v->value).empty()) return std::nullopt;  // VAR= means unset
   return v;
 }
 
@@ -73,21 +73,21 @@ std::optional<std::string> env_value(const EnvLookup& env, const char* name) {
 void resolve_trim_config(TrimConfig& cfg, const TrimFlagsGiven& given, const EnvLookup& env) {
   if (given.top_k) {
     check_top_k(cfg.top_k, kFlagTopK);
-  } else if (auto raw = env_value(env, kEnvTopK)) {
-    cfg.top_k = parse_env_int(kEnvTopK, *raw);
-    check_top_k(cfg.top_k, env_where(kEnvTopK, *raw));
+  } else if (auto e = env_value(env, kEnvTopK)) {
+    cfg.top_k = parse_env_int(e->name.c_str(), e->value);
+    check_top_k(cfg.top_k, env_where(e->name.c_str(), e->value));
   }
   if (given.top_p) {
     check_top_p(cfg.top_p, kFlagTopP);
-  } else if (auto raw = env_value(env, kEnvTopP)) {
-    cfg.top_p = parse_env_float(kEnvTopP, *raw);
-    check_top_p(cfg.top_p, env_where(kEnvTopP, *raw));
+  } else if (auto e = env_value(env, kEnvTopP)) {
+    cfg.top_p = parse_env_float(e->name.c_str(), e->value);
+    check_top_p(cfg.top_p, env_where(e->name.c_str(), e->value));
   }
   if (given.expert_budget) {
     check_budget(cfg.expert_budget, kFlagExpertBudget);
-  } else if (auto raw = env_value(env, kEnvExpertBudget)) {
-    cfg.expert_budget = parse_env_int(kEnvExpertBudget, *raw);
-    check_budget(cfg.expert_budget, env_where(kEnvExpertBudget, *raw));
+  } else if (auto e = env_value(env, kEnvExpertBudget)) {
+    cfg.expert_budget = parse_env_int(e->name.c_str(), e->value);
+    check_budget(cfg.expert_budget, env_where(e->name.c_str(), e->value));
   }
   validate_trim_config(cfg);  // defaults and drop-cold
 }

@@ -26,15 +26,16 @@ struct TrimConfig {
 
 // Spellings used in error messages. The routing flags carry a `moe-` prefix
 // because `sluice run` also takes llama.cpp's SAMPLING flags `--top-k` and
-// `--top-p`; the environment names are the product brief's.
+// `--top-p`. The environment keys are SLUICE_-prefixed; the CLI also reads
+// the product brief's bare names (TOPK, TOPP, EXPERT_BUDGET) behind them.
 inline constexpr const char* kFlagTopK = "--moe-top-k";
 inline constexpr const char* kFlagTopP = "--moe-top-p";
 inline constexpr const char* kFlagExpertBudget = "--expert-budget";
 inline constexpr const char* kFlagDropCold = "--drop-cold-experts";
 inline constexpr const char* kFlagDropNoRenorm = "--drop-no-renorm";
-inline constexpr const char* kEnvTopK = "TOPK";
-inline constexpr const char* kEnvTopP = "TOPP";
-inline constexpr const char* kEnvExpertBudget = "EXPERT_BUDGET";
+inline constexpr const char* kEnvTopK = "SLUICE_TOPK";
+inline constexpr const char* kEnvTopP = "SLUICE_TOPP";
+inline constexpr const char* kEnvExpertBudget = "SLUICE_EXPERT_BUDGET";
 
 // Which of the flags that have an environment fallback were given explicitly.
 struct TrimFlagsGiven {
@@ -43,13 +44,20 @@ struct TrimFlagsGiven {
   bool expert_budget = false;
 };
 
-// Returns the value of an environment variable, or nullopt when it is unset.
-using EnvLookup = std::function<std::optional<std::string>(const char* name)>;
+// An environment variable in force: the name it was read under (the key or
+// a fallback spelling, for messages) and its value.
+struct EnvSetting {
+  std::string name;
+  std::string value;
+};
 
-// Fills top_k / top_p / expert_budget from TOPK / TOPP / EXPERT_BUDGET where
-// the flag was not given and the variable is set to a non-empty value, then
-// validates every field. Errors (sluice::Error) name the flag, or the
-// environment variable and its value when that is where the value came from:
+// The setting for a key (kEnvTopK...), or nullopt when none is set.
+using EnvLookup = std::function<std::optional<EnvSetting>(const char* key)>;
+
+// Fills top_k / top_p / expert_budget from the kEnv* keys where the flag was
+// not given (env is only asked then) and the variable is set to a non-empty
+// value, then validates every field. Errors (sluice::Error) name the flag, or
+// the environment variable and its value when that is where the value came from:
 //   top-k >= 1, top-p in (0, 1], expert budget >= 1, drop-cold in [0, 1].
 // Explicit values must be >= 1 for top-k and budget (the defaults 0 mean
 // "model's value" / "off"); an empty variable counts as unset.

@@ -31,8 +31,8 @@ struct EngineOptions {
   int n_ctx = 0;                     // -c (0: min(context_length, 4096))
   int ubatch = 512;                  // --ubatch: positions per forward micro-batch
   moe::TrimConfig trims;             // --moe-top-k, --moe-top-p, --expert-budget, --drop-cold-experts
-  // Set by the CLI: applies the TOPK / TOPP / EXPERT_BUDGET environment
-  // fallbacks for trim flags not given, then validates (Error names the flag
+  // Set by the CLI: applies the SLUICE_TOPK / SLUICE_TOPP / SLUICE_EXPERT_BUDGET
+  // environment fallbacks (bare names too) for trim flags not given, then validates (Error names the flag
   // or variable). Empty: `trims` is only validated. Keeps getenv in the CLI.
   std::function<void(moe::TrimConfig&)> resolve_trims;
   std::string cache_mb = "off";      // --cache-mb N|auto|off (MiB; 0 = off)

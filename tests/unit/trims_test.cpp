@@ -8,6 +8,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdlib>
+#include <optional>
 #include <map>
 #include <set>
 #include <string>
@@ -377,10 +379,10 @@ TrimConfig parse(const std::string& args, const Env& env) {
   TrimConfig cfg;
   const auto flags = cli::add_trim_flags(&app, cfg);
   app.parse(args, /*program_name_included=*/false);
-  resolve_trim_config(cfg, flags.given(), [&env](const char* name) -> std::optional<std::string> {
-    const auto it = env.find(name);
+  resolve_trim_config(cfg, flags.given(), [&env](const char* key) -> std::optional<EnvSetting> {
+    const auto it = env.find(key);
     if (it == env.end()) return std::nullopt;
-    return it->second;
+    return EnvSetting{it->first, it->second};
   });
   return cfg;
 }
@@ -406,7 +408,7 @@ TEST(TrimsFlags, FlagsSetTheConfig) {
 }
 
 TEST(TrimsFlags, EnvironmentFillsOnlyFlagsNotGiven) {
-  const Env env{{"TOPK", "4"}, {"TOPP", " 0.5 "}, {"EXPERT_BUDGET", "16"}};
+  const Env env{{"SLUICE_TOPK", "4"}, {"SLUICE_TOPP", " 0.5 "}, {"SLUICE_EXPERT_BUDGET", "16"}};
   TrimConfig cfg = parse("", env);
   EXPECT_EQ(cfg.top_k, 4);
   EXPECT_EQ(cfg.top_p, 0.5f);
@@ -416,21 +418,42 @@ TEST(TrimsFlags, EnvironmentFillsOnlyFlagsNotGiven) {
   EXPECT_EQ(cfg.top_p, 0.5f);
   EXPECT_EQ(cfg.expert_budget, 3);
   // A variable behind a given flag is not even parsed; an empty one is unset.
-  cfg = parse("--moe-top-p 0.8", {{"TOPP", "garbage"}, {"TOPK", ""}});
+  cfg = parse("--moe-top-p 0.8", {{"SLUICE_TOPP", "garbage"}, {"SLUICE_TOPK", ""}});
   EXPECT_EQ(cfg.top_p, 0.8f);
   EXPECT_EQ(cfg.top_k, 0);
 }
 
 TEST(TrimsFlags, EnvironmentErrorsNameTheVariableAndValue) {
   auto err = [](const Env& env) { return error_of([&] { parse("", env); }); };
-  EXPECT_EQ(err({{"TOPP", "1.5"}}), "TOPP=1.5: MoE top-p must be in (0, 1] (got 1.5)");
-  EXPECT_EQ(err({{"TOPP", "0"}}), "TOPP=0: MoE top-p must be in (0, 1] (got 0)");
-  EXPECT_EQ(err({{"TOPP", "abc"}}), "TOPP=abc: not a number");
-  EXPECT_EQ(err({{"TOPP", "nan"}}).substr(0, 9), "TOPP=nan:");
-  EXPECT_EQ(err({{"TOPK", "3x"}}), "TOPK=3x: not an integer");
-  EXPECT_EQ(err({{"TOPK", "0"}}), "TOPK=0: MoE top-k must be >= 1 (got 0)");
-  EXPECT_EQ(err({{"EXPERT_BUDGET", "0"}}), "EXPERT_BUDGET=0: expert budget must be >= 1 (got 0)");
-  EXPECT_EQ(err({{"EXPERT_BUDGET", "99999999999"}}), "EXPERT_BUDGET=99999999999: not an integer");
+  EXPECT_EQ(err({{"SLUICE_TOPP", "1.5"}}), "SLUICE_TOPP=1.5: MoE top-p must be in (0, 1] (got 1.5)");
+  EXPECT_EQ(err({{"SLUICE_TOPP", "0"}}), "SLUICE_TOPP=0: MoE top-p must be in (0, 1] (got 0)");
+  EXPECT_EQ(err({{"SLUICE_TOPP", "abc"}}), "SLUICE_TOPP=abc: not a number");
+  EXPECT_EQ(err({{"SLUICE_TOPP", "nan"}}).substr(0, 16), "SLUICE_TOPP=nan:");
+  EXPECT_EQ(err({{"SLUICE_TOPK", "3x"}}), "SLUICE_TOPK=3x: not an integer");
+  EXPECT_EQ(err({{"SLUICE_TOPK", "0"}}), "SLUICE_TOPK=0: MoE top-k must be >= 1 (got 0)");
+  EXPECT_EQ(err({{"SLUICE_EXPERT_BUDGET", "0"}}), "SLUICE_EXPERT_BUDGET=0: expert budget must be >= 1 (got 0)");
+  EXPECT_EQ(err({{"SLUICE_EXPERT_BUDGET", "99999999999"}}), "SLUICE_EXPERT_BUDGET=99999999999: not an integer");
+}
+
+// The CLI reads SLUICE_X, else the bare X (the seed's names); an empty value
+// is unset; the setting names the variable read, for messages.
+TEST(TrimsFlags, CliReadsThePrefixedNameThenTheBareOne) {
+  ::unsetenv("SLUICE_TOPK");
+  ::setenv("TOPK", "3", 1);
+  std::optional<EnvSetting> e = cli::read_trim_env(kEnvTopK);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->name, "TOPK");
+  EXPECT_EQ(e->value, "3");
+  ::setenv("SLUICE_TOPK", "2", 1);
+  e = cli::read_trim_env(kEnvTopK);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->name, "SLUICE_TOPK");
+  EXPECT_EQ(e->value, "2");
+  ::setenv("SLUICE_TOPK", " ", 1);
+  EXPECT_EQ(cli::read_trim_env(kEnvTopK)->name, "TOPK");
+  ::unsetenv("SLUICE_TOPK");
+  ::unsetenv("TOPK");
+  EXPECT_FALSE(cli::read_trim_env(kEnvTopK));
 }
 
 TEST(TrimsFlags, FlagErrorsNameTheFlag) {
