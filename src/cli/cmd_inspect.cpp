@@ -1,5 +1,6 @@
-// `sluice inspect MODEL.gguf [--json] [--tensors] [--ctx N]`: what a GGUF holds
-// and how much memory streaming its experts needs.
+// `sluice inspect -m MODEL.gguf [--json] [--tensors] [-c N]` (the model may
+// also come positionally): what a GGUF holds and how much memory streaming
+// its experts needs, the KV cache sized at the context `run` would use.
 #include <cstdio>
 #include <string>
 
@@ -8,6 +9,7 @@
 #include "gguf/gguf.h"
 #include "tools/inspect_report.h"
 #include "tools/model_info.h"
+#include "util/error.h"
 
 namespace sluice::cli {
 namespace {
@@ -16,12 +18,13 @@ struct InspectOptions {
   std::string model;
   bool json = false;
   bool tensors = false;
-  uint64_t kv_context = tools::kDefaultKvContext;
+  int kv_context = 0;  // -c; 0: as run resolves it (model::resolve_context)
 };
 
 void run_inspect(const InspectOptions& o) {
+  if (o.kv_context < 0) throw Error("-c: context size must be >= 0 (got " + std::to_string(o.kv_context) + ")");
   const gguf::GgufModel model = gguf::GgufModel::open(o.model);
-  const tools::ModelInfo info = tools::model_info(model, o.kv_context);
+  const tools::ModelInfo info = tools::model_info(model, static_cast<uint64_t>(o.kv_context));
   if (o.json) {
     outf("%s\n", tools::inspect_json(info, model.metadata()).dump(2).c_str());
   } else {
@@ -34,13 +37,20 @@ void run_inspect(const InspectOptions& o) {
 void register_inspect(CLI::App& app) {
   auto opts = std::make_shared<InspectOptions>();
   CLI::App* cmd = app.add_subcommand("inspect", "Summarise a GGUF model: hyperparameters, tensors, streaming sizes");
-  cmd->add_option("model", opts->model, "GGUF file (first split of a split model)")->required();
+  CLI::Option* m = cmd->add_option("-m,--model", opts->model, "GGUF file (first split of a split model)");
+  CLI::Option* pos = cmd->add_option("model_file", opts->model, "the same, given positionally");
+  m->excludes(pos);
+  pos->excludes(m);
   cmd->add_flag("--json", opts->json, "Print one JSON object (always includes every tensor)");
   cmd->add_flag("--tensors", opts->tensors, "List every tensor instead of one line per family");
-  cmd->add_option("--ctx", opts->kv_context, "Context length used to size the KV cache")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  cmd->callback([opts] { run_inspect(*opts); });
+  cmd->add_option("-c,--ctx-size,--ctx", opts->kv_context,
+                  "context the KV cache is sized for (0: what `sluice run` uses without -c: min(model context, 4096))")
+      ->capture_default_str();
+  cmd->footer("Examples:\n  sluice inspect -m model.gguf\n  sluice inspect -m model.gguf -c 32768 --json");
+  cmd->callback([opts, m, pos] {
+    if (m->count() == 0 && pos->count() == 0) throw CLI::RequiredError("-m,--model");
+    run_inspect(*opts);
+  });
 }
 
 }  // namespace sluice::cli

@@ -1,11 +1,18 @@
 #include "model/kv_cache.h"
 
+#include <algorithm>
+
 #include <cstring>
 
 #include "kernels/quant.h"
 #include "util/error.h"
 
 namespace sluice::model {
+
+int resolve_context(int requested, uint32_t n_ctx_train) {
+  if (requested > 0) return requested;
+  return static_cast<int>(std::min<uint32_t>(n_ctx_train, kDefaultContextCap));
+}
 
 KvType parse_kv_type(const std::string& s) {
   if (s == "f32" || s == "F32") return KvType::F32;

@@ -13,6 +13,12 @@
 
 namespace sluice::model {
 
+// The context a model is loaded with for -c `requested`: requested when > 0,
+// else min(n_ctx_train, kDefaultContextCap). The one rule for run, chat,
+// serve, eval and inspect's KV sizing.
+inline constexpr int kDefaultContextCap = 4096;
+int resolve_context(int requested, uint32_t n_ctx_train);
+
 enum class KvType { F32, F16 };
 KvType parse_kv_type(const std::string& s);  // "f32" | "f16", Error naming --kv-type otherwise
 const char* kv_type_name(KvType t);

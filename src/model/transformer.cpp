@@ -189,7 +189,10 @@ Transformer::Transformer(std::shared_ptr<const gguf::GgufModel> gguf, const Mode
                   std::to_string(eligible) + " experts of the " + std::to_string(r.n_group_used) +
                   " expert groups this model routes within");
   }
-  const int n_ctx = cfg.n_ctx > 0 ? cfg.n_ctx : static_cast<int>(std::min<uint32_t>(hp_.n_ctx_train, 4096));
+  const int n_ctx = resolve_context(cfg.n_ctx, hp_.n_ctx_train);
+  if (cfg.log && hp_.n_ctx_train > 0 && static_cast<uint32_t>(n_ctx) > hp_.n_ctx_train)
+    cfg.log("sluice: warning: -c " + std::to_string(n_ctx) + " is above the " + std::to_string(hp_.n_ctx_train) +
+            " positions this model was trained on; text past them may degrade");
   // The KV cache is sized by -c: refuse before allocating what cannot fit.
   const std::optional<uint64_t> kv_bytes = kv_cache_bytes(hp_, cfg.kv_type, n_ctx);
   if (!kv_bytes || (cfg.memory_bytes > 0 && *kv_bytes > cfg.memory_bytes))

@@ -57,6 +57,13 @@ std::string mib(uint64_t bytes) {
   return buf;
 }
 
+// "Q4_K_M (15)"; the bare number for a value llama.cpp does not name; "-" when absent.
+std::string file_type_text(const std::optional<uint64_t>& ft) {
+  if (!ft) return "-";
+  const std::string name = file_type_name(*ft);
+  return name.empty() ? std::to_string(*ft) : name + " (" + std::to_string(*ft) + ")";
+}
+
 template <typename T>
 std::string show(const std::optional<T>& v) {
   if (!v) return "-";
@@ -127,7 +134,8 @@ json inspect_json(const ModelInfo& info, const gguf::Metadata& metadata) {
   j["file"] = {{"paths", info.file.paths},         {"version", info.file.version},
                {"alignment", info.file.alignment}, {"data_offset", info.file.data_offset},
                {"bytes", info.file.file_bytes},    {"n_metadata", info.file.n_metadata},
-               {"file_type", opt(info.file.file_type)}, {"n_tensors", info.tensors.size()}};
+               {"file_type", opt(info.file.file_type)}, {"file_type_name", info.file.file_type ? json(file_type_name(*info.file.file_type)) : json(nullptr)},
+               {"n_tensors", info.tensors.size()}};
   json layers = json::array();
   for (const auto& l : s.layers)
     layers.push_back({{"layer", l.layer},
@@ -179,7 +187,7 @@ std::string inspect_text(const ModelInfo& info, bool full_tensors) {
   line("gguf version / alignment", std::to_string(info.file.version) + " / " + std::to_string(info.file.alignment));
   line("file size", mib(info.file.file_bytes));
   line("metadata keys / tensors", std::to_string(info.file.n_metadata) + " / " + std::to_string(info.tensors.size()));
-  line("file_type", show(info.file.file_type));
+  line("file_type", file_type_text(info.file.file_type));
   line("expert layout", info.file.expert_layout);
 
   out += "hyperparameters\n";

@@ -1,10 +1,13 @@
 #include "tools/model_info.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <iterator>
 #include <map>
 
 #include "gguf/expert_layout.h"
 #include "model/arch.h"
+#include "model/kv_cache.h"
 #include "util/error.h"
 
 namespace sluice::tools {
@@ -174,8 +177,23 @@ ModelInfo model_info(const gguf::GgufModel& model, uint64_t kv_context) {
   } catch (const Error& e) {
     info.not_runnable = e.what();  // inspect still describes what it can
   }
+  if (kv_context == 0) {
+    const uint64_t train = desc ? desc->hp.n_ctx_train
+                                : info.hp.context_length.value_or(static_cast<uint64_t>(model::kDefaultContextCap));
+    kv_context = static_cast<uint64_t>(model::resolve_context(0, static_cast<uint32_t>(std::min<uint64_t>(train, UINT32_MAX))));
+  }
   info.sizing = compute_sizing(info, kv_context, desc ? &*desc : nullptr);
   return info;
+}
+
+std::string file_type_name(uint64_t file_type) {
+  // llama_ftype (llama.h); 4-6 and 33-35 are retired there.
+  static constexpr const char* kNames[] = {
+      "F32",     "F16",    "Q4_0",    "Q4_1",    "",       "",       "",       "Q8_0",   "Q5_0",   "Q5_1",
+      "Q2_K",    "Q3_K_S", "Q3_K_M",  "Q3_K_L",  "Q4_K_S", "Q4_K_M", "Q5_K_S", "Q5_K_M", "Q6_K",   "IQ2_XXS",
+      "IQ2_XS",  "Q2_K_S", "IQ3_XS",  "IQ3_XXS", "IQ1_S",  "IQ4_NL", "IQ3_S",  "IQ3_M",  "IQ2_S",  "IQ2_M",
+      "IQ4_XS",  "IQ1_M",  "BF16",    "",        "",       "",       "TQ1_0",  "TQ2_0",  "MXFP4_MOE"};
+  return file_type < std::size(kNames) ? kNames[file_type] : "";
 }
 
 }  // namespace sluice::tools

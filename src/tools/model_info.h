@@ -100,6 +100,12 @@ struct ModelInfo {
 };
 
 // Never throws for missing keys; throws sluice::Error for keys of the wrong type.
+// kv_context 0: the context `sluice run` would use without -c
+// (model::resolve_context), so inspect's KV size is the one run allocates.
 ModelInfo model_info(const gguf::GgufModel& model, uint64_t kv_context = kDefaultKvContext);
+
+// llama.cpp's name for a general.file_type (llama_ftype) value: "Q4_K_M" for
+// 15; "" for a value it does not define.
+std::string file_type_name(uint64_t file_type);
 
 }  // namespace sluice::tools
