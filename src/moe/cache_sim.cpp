@@ -30,8 +30,9 @@ TraceShape shape_of(std::span<const RouteTrace> traces) {
 }
 
 // Runs every record through `cache` (ExpertCache or PartitionedExpertCache).
+// Every expert is inserted at `expert_bytes`.
 template <class Cache>
-void replay(std::span<const RouteTrace> traces, Cache& cache, const CacheSimOptions& opt) {
+void replay(std::span<const RouteTrace> traces, Cache& cache, const CacheSimOptions& opt, uint64_t expert_bytes) {
   std::vector<ExpertCache::Pin> pins;
   bool first = true;
   for (const RouteTrace& t : traces) {
@@ -47,7 +48,7 @@ void replay(std::span<const RouteTrace> traces, Cache& cache, const CacheSimOpti
       // expert this same layer is about to use.
       for (int e : r.experts) pins.push_back(cache.acquire({r.layer, e}));
       for (size_t i = 0; i < pins.size(); ++i) {
-        if (!pins[i]) pins[i] = cache.insert({r.layer, r.experts[i]}, opt.expert_bytes);
+        if (!pins[i]) pins[i] = cache.insert({r.layer, r.experts[i]}, expert_bytes);
       }
       pins.clear();  // the layer is done with its experts
     }
@@ -87,7 +88,7 @@ CacheSimResult simulate_global_lru(std::span<const RouteTrace> traces, uint64_t 
   check_cache_floor(budget_bytes, layers, /*ubatch=*/1);
   if (budget_bytes == 0) throw Error("--cache-mb: 0 turns the cache off; give a budget to simulate");
   ExpertCache cache(budget_bytes);
-  replay(traces, cache, opt);
+  replay(traces, cache, opt, opt.expert_bytes);
   CacheSimResult r = result_from(cache.stats(), shape, opt);
   r.policy = "global";
   r.budget_bytes = budget_bytes;
@@ -95,15 +96,18 @@ CacheSimResult simulate_global_lru(std::span<const RouteTrace> traces, uint64_t 
 }
 
 CacheSimResult simulate_per_layer_lru(std::span<const RouteTrace> traces, int k, const CacheSimOptions& opt) {
-  check_expert_bytes(opt);
   const TraceShape shape = shape_of(traces);
   if (k < shape.top_k) {
     throw Error("--per-layer " + std::to_string(k) + ": below the traces' top-k of " +
                 std::to_string(shape.top_k) + " (a layer's experts must all be resident at once)");
   }
-  PartitionedExpertCache cache(std::vector<uint64_t>(static_cast<size_t>(shape.n_layers), opt.expert_bytes), k);
-  replay(traces, cache, opt);
+  // Capacity is counted in experts: with the size unknown, one unit each
+  // gives the same hits, misses and evictions; the byte figures stay 0.
+  const uint64_t unit = opt.expert_bytes > 0 ? opt.expert_bytes : 1;
+  PartitionedExpertCache cache(std::vector<uint64_t>(static_cast<size_t>(shape.n_layers), unit), k);
+  replay(traces, cache, opt, unit);
   CacheSimResult r = result_from(cache.stats(), shape, opt);
+  if (opt.expert_bytes == 0) r.peak_bytes = 0;  // it counted units, not bytes
   r.policy = "per-layer";
   r.per_layer_k = k;
   r.budget_bytes = static_cast<uint64_t>(shape.n_layers) * static_cast<uint64_t>(k) * opt.expert_bytes;

@@ -21,7 +21,7 @@
 namespace sluice::moe {
 
 struct CacheSimOptions {
-  uint64_t expert_bytes = 0;  // one expert (gate+up+down)
+  uint64_t expert_bytes = 0;  // one expert (gate+up+down); 0: unknown (per-layer only: no byte figures)
   bool warm = false;          // keep the cache across sequences and files
 };
 
@@ -45,7 +45,8 @@ struct CacheSimResult {
 // (the widest record's experts; ubatch 1).
 CacheSimResult simulate_global_lru(std::span<const RouteTrace> traces, uint64_t budget_bytes,
                                    const CacheSimOptions& opt);
-// Throws Error naming --per-layer when K is below the traces' top-k.
+// Throws Error naming --per-layer when K is below the traces' top-k. With
+// expert_bytes 0 the counts are exact and budget_bytes / MiB read are 0.
 CacheSimResult simulate_per_layer_lru(std::span<const RouteTrace> traces, int k,
                                       const CacheSimOptions& opt);
 

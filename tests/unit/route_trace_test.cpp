@@ -13,6 +13,9 @@
 #include <tuple>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "gguf/gguf.h"
 #include "moe/cache_budget.h"
 #include "moe/cache_sim.h"
 #include "io/fault_file.h"
@@ -271,6 +274,58 @@ TEST(CacheSim, CliPrintsJson) {
   EXPECT_EQ(rc, 0) << out;
   EXPECT_THAT(out, AllOf(HasSubstr("\"hits\": 3"), HasSubstr("\"hits\": 4"), HasSubstr("\"policy\": \"per-layer\""),
                          HasSubstr("\"tokens\": 6")));
+}
+
+// Per-layer capacities are counted in experts: without an expert size the
+// counts are the same and only the byte figures are unknown (0).
+TEST(CacheSim, PerLayerNeedsNoExpertSize) {
+  const std::vector<RouteTrace> traces = {parse(kTiny)};
+  CacheSimOptions sized;
+  sized.expert_bytes = kMiB;
+  const CacheSimResult a = simulate_per_layer_lru(traces, 2, sized);
+  const CacheSimResult b = simulate_per_layer_lru(traces, 2, CacheSimOptions{});
+  EXPECT_EQ(b.hits, a.hits);
+  EXPECT_EQ(b.misses, a.misses);
+  EXPECT_EQ(b.evictions, a.evictions);
+  EXPECT_EQ(b.budget_bytes, 0u);
+  EXPECT_EQ(b.peak_bytes, 0u);
+  EXPECT_EQ(b.mib_read_per_token(), 0.0);
+  EXPECT_THAT(error_of([&] { simulate_global_lru(traces, 2 * kMiB, CacheSimOptions{}); }),
+              HasSubstr("--expert-mib"));
+}
+
+TEST(CacheSim, CliReadsTheExpertSizeFromTheModel) {
+  const fs::path path = fs::current_path() / ("cache_sim_model_" + std::to_string(::getpid()) + ".jsonl");
+  {
+    std::FILE* f = std::fopen(path.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fputs(kTiny, f);
+    std::fclose(f);
+  }
+  const std::string model = std::string(SLUICE_SOURCE_DIR) + "/models/stories-moe-8x-q8_0.gguf";
+  const std::string sim = "cache-sim --trace " + path.string() + " ";
+  const test::CliResult per_layer = test::run_sluice(sim + "--per-layer 2 --json", "2>&1");
+  const test::CliResult from_model = test::run_sluice(sim + "-m " + model + " --cache-mb 1 --per-layer 2 --json");
+  const test::CliResult no_size = test::run_sluice(sim + "--cache-mb 1");
+  const test::CliResult both = test::run_sluice(sim + "-m " + model + " --expert-mib 1 --per-layer 2");
+  fs::remove(path);
+  ASSERT_EQ(per_layer.status, 0) << per_layer.out;
+  const nlohmann::json p = nlohmann::json::parse(per_layer.out);
+  EXPECT_TRUE(p["expert_mib"].is_null());
+  EXPECT_EQ(p["results"][0]["hits"], 3);
+  EXPECT_TRUE(p["results"][0]["mib_read_per_token"].is_null());
+  ASSERT_EQ(from_model.status, 0) << from_model.out;
+  const nlohmann::json m = nlohmann::json::parse(from_model.out);
+  // The bundled model's experts: gate, up and down slices of Q8_0 rows.
+  uint64_t per_expert = 0;
+  const gguf::GgufModel g = gguf::GgufModel::open(model);
+  for (const auto& t : g.tensors())
+    if (t.name.rfind("blk.0.ffn_", 0) == 0 && t.name.find("_exps") != std::string::npos) per_expert += t.bytes / t.ne[2];
+  EXPECT_DOUBLE_EQ(m["expert_mib"].get<double>(), static_cast<double>(per_expert) / static_cast<double>(kMiB));
+  EXPECT_EQ(m["results"][1]["hits"], 3);
+  EXPECT_EQ(no_size.status, 1);
+  EXPECT_THAT(no_size.out, HasSubstr("--cache-mb: a budget in MiB needs the expert size: give -m MODEL or --expert-mib X"));
+  EXPECT_EQ(both.status, 2);
 }
 
 }  // namespace
