@@ -461,7 +461,9 @@ TEST(ToolsInspect, StoriesMoeJsonFigures) {
   EXPECT_EQ(j["dense_bytes"], 2 * 512 * 68 + 256 + 5 * (2 * 64 * 68 + 2 * 32 * 68 + 2 * 256 + 64 * 8 * 4));
   EXPECT_EQ(j["sizing"]["token_demand_bytes"], 5 * 2 * 39168);
   EXPECT_EQ(j["sizing"]["layer_demand_bytes"], 2 * 39168);
-  EXPECT_EQ(j["sizing"]["kv_bytes"], 5 * 4096 * 4 * (8 + 8) * 2);
+  // KV at the context `run` uses without -c: min(512 trained, 4096).
+  EXPECT_EQ(j["sizing"]["kv_context"], 512);
+  EXPECT_EQ(j["sizing"]["kv_bytes"], 5 * 512 * 4 * (8 + 8) * 2);
   EXPECT_EQ(j["hyperparameters"]["head_dim_k"], 8);
   EXPECT_EQ(j["tensors"].size(), 53u);
 }
