@@ -11,6 +11,7 @@
 #include <ctime>
 #include <exception>
 
+#include "server/chat_response.h"
 #include "server/metrics.h"
 #include "util/error.h"
 
@@ -190,8 +191,11 @@ void Server::Impl::handle_generation(const httplib::Request& req, httplib::Respo
   auto r = std::make_shared<GenerationRequest>(kind == Kind::Chat ? parse_chat_request(body, cfg.defaults)
                                                                   : parse_completion_request(body, cfg.defaults));
   // Tokenized here so a bad prompt is a 400 before any streaming starts.
-  auto prompt = std::make_shared<std::vector<int32_t>>(engine.tokenize_prompt(*r));
+  std::string rendered;
+  auto prompt = std::make_shared<std::vector<int32_t>>(engine.tokenize_prompt(*r, &rendered));
   const bool chat = kind == Kind::Chat;
+  // A prompt that opens a reasoning block (<think>) starts the answer inside it.
+  const bool in_reasoning = chat && runtime::prompt_opens_reasoning(rendered, cfg.output_format);
   const std::string id = (chat ? "chatcmpl-" : "cmpl-") + std::to_string(next_id++);
   const int64_t created = now_s();
   const char* object = chat ? "chat.completion" : "text_completion";
@@ -202,14 +206,9 @@ void Server::Impl::handle_generation(const httplib::Request& req, httplib::Respo
     if (chat) {
       // Reasoning and tool calls in the model's own output format become the
       // OpenAI fields; anything that does not parse stays content.
-      const runtime::ParsedOutput p = runtime::parse_output(g.text, cfg.output_format);
-      json message = {{"role", "assistant"}, {"content", p.content}};
-      if (!p.reasoning_content.empty()) message["reasoning_content"] = p.reasoning_content;
-      if (!p.tool_calls.empty()) {
-        message["tool_calls"] = p.tool_calls;
-        choice["finish_reason"] = "tool_calls";
-      }
-      choice["message"] = std::move(message);
+      const runtime::ParsedOutput p = runtime::parse_output(g.text, cfg.output_format, in_reasoning);
+      choice["message"] = chat_message(p);
+      choice["finish_reason"] = chat_finish_reason(g.finish_reason, !p.tool_calls.empty());
     } else {
       choice["text"] = g.text;
       choice["logprobs"] = nullptr;
@@ -224,11 +223,12 @@ void Server::Impl::handle_generation(const httplib::Request& req, httplib::Respo
   }
 
   // Streaming: the whole generation runs inside the content provider, on
-  // this connection's thread, writing one SSE event per emitted chunk. A
-  // failed write means the client is gone: generation stops there.
+  // this connection's thread, writing one SSE event per emitted chunk (chat:
+  // per delta of the split answer). A failed write means the client is
+  // gone: generation stops there.
   res.set_header("Cache-Control", "no-cache");
   res.set_chunked_content_provider(
-      "text/event-stream", [this, r, prompt, chat, id, created](size_t, httplib::DataSink& sink) {
+      "text/event-stream", [this, r, prompt, chat, in_reasoning, id, created](size_t, httplib::DataSink& sink) {
         const char* chunk_object = chat ? "chat.completion.chunk" : "text_completion";
         auto event = [&](const json& j) {
           const std::string s = "data: " + dump(j) + "\n\n";
@@ -241,19 +241,27 @@ void Server::Impl::handle_generation(const httplib::Request& req, httplib::Respo
                       {"model", cfg.model_id},
                       {"choices", json::array({choice})}};
         };
-        auto text_choice = [&](const std::string& text, const json& finish) {
-          if (chat) return json{{"index", 0}, {"delta", text.empty() ? json::object() : json{{"content", text}}},
-                                {"finish_reason", finish}};
+        auto delta_choice = [](json delta, const json& finish) {
+          return json{{"index", 0}, {"delta", std::move(delta)}, {"finish_reason", finish}};
+        };
+        auto text_choice = [](const std::string& text, const json& finish) {
           return json{{"index", 0}, {"text", text}, {"logprobs", nullptr}, {"finish_reason", finish}};
         };
-        if (chat && !event(chunk({{"index", 0}, {"delta", {{"role", "assistant"}, {"content", ""}}},
-                                  {"finish_reason", nullptr}})))
-          return false;
+        ChatDeltaStream deltas(cfg.output_format, in_reasoning);
+        auto send_deltas = [&](const std::vector<json>& ds) {
+          for (const json& d : ds)
+            if (!event(chunk(delta_choice(d, nullptr)))) return false;
+          return true;
+        };
+        if (chat && !event(chunk(delta_choice({{"role", "assistant"}, {"content", ""}}, nullptr)))) return false;
         try {
-          const GenerationResult g =
-              engine.generate(*r, *prompt, [&](const std::string& t) { return event(chunk(text_choice(t, nullptr))); });
+          const GenerationResult g = engine.generate(*r, *prompt, [&](const std::string& t) {
+            return chat ? send_deltas(deltas.push(t)) : event(chunk(text_choice(t, nullptr)));
+          });
           if (g.finish_reason == "cancelled") return false;
-          json last = chunk(text_choice("", g.finish_reason));
+          if (chat && !send_deltas(deltas.finish())) return false;
+          json last = chat ? chunk(delta_choice(json::object(), chat_finish_reason(g.finish_reason, deltas.called_tools())))
+                           : chunk(text_choice("", g.finish_reason));
           last["usage"] = usage(g);
           if (!event(last)) return false;
           static const char kDone[] = "data: [DONE]\n\n";
