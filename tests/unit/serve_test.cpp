@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/session.h"
+#include "server/chat_response.h"
 #include "server/engine.h"
 #include "server/request.h"
 #include "server/server.h"
@@ -159,6 +160,26 @@ TEST(ServeTextStream, HoldsBackIncompleteUtf8) {
   EXPECT_EQ(ts.push(euro.substr(2)), euro);
   EXPECT_EQ(runtime::incomplete_utf8_tail("x\xF0\x9F"), 2u);
   EXPECT_EQ(runtime::incomplete_utf8_tail("x" + euro), 0u);
+}
+
+// ---- chat deltas -------------------------------------------------------------
+
+TEST(ServeChatDeltas, ReasoningContentAndIndexedCallsInTheOrderTheyAreDecided) {
+  server::ChatDeltaStream s(runtime::OutputFormat::Think, false);
+  EXPECT_EQ(s.push("<think>Let me"), std::vector<json>{json({{"reasoning_content", "Let me"}})});
+  EXPECT_EQ(s.push(" see</think>\nIt is"), (std::vector<json>{{{"reasoning_content", " see"}}, {{"content", "It is"}}}));
+  EXPECT_EQ(s.push(" <tool_call>{\"name\": \"f\", \"arguments\": {\"x\": 1}}</tool_call><tool_call>"),
+            (std::vector<json>{{{"tool_calls",
+                                 {{{"id", "call_0"}, {"type", "function"}, {"function", {{"name", "f"}, {"arguments", R"({"x":1})"}}},
+                                   {"index", 0}}}}}}));
+  EXPECT_TRUE(s.called_tools());
+  const std::vector<json> last = s.push("{\"name\": \"g\"}</tool_call>");
+  ASSERT_EQ(last.size(), 1u);
+  EXPECT_EQ(last[0]["tool_calls"][0]["index"], 1);
+  EXPECT_EQ(last[0]["tool_calls"][0]["id"], "call_1");
+  EXPECT_TRUE(s.finish().empty());  // the trailing space is trimmed
+  EXPECT_EQ(server::chat_finish_reason("length", true), "tool_calls");
+  EXPECT_EQ(server::chat_finish_reason("length", false), "length");
 }
 
 // ---- the live server -------------------------------------------------------

@@ -192,6 +192,31 @@ TEST_F(ServeToolCall, TheFollowUpWithTheCallAndItsResultIsAnswered) {
   EXPECT_GT(second["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>(), n1 - 1);
 }
 
+TEST_F(ServeToolCall, AStopStringCutsBeforeTheParserSeesTheText) {
+  // Stopped at "</tool_call>" (never sent), the call is unfinished: it stays
+  // content, as text, streamed or not.
+  const json request = {{"messages", {kQuestion}}, {"tools", kTools}, {"temperature", 0}, {"stop", "</tool_call>"}};
+  auto [status, j] = post_chat(request);
+  ASSERT_EQ(status, 200) << j.dump();
+  const std::string want = "<tool_call>" + std::string(test::kCallBody).substr(0, std::string(test::kCallBody).size() - 1);
+  EXPECT_EQ(j["choices"][0]["message"]["content"], want);
+  EXPECT_FALSE(j["choices"][0]["message"].contains("tool_calls"));
+  EXPECT_EQ(j["choices"][0]["finish_reason"], "stop");
+  json streamed = request;
+  streamed["stream"] = true;
+  auto [st, body] = post_chat(streamed);
+  ASSERT_EQ(st, 200);
+  const std::string text = body.get<std::string>();
+  std::string content;
+  for (size_t pos = text.find("data: {"); pos != std::string::npos; pos = text.find("data: {", pos + 1)) {
+    const json d = json::parse(text.substr(pos + 6, text.find("\n\n", pos) - pos - 6))["choices"][0]["delta"];
+    EXPECT_FALSE(d.contains("tool_calls"));
+    if (d.contains("content")) content += d["content"].get<std::string>();
+  }
+  EXPECT_EQ(content, want);
+  EXPECT_EQ(text.find("</tool_call>"), std::string::npos);
+}
+
 // tests/serve/openai_client.mjs's tool-call checks with the official client.
 TEST_F(ServeToolCall, OpenAiNodeClient) {
   const std::string dir = std::string(SLUICE_SOURCE_DIR) + "/tests/serve";
