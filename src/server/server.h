@@ -35,7 +35,7 @@ struct ServerConfig {
   int http_threads = 8;          // connections served at once; more wait in the accept queue
   ChatRenderer chat_renderer;    // empty: /v1/chat/completions answers 501
   // How a chat answer is split into content, reasoning_content and tool_calls,
-  // streamed (as deltas) or not (runtime/chat_output.h, server/chat_response.h).
+  // streamed (as deltas) or not (runtime/chat_output.h, server/response.h).
   runtime::OutputFormat output_format = runtime::OutputFormat::Plain;
 };
 
