@@ -6,8 +6,8 @@
 // result and then finish()'s gives exactly parse_output(text) (parse_output
 // is this parser fed the whole text). Text is held back only while it could
 // still be the start of a marker (or, with trimming, while it is whitespace
-// that may end a part), or while it is inside a tool call not yet closed: a
-// call is returned once complete. Chunks of content and reasoning end where
+// that may end a part), while it is a harmony message header, or while it is
+// inside a tool call not yet closed: a call is returned once complete. Chunks of content and reasoning end where
 // the pieces end or before a marker, so UTF-8-complete pieces give
 // UTF-8-complete chunks (markers start with ASCII).
 #pragma once
