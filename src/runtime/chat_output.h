@@ -18,7 +18,8 @@
 //
 // Meaning, for the tagged formats (Think, Glm, DeepSeek): the first
 // <think>...</think> block is reasoning (an unclosed one runs to the end; an
-// answer whose prompt left <think> open starts inside it); a well-formed tool
+// answer whose prompt left <think> open starts inside it, and a <think> the
+// model writes again before any reasoning is dropped); a well-formed tool
 // call becomes a tool call; everything else is content. A Hermes-style call
 // that does not parse stays in content as text (nothing is lost); DeepSeek's
 // call section holds only calls. Content and reasoning are trimmed of

@@ -100,7 +100,15 @@ void OutputParser::take_marker(std::string_view m, ParsedOutput& out) {
         body_.clear();
       }
       return;
-    case Mode::Reasoning: mode_ = Mode::Content; return;  // think_close
+    case Mode::Reasoning:
+      if (m == tagged_->think_open) {
+        // The prompt opened the block and the model opened it again: the
+        // tag is dropped; after reasoning text it is text.
+        if (reasoning_.started) take_text(m, out);
+        return;
+      }
+      mode_ = Mode::Content;  // think_close
+      return;
     case Mode::Section:
       if (m == tagged_->section_end) {
         mode_ = Mode::Content;
@@ -164,7 +172,10 @@ void OutputParser::run(ParsedOutput& out, bool at_end) {
         if (!thought_) add(tagged_->think_open);
         add(tagged_->section_begin.empty() ? tagged_->call_open : tagged_->section_begin);
         break;
-      case Mode::Reasoning: add(tagged_->think_close); break;
+      case Mode::Reasoning:
+        add(tagged_->think_close);
+        add(tagged_->think_open);
+        break;
       case Mode::Section:
         add(tagged_->call_open);
         add(tagged_->section_end);

@@ -32,6 +32,7 @@ std::vector<Sample> samples() {
       {OutputFormat::Think, false, "été <think> déjà vu </think>  ünïcödé\n\n" + hermes_call + " trailing"},
       {OutputFormat::Think, false, "<think>cut off mid-thought <tool_call>"},
       {OutputFormat::Think, false, hermes_call},
+      {OutputFormat::Think, true, "\n<think>\nopened twice <think> then</think>answer"},
       {OutputFormat::Think, false, "<tool_call>{\"name\": \"x\", \"arguments\": \"{\\\"a\\\": 1}\"}</tool_call><tool_call>{\"na"},
       {OutputFormat::Glm, false,
        "\n<think>plan</think>\n<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n"

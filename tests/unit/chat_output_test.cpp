@@ -73,6 +73,11 @@ TEST(ChatOutput, UnfinishedPartsAndStrayMarkers) {
   const ParsedOutput twice = parse_output("a <think>b</think> c <think>d</think>", OutputFormat::Think);
   EXPECT_EQ(twice.reasoning_content, "b");
   EXPECT_EQ(twice.content, "a  c <think>d</think>");
+  // A block the prompt opened and the model opens again: the second tag is
+  // dropped, one after reasoning text is text.
+  const ParsedOutput again = parse_output("\n<think>\nhm <think> ok</think>yes", OutputFormat::Think, true);
+  EXPECT_EQ(again.reasoning_content, "hm <think> ok");
+  EXPECT_EQ(again.content, "yes");
   // Without a prompt-opened block, a closing tag alone is content.
   EXPECT_EQ(parse_output("x</think>y", OutputFormat::Think).content, "x</think>y");
   // DeepSeek's section holds only calls: an unfinished one is dropped.
