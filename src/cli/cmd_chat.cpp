@@ -2,6 +2,8 @@
 // and its KV cache and expert cache stay warm between turns; Ctrl-C stops the
 // current answer without ending the chat; a full context ends the answer with
 // a notice. Commands: /reset (forget the conversation), /exit (or Ctrl-D).
+#include <unistd.h>
+
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -13,6 +15,8 @@
 #include "cli/sigint.h"
 #include "cli/stdout_output.h"
 #include "runtime/chat.h"
+#include "runtime/chat_output.h"
+#include "runtime/chat_output_stream.h"
 #include "runtime/session.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
@@ -27,6 +31,40 @@ struct ChatOptions {
   int n_predict = -1;   // per answer; -1: until end of sequence or a full context
 };
 
+// On a terminal the answer is split as serve splits it (runtime/
+// chat_output.h): reasoning dimmed, tool calls on lines of their own.
+// Elsewhere (pipes, tests) it is printed as generated. The answer's prompt is
+// not consulted, so a template that opens <think> itself shows the reasoning
+// undimmed, as generated.
+class AnswerPrinter {
+ public:
+  AnswerPrinter(runtime::OutputFormat format, bool split)
+      : split_(split && format != runtime::OutputFormat::Plain), parser_(format, false) {}
+  void piece(const std::string& text) { split_ ? show(parser_.push(text)) : out(text); }
+  void finish() {
+    if (split_) show(parser_.finish());
+  }
+
+ private:
+  void show(const runtime::ParsedOutput& p) {
+    if (!p.reasoning_content.empty()) {
+      out("\033[2m" + p.reasoning_content + "\033[0m");
+      after_reasoning_ = true;
+    }
+    if (!p.content.empty()) {
+      if (after_reasoning_) out("\n");
+      after_reasoning_ = false;
+      out(p.content);
+    }
+    for (const auto& c : p.tool_calls)
+      out("\n[tool call] " + c["function"]["name"].get<std::string>() + " " +
+          c["function"]["arguments"].get<std::string>() + "\n");
+  }
+  bool split_;
+  runtime::OutputParser parser_;
+  bool after_reasoning_ = false;  // the last thing shown was reasoning
+};
+
 void run_chat(ChatOptions& o) {
   if (o.n_predict < -1) throw Error("-n: must be >= 0, or -1 for no limit (got " + std::to_string(o.n_predict) + ")");
   const runtime::SamplerConfig sampler_cfg = resolve_sampler(o.sampling);
@@ -37,6 +75,8 @@ void run_chat(ChatOptions& o) {
   runtime::ChatRenderer render = runtime::model_chat_renderer(session.gguf(), tok, &has_template);
   if (!has_template)
     std::fprintf(stderr, "sluice: the model has no chat template; using the plain User:/Assistant: format\n");
+  const runtime::OutputFormat format = runtime::output_format_for(
+      session.gguf().architecture(), session.gguf().metadata().get_string("tokenizer.chat_template").value_or(""));
   runtime::ChatConversation chat(session, tok, render, o.system);
   runtime::Sampler sampler(sampler_cfg);
   SigintToFlag sigint;
@@ -58,11 +98,13 @@ void run_chat(ChatOptions& o) {
       continue;
     }
     if (line->empty()) continue;
-    const runtime::ChatTurnResult r = chat.turn(*line, sampler, o.n_predict, [](const std::string& piece) {
-      out(piece);
+    AnswerPrinter printer(format, ::isatty(STDOUT_FILENO) == 1);
+    const runtime::ChatTurnResult r = chat.turn(*line, sampler, o.n_predict, [&](const std::string& piece) {
+      printer.piece(piece);
       flush_stdout();
       return !sigint_received();
     });
+    printer.finish();
     out("\n");
     flush_stdout();
     if (r.interrupted) std::fprintf(stderr, "sluice: answer stopped (Ctrl-C)\n");

@@ -12,10 +12,25 @@
 //   Harmony   gpt-oss: <|channel|>analysis<|message|>...<|end|> reasoning,
 //             <|channel|>final<|message|>... content, and
 //             to=functions.NAME<|channel|>commentary json<|message|>{args}<|call|>
-// Text that does not parse as a tool call stays in content (nothing is lost).
+// The markers and call readers are defined once (chat_syntax.h); the parser
+// is incremental (chat_output_stream.h) and parse_output is its one-shot use,
+// so a streamed answer splits exactly as the whole one does.
+//
+// Meaning, for the tagged formats (Think, Glm, DeepSeek): the first
+// <think>...</think> block is reasoning (an unclosed one runs to the end; an
+// answer whose prompt left <think> open starts inside it, and a <think> the
+// model writes again before any reasoning is dropped); a well-formed tool
+// call becomes a tool call; everything else is content. A Hermes-style call
+// that does not parse stays in content as text (nothing is lost); DeepSeek's
+// call section holds only calls. Content and reasoning are trimmed of
+// surrounding whitespace. Harmony: each message goes to reasoning (analysis
+// channel), a tool call (a recipient to=functions.NAME) or content (other
+// channels), untrimmed; an answer that does not start like a harmony header
+// is all content. Plain: everything is content, as generated.
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -27,12 +42,21 @@ enum class OutputFormat { Plain, Think, Glm, DeepSeek, Harmony };
 // decides between Hermes and plain for the llama/qwen families).
 OutputFormat output_format_for(const std::string& arch, const std::string& chat_template);
 
+// Whether a rendered chat prompt leaves a reasoning block open, so the answer
+// starts inside reasoning: the prompt ends with the opening tag and
+// whitespace (QwQ, DeepSeek-R1 distills, DeepSeek-V3.1 thinking, ...).
+bool prompt_opens_reasoning(std::string_view prompt, OutputFormat format);
+
 struct ParsedOutput {
   std::string content;
   std::string reasoning_content;
-  nlohmann::json tool_calls = nlohmann::json::array();
+  nlohmann::json tool_calls = nlohmann::json::array();  // call i has id "call_i"
+
+  bool empty() const { return content.empty() && reasoning_content.empty() && tool_calls.empty(); }
+  // Appends a later part of the same answer (a streamed delta).
+  void append(const ParsedOutput& more);
 };
 
-ParsedOutput parse_output(const std::string& text, OutputFormat format);
+ParsedOutput parse_output(std::string_view text, OutputFormat format, bool starts_in_reasoning = false);
 
 }  // namespace sluice::runtime

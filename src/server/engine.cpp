@@ -16,8 +16,9 @@ Engine::Engine(runtime::Session& session, ChatRenderer renderer)
   metrics_.run = session_.summary();
 }
 
-std::vector<int32_t> Engine::tokenize_prompt(const GenerationRequest& r) const {
+std::vector<int32_t> Engine::tokenize_prompt(const GenerationRequest& r, std::string* rendered) const {
   std::vector<int32_t> ids;
+  if (rendered) rendered->clear();
   if (r.prompt_ids) {
     ids = *r.prompt_ids;
     for (int32_t id : ids)
@@ -32,6 +33,7 @@ std::vector<int32_t> Engine::tokenize_prompt(const GenerationRequest& r) const {
     // Templates usually write the BOS text themselves: parse specials, and
     // drop the second BOS when the tokenizer also adds one.
     ids = tok_.encode(text, true, true);
+    if (rendered) *rendered = text;
     if (ids.size() >= 2 && tok_.bos() >= 0 && ids[0] == tok_.bos() && ids[1] == tok_.bos()) ids.erase(ids.begin());
   }
   if (ids.empty()) throw RequestError("the prompt is empty (it tokenizes to nothing)");

@@ -56,8 +56,9 @@ class Engine {
   // The request's prompt as token ids: text is tokenized with the model's
   // special tokens (BOS), ids are range-checked, chat messages go through the
   // renderer. Throws RequestError when the prompt is empty, has a bad id, or
-  // does not leave room for one token in the context.
-  std::vector<int32_t> tokenize_prompt(const GenerationRequest& r) const;
+  // does not leave room for one token in the context. `rendered` (optional)
+  // gets the chat prompt's text ("" for other prompts).
+  std::vector<int32_t> tokenize_prompt(const GenerationRequest& r, std::string* rendered = nullptr) const;
 
   // Waits for its turn, then generates. on_text gets each chunk of emitted
   // text (see TextStream) and returns false when the client is gone, which

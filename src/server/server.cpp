@@ -11,6 +11,7 @@
 #include <ctime>
 #include <exception>
 
+#include "server/response.h"
 #include "server/metrics.h"
 #include "util/error.h"
 
@@ -85,12 +86,6 @@ struct Server::Impl {
 
   void routes();
   void handle_generation(const httplib::Request& req, httplib::Response& res, Kind kind);
-  json usage(const GenerationResult& g) const {
-    return {{"prompt_tokens", g.prompt_tokens},
-            {"completion_tokens", g.completion_tokens},
-            {"total_tokens", g.prompt_tokens + g.completion_tokens},
-            {"prompt_tokens_details", {{"cached_tokens", g.cached_tokens}}}};
-  }
 };
 
 void Server::Impl::routes() {
@@ -187,84 +182,54 @@ void Server::Impl::routes() {
 
 void Server::Impl::handle_generation(const httplib::Request& req, httplib::Response& res, Kind kind) {
   const json body = parse_body(req);
-  auto r = std::make_shared<GenerationRequest>(kind == Kind::Chat ? parse_chat_request(body, cfg.defaults)
-                                                                  : parse_completion_request(body, cfg.defaults));
-  // Tokenized here so a bad prompt is a 400 before any streaming starts.
-  auto prompt = std::make_shared<std::vector<int32_t>>(engine.tokenize_prompt(*r));
   const bool chat = kind == Kind::Chat;
-  const std::string id = (chat ? "chatcmpl-" : "cmpl-") + std::to_string(next_id++);
-  const int64_t created = now_s();
-  const char* object = chat ? "chat.completion" : "text_completion";
+  auto r = std::make_shared<GenerationRequest>(chat ? parse_chat_request(body, cfg.defaults)
+                                                    : parse_completion_request(body, cfg.defaults));
+  // Tokenized here so a bad prompt is a 400 before any streaming starts.
+  std::string rendered;
+  auto prompt = std::make_shared<std::vector<int32_t>>(engine.tokenize_prompt(*r, &rendered));
+  ResponseInfo info;
+  info.id = (chat ? "chatcmpl-" : "cmpl-") + std::to_string(next_id++);
+  info.created = now_s();
+  info.model = cfg.model_id;
+  info.chat = chat;
+  info.format = cfg.output_format;
+  // A prompt that opens a reasoning block (<think>) starts the answer inside it.
+  info.starts_in_reasoning = chat && runtime::prompt_opens_reasoning(rendered, cfg.output_format);
+  auto builder = std::make_shared<ResponseBuilder>(std::move(info));
 
   if (!r->stream) {
-    const GenerationResult g = engine.generate(*r, *prompt, [](const std::string&) { return true; });
-    json choice = {{"index", 0}, {"finish_reason", g.finish_reason}};
-    if (chat) {
-      // Reasoning and tool calls in the model's own output format become the
-      // OpenAI fields; anything that does not parse stays content.
-      const runtime::ParsedOutput p = runtime::parse_output(g.text, cfg.output_format);
-      json message = {{"role", "assistant"}, {"content", p.content}};
-      if (!p.reasoning_content.empty()) message["reasoning_content"] = p.reasoning_content;
-      if (!p.tool_calls.empty()) {
-        message["tool_calls"] = p.tool_calls;
-        choice["finish_reason"] = "tool_calls";
-      }
-      choice["message"] = std::move(message);
-    } else {
-      choice["text"] = g.text;
-      choice["logprobs"] = nullptr;
-    }
-    send_json(res, {{"id", id},
-                    {"object", object},
-                    {"created", created},
-                    {"model", cfg.model_id},
-                    {"choices", json::array({choice})},
-                    {"usage", usage(g)}});
+    send_json(res, builder->whole(engine.generate(*r, *prompt, [](const std::string&) { return true; })));
     return;
   }
 
   // Streaming: the whole generation runs inside the content provider, on
-  // this connection's thread, writing one SSE event per emitted chunk. A
-  // failed write means the client is gone: generation stops there.
+  // this connection's thread, writing one SSE event per event the builder
+  // gives. A failed write means the client is gone: generation stops there.
   res.set_header("Cache-Control", "no-cache");
-  res.set_chunked_content_provider(
-      "text/event-stream", [this, r, prompt, chat, id, created](size_t, httplib::DataSink& sink) {
-        const char* chunk_object = chat ? "chat.completion.chunk" : "text_completion";
-        auto event = [&](const json& j) {
-          const std::string s = "data: " + dump(j) + "\n\n";
-          return sink.write(s.data(), s.size());
-        };
-        auto chunk = [&](const json& choice) {
-          return json{{"id", id},
-                      {"object", chunk_object},
-                      {"created", created},
-                      {"model", cfg.model_id},
-                      {"choices", json::array({choice})}};
-        };
-        auto text_choice = [&](const std::string& text, const json& finish) {
-          if (chat) return json{{"index", 0}, {"delta", text.empty() ? json::object() : json{{"content", text}}},
-                                {"finish_reason", finish}};
-          return json{{"index", 0}, {"text", text}, {"logprobs", nullptr}, {"finish_reason", finish}};
-        };
-        if (chat && !event(chunk({{"index", 0}, {"delta", {{"role", "assistant"}, {"content", ""}}},
-                                  {"finish_reason", nullptr}})))
-          return false;
-        try {
-          const GenerationResult g =
-              engine.generate(*r, *prompt, [&](const std::string& t) { return event(chunk(text_choice(t, nullptr))); });
-          if (g.finish_reason == "cancelled") return false;
-          json last = chunk(text_choice("", g.finish_reason));
-          last["usage"] = usage(g);
-          if (!event(last)) return false;
-          static const char kDone[] = "data: [DONE]\n\n";
-          if (!sink.write(kDone, sizeof kDone - 1)) return false;
-        } catch (const std::exception& e) {
-          // Headers are gone already: report in-band, as llama-server does.
-          event({{"error", {{"message", e.what()}, {"type", "server_error"}, {"code", 500}}}});
-        }
-        sink.done();
-        return true;
-      });
+  res.set_chunked_content_provider("text/event-stream", [this, r, prompt, builder](size_t, httplib::DataSink& sink) {
+    auto send = [&](const std::vector<json>& events) {
+      for (const json& j : events) {
+        const std::string s = "data: " + dump(j) + "\n\n";
+        if (!sink.write(s.data(), s.size())) return false;
+      }
+      return true;
+    };
+    if (!send(builder->stream_start())) return false;
+    try {
+      const GenerationResult g =
+          engine.generate(*r, *prompt, [&](const std::string& t) { return send(builder->stream_text(t)); });
+      if (g.finish_reason == "cancelled") return false;
+      if (!send(builder->stream_end(g))) return false;
+      static const char kDone[] = "data: [DONE]\n\n";
+      if (!sink.write(kDone, sizeof kDone - 1)) return false;
+    } catch (const std::exception& e) {
+      // Headers are gone already: report in-band, as llama-server does.
+      send({{{"error", {{"message", e.what()}, {"type", "server_error"}, {"code", 500}}}}});
+    }
+    sink.done();
+    return true;
+  });
 }
 
 Server::Server(runtime::Session& session, ServerConfig cfg) : impl_(std::make_unique<Impl>(session, std::move(cfg))) {

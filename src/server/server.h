@@ -6,7 +6,9 @@
 // (server/request.h); errors are JSON {"error":{"message","type"}} with 400
 // (bad request), 401 (API key), 404, 413 (body over max_body_bytes), 500, 501.
 // Streaming answers are Server-Sent Events: `data: {json}\n\n` chunks, then
-// `data: [DONE]\n\n`; a client that goes away stops its generation.
+// `data: [DONE]\n\n`; a client that goes away stops its generation. Chat
+// streams split the answer as the non-streaming message does: deltas of
+// reasoning_content and content, and each tool call once complete.
 //
 // The HTTP layer (cpp-httplib) stays inside server.cpp.
 #pragma once
@@ -32,8 +34,8 @@ struct ServerConfig {
   size_t max_body_bytes = 8u << 20;
   int http_threads = 8;          // connections served at once; more wait in the accept queue
   ChatRenderer chat_renderer;    // empty: /v1/chat/completions answers 501
-  // How a chat answer is split into content, reasoning_content and tool_calls
-  // (non-streaming responses; runtime/chat_output.h).
+  // How a chat answer is split into content, reasoning_content and tool_calls,
+  // streamed (as deltas) or not (runtime/chat_output.h, server/response.h).
   runtime::OutputFormat output_format = runtime::OutputFormat::Plain;
 };
 

@@ -20,7 +20,8 @@ TEST(ChatOutput, ThinkAndHermesToolCalls) {
   EXPECT_EQ(p.content, "Let me check.");
   EXPECT_EQ(p.tool_calls, nlohmann::json::array({call(0, "get_weather", R"({"city":"Paris","days":2})")}));
   // The opening tag may be in the prompt; a malformed call stays text.
-  const ParsedOutput q = parse_output("reasoning only</think>Answer <tool_call>not json</tool_call>", OutputFormat::Think);
+  const ParsedOutput q =
+      parse_output("reasoning only</think>Answer <tool_call>not json</tool_call>", OutputFormat::Think, true);
   EXPECT_EQ(q.reasoning_content, "reasoning only");
   EXPECT_EQ(q.content, "Answer <tool_call>not json</tool_call>");
   EXPECT_TRUE(q.tool_calls.empty());
@@ -60,6 +61,44 @@ TEST(ChatOutput, HarmonyChannelsAndCalls) {
   EXPECT_EQ(c.content, "");
   EXPECT_EQ(c.tool_calls, nlohmann::json::array({call(0, "get_weather", R"({"city":"Paris"})")}));
   EXPECT_EQ(parse_output("plain text", OutputFormat::Harmony).content, "plain text");
+}
+
+TEST(ChatOutput, UnfinishedPartsAndStrayMarkers) {
+  // An unclosed reasoning block runs to the end (a cut-off answer); an
+  // unclosed call is text; only the first reasoning block is reasoning.
+  EXPECT_EQ(parse_output("<think>still thinking", OutputFormat::Think).reasoning_content, "still thinking");
+  const ParsedOutput open_call = parse_output("Hi <tool_call>{\"name\"", OutputFormat::Think);
+  EXPECT_EQ(open_call.content, "Hi <tool_call>{\"name\"");
+  EXPECT_TRUE(open_call.tool_calls.empty());
+  const ParsedOutput twice = parse_output("a <think>b</think> c <think>d</think>", OutputFormat::Think);
+  EXPECT_EQ(twice.reasoning_content, "b");
+  EXPECT_EQ(twice.content, "a  c <think>d</think>");
+  // A block the prompt opened and the model opens again: the second tag is
+  // dropped, one after reasoning text is text.
+  const ParsedOutput again = parse_output("\n<think>\nhm <think> ok</think>yes", OutputFormat::Think, true);
+  EXPECT_EQ(again.reasoning_content, "hm <think> ok");
+  EXPECT_EQ(again.content, "yes");
+  // Without a prompt-opened block, a closing tag alone is content.
+  EXPECT_EQ(parse_output("x</think>y", OutputFormat::Think).content, "x</think>y");
+  // DeepSeek's section holds only calls: an unfinished one is dropped.
+  EXPECT_EQ(parse_output("Ok<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>f<｜tool▁sep｜>{", OutputFormat::DeepSeek).content,
+            "Ok");
+  // Harmony: a call cut at the end (its <|call|> is the end of generation) is complete.
+  const ParsedOutput h = parse_output("<|channel|>commentary to=functions.f <|constrain|>json<|message|>{\"a\":1}",
+                                      OutputFormat::Harmony);
+  EXPECT_EQ(h.tool_calls, nlohmann::json::array({call(0, "f", R"({"a":1})")}));
+  EXPECT_EQ(h.content, "");
+  // Plain keeps everything, whitespace included.
+  EXPECT_EQ(parse_output(" <think>x</think> ", OutputFormat::Plain).content, " <think>x</think> ");
+}
+
+TEST(ChatOutput, PromptOpensReasoning) {
+  EXPECT_TRUE(prompt_opens_reasoning("<|im_start|>assistant\n<think>\n", OutputFormat::Think));
+  EXPECT_TRUE(prompt_opens_reasoning("<｜Assistant｜><think>", OutputFormat::DeepSeek));
+  EXPECT_FALSE(prompt_opens_reasoning("<|im_start|>assistant\n<think>\n\n</think>\n\n", OutputFormat::Think));
+  EXPECT_FALSE(prompt_opens_reasoning("<|im_start|>assistant\n", OutputFormat::Think));
+  EXPECT_FALSE(prompt_opens_reasoning("<think>", OutputFormat::Harmony));
+  EXPECT_FALSE(prompt_opens_reasoning("<think>", OutputFormat::Plain));
 }
 
 TEST(ChatOutput, FormatFollowsTheArchitectureAndTemplate) {

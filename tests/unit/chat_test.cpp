@@ -15,7 +15,10 @@
 #include <string>
 #include <vector>
 
+#include "io/whole_file.h"
 #include "model_test_support.h"
+#include "synth_test_support.h"
+#include "tool_call_model.h"
 #include "runtime/chat.h"
 #include "runtime/session.h"
 #include "tokenizer/tokenizer.h"
@@ -189,6 +192,27 @@ TEST(ChatCli, OnATerminalCtrlCStopsTheAnswerAndTheChatGoesOn) {
   }
   c.send("/exit\r");
   EXPECT_EQ(c.finish(), 0) << c.seen;
+}
+
+// A model whose answer is a tool call (tool_call_model.h): at a terminal it
+// is shown split as serve splits it, through a pipe as generated.
+TEST(ChatCli, AToolCallIsShownAsOneAtATerminal) {
+  REQUIRE_SHARED("data/chat-templates/Qwen-Qwen3-0.6B.jinja");
+  TempFile model("tool_call.gguf");
+  write_tool_call_model(model.path.string(),
+                        io::read_whole_file(shared_path("data/chat-templates/Qwen-Qwen3-0.6B.jinja"), 1 << 20));
+  ChatChild tty("-m " + model.path.string() + " --no-odirect --temp 0", true);
+  ASSERT_TRUE(tty.wait_for("> ")) << tty.seen;
+  tty.send("Weather in Paris?\r");
+  ASSERT_TRUE(tty.wait_for("[tool call] get_weather {\"city\":\"Paris\"}", 30)) << tty.seen;
+  tty.send("/exit\r");
+  EXPECT_EQ(tty.finish(), 0) << tty.seen;
+  EXPECT_EQ(tty.seen.find("<tool_call>"), std::string::npos) << tty.seen;
+
+  ChatChild pipe("-m " + model.path.string() + " --no-odirect --temp 0");
+  pipe.send("Weather in Paris?\n/exit\n");
+  EXPECT_EQ(pipe.finish(), 0) << pipe.seen;
+  EXPECT_NE(pipe.seen.find(std::string("<tool_call>") + kCallBody + "</tool_call>"), std::string::npos) << pipe.seen;
 }
 
 TEST(ChatCli, AnswersOnTheBundledModelAndKeepsGoing) {

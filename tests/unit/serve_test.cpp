@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/session.h"
+#include "server/response.h"
 #include "server/engine.h"
 #include "server/request.h"
 #include "server/server.h"
@@ -159,6 +160,60 @@ TEST(ServeTextStream, HoldsBackIncompleteUtf8) {
   EXPECT_EQ(ts.push(euro.substr(2)), euro);
   EXPECT_EQ(runtime::incomplete_utf8_tail("x\xF0\x9F"), 2u);
   EXPECT_EQ(runtime::incomplete_utf8_tail("x" + euro), 0u);
+}
+
+// ---- chat deltas -------------------------------------------------------------
+
+TEST(ServeResponse, ChatStreamsReasoningContentAndIndexedCallsAsTheyAreDecided) {
+  server::ResponseInfo info;
+  info.id = "chatcmpl-1";
+  info.model = "m";
+  info.chat = true;
+  info.format = runtime::OutputFormat::Think;
+  server::ResponseBuilder b(info);
+  // Each event's delta.
+  auto deltas = [](const std::vector<json>& events) {
+    std::vector<json> out;
+    for (const json& e : events) {
+      EXPECT_EQ(e["object"], "chat.completion.chunk");
+      EXPECT_TRUE(e["choices"][0]["finish_reason"].is_null());
+      out.push_back(e["choices"][0]["delta"]);
+    }
+    return out;
+  };
+  EXPECT_EQ(deltas(b.stream_start()), std::vector<json>{json({{"role", "assistant"}, {"content", ""}})});
+  EXPECT_EQ(deltas(b.stream_text("<think>Let me")), std::vector<json>{json({{"reasoning_content", "Let me"}})});
+  EXPECT_EQ(deltas(b.stream_text(" see</think>\nIt is")),
+            (std::vector<json>{{{"reasoning_content", " see"}}, {{"content", "It is"}}}));
+  EXPECT_EQ(deltas(b.stream_text(" <tool_call>{\"name\": \"f\", \"arguments\": {\"x\": 1}}</tool_call><tool_call>")),
+            (std::vector<json>{{{"tool_calls",
+                                 {{{"id", "call_0"}, {"type", "function"}, {"function", {{"name", "f"}, {"arguments", R"({"x":1})"}}},
+                                   {"index", 0}}}}}}));
+  const std::vector<json> second = deltas(b.stream_text("{\"name\": \"g\"}</tool_call> "));
+  ASSERT_EQ(second.size(), 1u);
+  EXPECT_EQ(second[0]["tool_calls"][0]["index"], 1);
+  EXPECT_EQ(second[0]["tool_calls"][0]["id"], "call_1");
+  server::GenerationResult g;
+  g.finish_reason = "length";
+  g.text = "<think>Let me see</think>\nIt is <tool_call>{\"name\": \"f\", \"arguments\": {\"x\": 1}}</tool_call>"
+           "<tool_call>{\"name\": \"g\"}</tool_call> ";
+  g.prompt_tokens = 5;
+  g.completion_tokens = 9;
+  const std::vector<json> end = b.stream_end(g);  // the trailing space is trimmed: only the last chunk
+  ASSERT_EQ(end.size(), 1u);
+  EXPECT_EQ(end[0]["choices"][0]["delta"], json::object());
+  EXPECT_EQ(end[0]["choices"][0]["finish_reason"], "tool_calls");
+  EXPECT_EQ(end[0]["usage"]["total_tokens"], 14);
+  // The whole response of the same text: the same split.
+  const json whole = b.whole(g);
+  EXPECT_EQ(whole["object"], "chat.completion");
+  EXPECT_EQ(whole["choices"][0]["finish_reason"], "tool_calls");
+  const json& m = whole["choices"][0]["message"];
+  EXPECT_EQ(m["reasoning_content"], "Let me see");
+  EXPECT_EQ(m["content"], "It is");
+  ASSERT_EQ(m["tool_calls"].size(), 2u);
+  EXPECT_EQ(m["tool_calls"][1]["function"]["name"], "g");
+  EXPECT_FALSE(m["tool_calls"][0].contains("index"));
 }
 
 // ---- the live server -------------------------------------------------------
