@@ -8,6 +8,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/completion.h"
 #include "cli/stdout_output.h"
 #include "util/error.h"
 
@@ -44,6 +45,7 @@ int main(int argc, char** argv) {
   sluice::cli::register_eval(app);
   sluice::cli::register_repack(app);
   sluice::cli::register_serve(app);
+  sluice::cli::register_completion(app);  // last: it lists the commands above
   try {
     app.parse(argc, argv);
     sluice::cli::close_stdout();  // a failed final flush is a failed command
