@@ -89,12 +89,6 @@ uint64_t major_faults() {
   return static_cast<uint64_t>(ru.ru_majflt);
 }
 
-double peak_rss_mib() {
-  rusage ru{};
-  getrusage(RUSAGE_SELF, &ru);
-  return static_cast<double>(ru.ru_maxrss) / 1024.0;  // ru_maxrss is KiB on Linux
-}
-
 // ---- TokenRecorder ----
 
 void TokenRecorder::begin(const model::Model& m) {
@@ -132,22 +126,6 @@ const TokenRecord& TokenRecorder::end(const model::Model& m, EvalKind kind, int 
   records_.push_back(r);
   if (on_record_) on_record_(records_.back());
   return records_.back();
-}
-
-// ---- demand ----
-
-uint64_t token_demand_bytes(std::span<const uint64_t> expert_bytes, int top_k) {
-  uint64_t total = 0;
-  for (uint64_t b : expert_bytes) total += static_cast<uint64_t>(std::max(top_k, 0)) * b;
-  return total;
-}
-
-uint64_t layer_demand_bytes(std::span<const uint64_t> expert_bytes, int top_k, int n_expert, int ubatch) {
-  const int64_t distinct = std::min<int64_t>(static_cast<int64_t>(std::max(ubatch, 0)) * std::max(top_k, 0),
-                                             std::max(n_expert, 0));
-  uint64_t worst = 0;
-  for (uint64_t b : expert_bytes) worst = std::max(worst, static_cast<uint64_t>(distinct) * b);
-  return worst;
 }
 
 // ---- summary ----
@@ -204,8 +182,8 @@ RunSummary summarize(const SummaryInput& in) {
     s.io_lane_s += r.io_ms / 1e3;
   }
   s.ttft_ms = in.ttft_ms > 0 ? in.ttft_ms : (in.records.empty() ? 0.0 : in.records.front().ms);
-  s.token_demand_bytes = token_demand_bytes(in.expert_bytes, in.top_k);
-  s.layer_demand_bytes = layer_demand_bytes(in.expert_bytes, in.top_k, in.n_expert, 1);
+  s.token_demand_bytes = moe::token_demand_bytes(in.moe_layers);
+  s.layer_demand_bytes = moe::cache_floor_bytes(in.moe_layers, 1);  // one token's widest layer
   // The budget the store really uses (fixed or sized by --cache-mb auto), unless the caller overrides it.
   s.cache_budget_bytes = in.opts.cache_budget_bytes ? in.opts.cache_budget_bytes : in.stats.io.cache_budget_bytes;
   s.expert_budget = in.opts.expert_budget ? in.opts.expert_budget : in.stats.expert_budget;

@@ -256,15 +256,6 @@ TEST(Telemetry, EvalAllIsOnePrefillRecordAndRefusesAPendingToken) {
   EXPECT_THROW(s.eval_all(kPrompt, logits.data()), Error);
 }
 
-TEST(Telemetry, DemandFromPerLayerExpertBytes) {
-  const std::vector<uint64_t> bytes = {100, 0, 300, 200};  // layer 1 has no routed experts
-  EXPECT_EQ(runtime::token_demand_bytes(bytes, 2), 2u * 600u);
-  EXPECT_EQ(runtime::layer_demand_bytes(bytes, 2, 8, 1), 2u * 300u);
-  EXPECT_EQ(runtime::layer_demand_bytes(bytes, 2, 8, 3), 6u * 300u);
-  EXPECT_EQ(runtime::layer_demand_bytes(bytes, 2, 8, 64), 8u * 300u);  // capped at n_expert
-  EXPECT_EQ(runtime::token_demand_bytes({}, 2), 0u);
-}
-
 TEST(Telemetry, ExpertBudgetLineAndDerivedFigures) {
   runtime::RunSummary s;
   s.expert_budget = 6;
