@@ -8,6 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include "util/csv.h"
+#include "util/decimal.h"
 #include "util/error.h"
 
 namespace sluice::runtime {
@@ -63,7 +65,7 @@ void accumulate(model::ExpertCounters& into, const model::ExpertCounters& c) {
 
 // Rounds for the summary: 4 decimals is below every quantity's noise and
 // keeps the `# summary` line readable (JSON prints the shortest round-trip form).
-double r4(double x) { return std::isfinite(x) ? std::round(x * 1e4) / 1e4 : 0.0; }
+double r4(double x) { return std::isfinite(x) ? round_to(x, 4) : 0.0; }
 
 std::string fmt(const char* f, double x) {
   char buf[64];
@@ -371,11 +373,13 @@ std::string csv_header() {
 }
 
 std::string csv_row(const TokenRecord& r) {
+  // Every field but the kind is a number; the kind goes through csv_field like
+  // every text field of a CSV row here.
   char buf[512];
   std::snprintf(buf, sizeof buf,
                 "%d,%s,%d,%d,%.3f,%.3f,%.3f,%.3f,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
                 ",%" PRIu64 ",%.3f,%" PRIu64 ",%.4f",
-                r.index, eval_kind_name(r.kind), r.n_tokens, r.pos, r.ms, r.io_ms, r.compute_ms, r.stall_ms,
+                r.index, csv_field(eval_kind_name(r.kind)).c_str(), r.n_tokens, r.pos, r.ms, r.io_ms, r.compute_ms, r.stall_ms,
                 r.experts.routed, r.experts.hit, r.experts.read, r.experts.dropped, r.bytes_read, r.reads, r.mib_read(),
                 r.majflt, r.dense_res);
   return buf;

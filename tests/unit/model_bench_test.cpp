@@ -257,6 +257,10 @@ TEST(ModelBenchFormat, CsvExact) {
             "m.gguf,2,4,anon,1,0,0,16,4,2,100.500,2.250,10.000,0.500,3.0000,0.0315,0.2517,25.00,123.5,2.0000,0.1258,"
             "0.0157,8,auto,5685.0,8192.0,4,96.9,48.4,12.5,0,0.0,0,0.0,0.0\n"
             "m.gguf,2,4,anon,1,0,0,16,4,2,100.500,2.250,10.000,0.500,3.0000,0.0315,0.2517,25.00,123.5,,,,8,off,0.0,,0,,,12.5,0,0.0,0,0.0,0.0\n");
+  // A model path with a comma or quote stays one field (RFC 4180 quoting).
+  n.model = "runs/a,b \"q\".gguf";
+  const std::string csv = format_bench_csv({n});
+  EXPECT_NE(csv.find("\n\"runs/a,b \"\"q\"\".gguf\",2,4,anon,"), std::string::npos) << csv;
 }
 
 TEST(ModelBenchFormat, JsonNullsForMissing) {
