@@ -2,9 +2,8 @@
 // script can only list commands and flags that sluice accepts.
 #pragma once
 
-#include <string>
-
 #include <CLI/CLI.hpp>
+#include <string>
 
 namespace sluice::cli {
 

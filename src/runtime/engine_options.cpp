@@ -17,8 +17,8 @@ namespace sluice::runtime {
 namespace {
 
 // /proc/meminfo text, with MemAvailable lowered to the cgroup's room when
-// that is smaller (said on stderr when `say`).
-// MemAvailable ignores cgroup limits, so --cache-mb auto takes the smaller.
+// that is smaller (said on stderr when `say`): MemAvailable ignores cgroup
+// limits, so --cache-mb auto and the KV bound take the smaller.
 std::string available_meminfo(bool say) {
   std::string text = read_proc_meminfo();
   const std::optional<uint64_t> room = process_cgroup_memory().room;

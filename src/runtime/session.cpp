@@ -4,8 +4,8 @@
 #include <chrono>
 
 #include "util/clock.h"
-#include "util/proc_memory.h"
 #include "util/error.h"
+#include "util/proc_memory.h"
 
 namespace sluice::runtime {
 Session Session::open(const std::string& path, const model::ModelConfig& cfg) {

@@ -379,9 +379,9 @@ std::string csv_row(const TokenRecord& r) {
   std::snprintf(buf, sizeof buf,
                 "%d,%s,%d,%d,%.3f,%.3f,%.3f,%.3f,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
                 ",%" PRIu64 ",%.3f,%" PRIu64 ",%.4f",
-                r.index, csv_field(eval_kind_name(r.kind)).c_str(), r.n_tokens, r.pos, r.ms, r.io_ms, r.compute_ms, r.stall_ms,
-                r.experts.routed, r.experts.hit, r.experts.read, r.experts.dropped, r.bytes_read, r.reads, r.mib_read(),
-                r.majflt, r.dense_res);
+                r.index, csv_field(eval_kind_name(r.kind)).c_str(), r.n_tokens, r.pos, r.ms, r.io_ms, r.compute_ms,
+                r.stall_ms, r.experts.routed, r.experts.hit, r.experts.read, r.experts.dropped, r.bytes_read, r.reads,
+                r.mib_read(), r.majflt, r.dense_res);
   return buf;
 }
 

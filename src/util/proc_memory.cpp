@@ -66,13 +66,14 @@ constexpr Files kV2{"memory.max", "memory.current"};
 constexpr Files kV1{"memory.limit_in_bytes", "memory.usage_in_bytes"};
 
 // Folds the limits of `cgroup_path` and its ancestors under `mount` into `m`.
-void walk_path(const std::string& mount, std::string cgroup_path, const Files& files, const TextFileReader& read,
-               CgroupMemory& m) {
+void walk_path(const std::string& mount, std::string cgroup_path, const Files& files,
+               const TextFileReader& read, CgroupMemory& m) {
   while (true) {
     while (cgroup_path.size() > 1 && cgroup_path.back() == '/') cgroup_path.pop_back();
     const std::string dir = cgroup_path == "/" || cgroup_path.empty() ? mount : mount + cgroup_path;
     const std::optional<std::string> limit_text = read(dir + "/" + files.limit);
-    if (const std::optional<uint64_t> limit = limit_text ? parse_limit(*limit_text) : std::nullopt) {
+    if (const std::optional<uint64_t> limit =
+            limit_text ? parse_limit(*limit_text) : std::nullopt) {
       const std::optional<std::string> usage_text = read(dir + "/" + files.usage);
       const uint64_t usage = usage_text ? parse_count(*usage_text).value_or(0) : 0;
       const uint64_t room = *limit > usage ? *limit - usage : 0;
@@ -106,7 +107,8 @@ std::string read_proc_meminfo() {
   return std::move(*text);
 }
 
-CgroupMemory cgroup_memory(std::string_view proc_self_cgroup, std::string_view proc_mounts, const TextFileReader& read) {
+CgroupMemory cgroup_memory(std::string_view proc_self_cgroup, std::string_view proc_mounts,
+                           const TextFileReader& read) {
   std::vector<std::string> v2_mounts, v1_memory_mounts;
   for (const std::string& line : lines_of(proc_mounts)) {
     std::istringstream in(line);
@@ -120,7 +122,8 @@ CgroupMemory cgroup_memory(std::string_view proc_self_cgroup, std::string_view p
     const size_t a = line.find(':');
     const size_t b = a == std::string::npos ? std::string::npos : line.find(':', a + 1);
     if (b == std::string::npos) continue;
-    const std::string id = line.substr(0, a), controllers = line.substr(a + 1, b - a - 1), path = line.substr(b + 1);
+    const std::string id = line.substr(0, a), controllers = line.substr(a + 1, b - a - 1),
+                      path = line.substr(b + 1);
     if (id == "0" && controllers.empty()) {
       for (const std::string& mnt : v2_mounts) walk_path(mnt, path, kV2, read, m);
     } else if (has_word(controllers, "memory")) {

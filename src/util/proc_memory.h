@@ -41,7 +41,8 @@ struct CgroupMemory {
 // From the text of /proc/self/cgroup ("ID:CONTROLLERS:PATH" lines; v2 is
 // "0::PATH") and /proc/mounts (cgroup2 mounts, and cgroup mounts whose options
 // name memory), reading the limit files through `read`.
-CgroupMemory cgroup_memory(std::string_view proc_self_cgroup, std::string_view proc_mounts, const TextFileReader& read);
+CgroupMemory cgroup_memory(std::string_view proc_self_cgroup, std::string_view proc_mounts,
+                           const TextFileReader& read);
 CgroupMemory process_cgroup_memory();  // this process's; no limit when /proc cannot be read
 
 // ---- peak RSS ----

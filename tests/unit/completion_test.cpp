@@ -26,8 +26,11 @@ TEST(Completion, ListsVisibleCommandsAndFlags) {
   app.add_subcommand("internal", "hidden command")->group("");
   const std::string script = bash_completion(app);
   EXPECT_NE(script.find("\n_tool() {\n"), std::string::npos) << script;
-  EXPECT_NE(script.find("\n    \"\") words=\"-h --help --version go stop\" ;;\n"), std::string::npos) << script;
-  EXPECT_NE(script.find("\n    go) words=\"-h --help -w --where --fast\" ;;\n"), std::string::npos) << script;
+  EXPECT_NE(script.find("\n    \"\") words=\"-h --help --version go stop\" ;;\n"),
+            std::string::npos)
+      << script;
+  EXPECT_NE(script.find("\n    go) words=\"-h --help -w --where --fast\" ;;\n"), std::string::npos)
+      << script;
   EXPECT_NE(script.find("\n    stop) words=\"-h --help\" ;;\n"), std::string::npos) << script;
   EXPECT_EQ(script.find("internal"), std::string::npos) << "hidden commands are not offered";
   EXPECT_EQ(script.find("secret"), std::string::npos) << "hidden options are not offered";
@@ -39,8 +42,8 @@ std::string complete(const std::string& words) {
   int rc = -1;
   const std::string out = test::run_cmd(
       "bash --norc --noprofile -c 'source <(\"$0\" completion bash) && COMP_WORDS=(" + words +
-          ") && COMP_CWORD=$((${#COMP_WORDS[@]} - 1)) && _sluice && echo \"${COMPREPLY[*]}\"' " + SLUICE_BINARY +
-          " 2>&1",
+          ") && COMP_CWORD=$((${#COMP_WORDS[@]} - 1)) && _sluice && echo \"${COMPREPLY[*]}\"' " +
+          SLUICE_BINARY + " 2>&1",
       &rc);
   EXPECT_EQ(rc, 0) << out;
   return out;

@@ -36,7 +36,8 @@ TEST(UtilDecimal, RoundToAndFixed) {
   EXPECT_EQ(round_to(-1.5, 0), -2.0);  // half away from zero
   EXPECT_EQ(round_to(9001.999, 2), 9002.0);
   EXPECT_TRUE(std::isnan(round_to(std::nan(""), 2)));
-  EXPECT_EQ(round_to(std::numeric_limits<double>::infinity(), 2), std::numeric_limits<double>::infinity());
+  EXPECT_EQ(round_to(std::numeric_limits<double>::infinity(), 2),
+            std::numeric_limits<double>::infinity());
   EXPECT_EQ(fixed(2.5, 4), "2.5000");
   EXPECT_EQ(fixed(2831.1234, 2), "2831.12");
   EXPECT_EQ(fixed(0.05, 0), "0");
