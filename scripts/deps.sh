@@ -8,7 +8,9 @@ set -euo pipefail
 
 pkgs=(g++ cmake ninja-build pkg-config libcli11-dev nlohmann-json3-dev libpcre2-dev
       liburing-dev libcpp-httplib-dev libgtest-dev libgmock-dev libbenchmark-dev libedit-dev
-      python3-jinja2)  # python3-jinja2: the reference renderer of the chat-template test
+      python3-jinja2   # the reference renderer of the chat-template test
+      help2man man-db  # the man page (built from --help) and its render check
+      dpkg-dev)        # dpkg-shlibdeps: the .deb's Depends (scripts/package.sh)
 for arg in "$@"; do
   case $arg in
     --with-fuzz) pkgs+=(clang libclang-rt-14-dev) ;;

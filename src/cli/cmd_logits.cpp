@@ -42,7 +42,6 @@ void run_logits(const LogitsOptions& o) {
   const std::vector<int32_t> ids = parse_id_list(o.tokens, "--tokens");
   const bool mtp = !o.mtp_out.empty() || !o.mtp_chain_out.empty();
   model::ModelConfig cfg = o.engine.to_model_config();
-  cfg.log = [](const std::string& line) { notice(line); };
   cfg.mtp = mtp;  // load the NextN head (Error when the file has none)
   runtime::Session session = runtime::Session::open(o.engine.model_path, cfg);
   // Refused before the evaluation when -o is one of the model's files. The

@@ -108,7 +108,6 @@ void run_generate(RunOptions& o) {
   o.engine.extra_inputs = {o.prompt_file};  // --route-trace must not replace it
   const runtime::MtpOptions mtp = parse_mtp(o.mtp, o.mtp_p_min);
   model::ModelConfig cfg = o.engine.to_model_config();
-  cfg.log = [](const std::string& line) { notice(line); };
   if (!quiet()) cfg.on_dense_progress = tty_load_progress("sluice: loading dense weights");
   cfg.mtp = mtp.depth > 0;  // load the NextN head
   runtime::Session session = runtime::Session::open(o.engine.model_path, cfg);

@@ -7,6 +7,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli/notice.h"
 #include "cli/trim_flags.h"
 #include "runtime/engine_options.h"
 
@@ -17,6 +18,7 @@ namespace sluice::cli {
 // wrong one is a usage error naming the flag.
 inline void add_engine_flags(CLI::App* cmd, runtime::EngineOptions& o) {
   const char* group = "Engine";
+  o.log = [](const std::string& line) { notice(line); };  // -q silences engine notices too
   cmd->add_option("-m,--model", o.model_path, "GGUF model file (first split of a split model)")->required();
   cmd->add_option("-t,--threads", o.threads, "compute threads, 1 to 4 x online CPUs (results do not depend on it)")
       ->capture_default_str()

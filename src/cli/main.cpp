@@ -11,6 +11,7 @@
 #include "cli/commands.h"
 #include "cli/habit_flags.h"
 #include "cli/notice.h"
+#include "cli/completion.h"
 #include "cli/stdout_output.h"
 #include "cli/sigint.h"
 #include "util/error.h"
@@ -60,6 +61,7 @@ int main(int argc, char** argv) {
   sluice::cli::register_eval(app);
   sluice::cli::register_repack(app);
   sluice::cli::register_serve(app);
+  sluice::cli::register_completion(app);  // last: it lists the commands above
   std::vector<std::string> args(argv + 1, argv + argc);
   try {
     const sluice::cli::HabitRewrite habits = sluice::cli::rewrite_habit_flags(args);

@@ -5,14 +5,13 @@
 #include <cstring>
 #include <optional>
 
+#include "util/clock.h"
 #include "util/error.h"
 
 namespace sluice::model {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 // One batch this run reads experts from, and which distinct expert each of its
 // entries is (-1: not needed by this run, i.e. a mispredicted prefetch).

@@ -12,6 +12,7 @@
 #include "kernels/quant.h"
 #include "model/norm.h"
 #include "moe/cache_budget.h"
+#include "util/clock.h"
 #include "util/error.h"
 
 namespace sluice::model {
@@ -28,10 +29,6 @@ bool same_shape(std::vector<uint64_t> ne, std::vector<uint64_t> want) {
   while (ne.size() > 1 && ne.back() == 1) ne.pop_back();
   while (want.size() > 1 && want.back() == 1) want.pop_back();
   return ne == want;
-}
-
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 }  // namespace

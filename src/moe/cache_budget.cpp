@@ -3,10 +3,9 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 
 #include "util/error.h"
+#include "util/proc_memory.h"
 
 namespace sluice::moe {
 
@@ -106,30 +105,6 @@ std::string cache_demand_warning(uint64_t budget_bytes, std::span<const MoeLayer
          std::to_string(ceil_mib(demand)) +
          " MiB (top-k experts of every MoE layer): each token evicts experts the next token needs "
          "again, so expect mostly misses";
-}
-
-uint64_t meminfo_available_bytes(std::string_view text) {
-  std::istringstream in{std::string(text)};
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("MemAvailable:", 0) != 0) continue;
-    std::istringstream fields(line.substr(13));
-    unsigned long long value = 0;
-    std::string unit;
-    if (!(fields >> value) || !(fields >> unit) || unit != "kB") {
-      throw Error("/proc/meminfo: cannot parse '" + line + "' (expected 'MemAvailable: N kB')");
-    }
-    return static_cast<uint64_t>(value) * 1024;
-  }
-  throw Error("/proc/meminfo: no MemAvailable line (kernel older than 3.14?); give --cache-mb N instead of auto");
-}
-
-std::string read_proc_meminfo() {
-  std::ifstream f("/proc/meminfo");
-  if (!f) throw Error("/proc/meminfo: cannot open it; give --cache-mb N instead of auto");
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
 }
 
 AutoCacheBudget auto_cache_budget(std::string_view meminfo_text, const AutoCacheInputs& in) {

@@ -10,7 +10,7 @@
 //    touches. Between the floor and this, every token evicts experts the
 //    next token needs again: allowed, with a warning.
 //
-// Pure functions (no I/O except read_proc_meminfo); thread-safe.
+// Pure functions (no I/O; /proc/meminfo is parsed by util/proc_memory.h); thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -54,10 +54,6 @@ void check_cache_floor(uint64_t budget_bytes, std::span<const MoeLayerShape> lay
 // A warning sentence when 0 < budget < token demand; empty otherwise.
 std::string cache_demand_warning(uint64_t budget_bytes, std::span<const MoeLayerShape> layers);
 
-// MemAvailable from /proc/meminfo text, in bytes. Throws Error if absent or malformed.
-uint64_t meminfo_available_bytes(std::string_view meminfo_text);
-std::string read_proc_meminfo();  // throws Error naming /proc/meminfo
-
 struct AutoCacheInputs {
   uint64_t dense_bytes = 0;    // resident non-expert weights
   uint64_t kv_bytes = 0;       // KV cache at the configured context
@@ -73,7 +69,7 @@ struct AutoCacheBudget {
   bool below_floor = false;  // memory did not even cover the floor; bytes == floor
 };
 
-// budget = MemAvailable - dense - KV - scratch - headroom, rounded down to a
+// budget = MemAvailable (util's meminfo_available_bytes) - dense - KV - scratch - headroom, rounded down to a
 // MiB, then clamped to [floor, ceil] (floor wins when ceil < floor).
 AutoCacheBudget auto_cache_budget(std::string_view meminfo_text, const AutoCacheInputs& in);
 

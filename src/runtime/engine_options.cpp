@@ -5,59 +5,30 @@
 #include <thread>
 
 #include <cstdio>
-#include <fstream>
-#include <sstream>
+#include <functional>
+#include <optional>
 
 #include "gguf/gguf.h"
 #include "model/thread_pool.h"
 #include "moe/cache_budget.h"
 #include "util/error.h"
+#include "util/proc_memory.h"
 
 namespace sluice::runtime {
 namespace {
 
-// First whole number in FILE, or 0 when it is absent, "max" or unreadable.
-uint64_t read_number(const std::string& path) {
-  std::ifstream f(path);
-  unsigned long long v = 0;
-  return (f >> v) ? static_cast<uint64_t>(v) : 0;
-}
-
-// Memory left under this process's cgroup limit (v2 memory.max or v1
-// memory.limit_in_bytes, minus current usage); 0 when there is no limit.
-// MemAvailable ignores cgroup limits, so --cache-mb auto takes the smaller.
-uint64_t cgroup_room_bytes() {
-  std::ifstream f("/proc/self/cgroup");
-  std::string line;
-  while (std::getline(f, line)) {
-    const size_t a = line.find(':'), b = line.find(':', a + 1);
-    if (a == std::string::npos || b == std::string::npos) continue;
-    const std::string ctrl = line.substr(a + 1, b - a - 1), path = line.substr(b + 1);
-    uint64_t limit = 0, usage = 0;
-    if (ctrl == "memory") {
-      limit = read_number("/sys/fs/cgroup/memory" + path + "/memory.limit_in_bytes");
-      usage = read_number("/sys/fs/cgroup/memory" + path + "/memory.usage_in_bytes");
-    } else if (ctrl.empty()) {
-      limit = read_number("/sys/fs/cgroup" + path + "/memory.max");
-      usage = read_number("/sys/fs/cgroup" + path + "/memory.current");
-    }
-    if (limit > 0 && limit < (uint64_t{1} << 60)) return limit > usage ? limit - usage : 1;
-  }
-  return 0;
-}
-
 // /proc/meminfo text, with MemAvailable lowered to the cgroup's room when
-// that is smaller (said on stderr when `say`).
-std::string available_meminfo(bool say) {
-  std::string text = moe::read_proc_meminfo();
-  const uint64_t room = cgroup_room_bytes();
-  if (room == 0 || room >= moe::meminfo_available_bytes(text)) return text;
+// that is smaller (said through `say` when set): MemAvailable ignores cgroup
+// limits, so --cache-mb auto and the KV bound take the smaller.
+std::string available_meminfo(const std::function<void(const std::string&)>& say) {
+  std::string text = read_proc_meminfo();
+  const std::optional<uint64_t> room = process_cgroup_memory().room;
+  const uint64_t available = meminfo_available_bytes(text);
+  if (!room || *room >= available) return text;
   if (say)
-    std::fprintf(stderr, "cache: cgroup memory limit leaves %s, below MemAvailable %s: sizing from the cgroup\n",
-                 moe::format_mib(room).c_str(), moe::format_mib(moe::meminfo_available_bytes(text)).c_str());
-  std::ostringstream ss;
-  ss << "MemAvailable: " << room / 1024 << " kB\n";
-  return ss.str();
+    say("cache: cgroup memory limit leaves " + moe::format_mib(*room) + ", below MemAvailable " +
+        moe::format_mib(available) + ": sizing from the cgroup");
+  return "MemAvailable: " + std::to_string(*room / 1024) + " kB\n";
 }
 
 }  // namespace
@@ -120,15 +91,15 @@ model::ModelConfig EngineOptions::to_model_config() const {
   c.cache_bytes = cache.mib * moe::kMiB;
   c.cache_floor_bytes = static_cast<uint64_t>(cache_floor_mb) * moe::kMiB;
   c.cache_ceil_bytes = static_cast<uint64_t>(cache_ceil_mb) * moe::kMiB;
-  const std::string meminfo = available_meminfo(cache.automatic);
+  c.log = log ? log : [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
+  const std::string meminfo = available_meminfo(cache.automatic ? c.log : nullptr);
   if (cache.automatic) c.cache_meminfo = meminfo;
-  c.memory_bytes = moe::meminfo_available_bytes(meminfo);  // bounds the KV cache (-c)
+  c.memory_bytes = meminfo_available_bytes(meminfo);  // bounds the KV cache (-c)
   if (!route_trace.empty()) {
     io::OutputOptions out{.flag = "--route-trace", .inputs = gguf::model_file_paths(model_path), .overwrite = true};
     out.inputs.insert(out.inputs.end(), extra_inputs.begin(), extra_inputs.end());
     c.route_trace = std::make_shared<moe::RouteTraceWriter>(route_trace, std::move(out));
   }
-  c.log = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
   return c;
 }
 

@@ -43,11 +43,14 @@ struct EngineOptions {
   // Files the command reads besides the model (a prompt file): the
   // --route-trace output refuses to be any of them, or any of the model's files.
   std::vector<std::string> extra_inputs;
+  // Where engine notices go (the CLI's, which -q silences); empty: stderr.
+  // Becomes ModelConfig::log.
+  std::function<void(const std::string&)> log;
 
   // Validates and converts. With --cache-mb auto it reads /proc/meminfo now
   // (before the model loads); with --route-trace it opens FILE's writer
-  // (the file appears when the caller closes ModelConfig::route_trace). Log lines
-  // from loading go to stderr. Runs resolve_trims, so the environment is read
+  // (the file appears when the caller closes ModelConfig::route_trace). Notices,
+  // from here and from loading, go to `log`. Runs resolve_trims, so the environment is read
   // once per call: call it once per command.
   model::ModelConfig to_model_config() const;
 };

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "util/clock.h"
 #include "util/error.h"
 
 namespace sluice::runtime {
@@ -64,7 +65,7 @@ struct SideRun {
     logits.resize(tokens.size() * static_cast<size_t>(n_vocab));
     const auto t0 = std::chrono::steady_clock::now();
     m.eval(tokens, pos0, logits.data());
-    side.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    side.seconds += seconds_since(t0);
   }
 
   void finish() {

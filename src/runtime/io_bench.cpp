@@ -25,6 +25,7 @@
 #include "io/aligned_buffer.h"
 #include "io/direct_reader.h"
 #include "io/residency.h"
+#include "util/clock.h"
 #include "util/error.h"
 
 namespace sluice::runtime {
@@ -148,7 +149,7 @@ IoBenchRow run_point(const io::FdFile& file, IoMode mode, uint64_t size, int lan
   }
   row.reads = all.size();
   row.bytes = row.reads * read_bytes;
-  row.seconds = std::chrono::duration<double>(last - start).count();
+  row.seconds = seconds_since(start, last);
   if (row.seconds > 0) {
     row.GBps = double(row.bytes) / row.seconds / 1e9;
     row.iops = double(row.reads) / row.seconds;

@@ -1,14 +1,18 @@
 // io_bench — flag parsing (sizes, lane lists) and output (markdown, JSON, CSV).
 //
-// Numbers are printed with fixed precision (GB/s 4 decimals, IOPS 1, latency
-// 2) so the JSON and CSV forms are stable byte for byte and easy to diff.
+// Numbers are rounded to fixed precision (GB/s 4 decimals, IOPS 1, latency 2)
+// so the JSON and CSV forms are stable and easy to diff; JSON is written by
+// nlohmann-json, CSV rows by util/csv.h.
 #include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "runtime/io_bench.h"
+#include "util/csv.h"
+#include "util/decimal.h"
 #include "util/error.h"
 
 namespace sluice::runtime {
@@ -42,22 +46,6 @@ std::vector<std::string_view> split_list(std::string_view csv, const std::string
     pos = comma + 1;
   }
   return parts;
-}
-
-std::string fixed(double v, int decimals) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-  return buf;
-}
-
-// The columns shared by JSON and CSV, in order.
-struct Fields {
-  std::string mode, size, lanes, gbps, iops, mean, p50, p99;
-};
-Fields fields_of(const IoBenchRow& r) {
-  return {std::string(io_mode_name(r.mode)), std::to_string(r.size_bytes), std::to_string(r.lanes),
-          fixed(r.GBps, 4), fixed(r.iops, 1), fixed(r.lat_us_mean, 2), fixed(r.lat_us_p50, 2),
-          fixed(r.lat_us_p99, 2)};
 }
 
 }  // namespace
@@ -155,25 +143,29 @@ std::string format_io_markdown(const std::vector<IoBenchRow>& rows, const std::v
 }
 
 std::string format_io_json(const std::vector<IoBenchRow>& rows) {
-  if (rows.empty()) return "[]\n";
-  std::string out = "[\n";
-  for (size_t i = 0; i < rows.size(); ++i) {
-    const Fields f = fields_of(rows[i]);
-    out += "  {\"mode\": \"" + f.mode + "\", \"size_bytes\": " + f.size + ", \"lanes\": " + f.lanes +
-           ", \"GBps\": " + f.gbps + ", \"iops\": " + f.iops + ", \"lat_us_mean\": " + f.mean +
-           ", \"lat_us_p50\": " + f.p50 + ", \"lat_us_p99\": " + f.p99 + "}";
-    out += (i + 1 < rows.size()) ? ",\n" : "\n";
+  nlohmann::ordered_json arr = nlohmann::ordered_json::array();
+  for (const IoBenchRow& r : rows) {
+    nlohmann::ordered_json o;
+    o["mode"] = std::string(io_mode_name(r.mode));
+    o["size_bytes"] = r.size_bytes;
+    o["lanes"] = r.lanes;
+    o["GBps"] = round_to(r.GBps, 4);
+    o["iops"] = round_to(r.iops, 1);
+    o["lat_us_mean"] = round_to(r.lat_us_mean, 2);
+    o["lat_us_p50"] = round_to(r.lat_us_p50, 2);
+    o["lat_us_p99"] = round_to(r.lat_us_p99, 2);
+    arr.push_back(std::move(o));
   }
-  out += "]\n";
-  return out;
+  return arr.dump(2) + "\n";
 }
 
 std::string format_io_csv(const std::vector<IoBenchRow>& rows) {
   std::string out = "mode,size_bytes,lanes,GBps,iops,lat_us_mean,lat_us_p50,lat_us_p99\n";
   for (const IoBenchRow& r : rows) {
-    const Fields f = fields_of(r);
-    out += f.mode + "," + f.size + "," + f.lanes + "," + f.gbps + "," + f.iops + "," + f.mean + "," + f.p50 +
-           "," + f.p99 + "\n";
+    out += csv_join({std::string(io_mode_name(r.mode)), std::to_string(r.size_bytes), std::to_string(r.lanes),
+                     fixed(r.GBps, 4), fixed(r.iops, 1), fixed(r.lat_us_mean, 2), fixed(r.lat_us_p50, 2),
+                     fixed(r.lat_us_p99, 2)}) +
+           "\n";
   }
   return out;
 }

@@ -2,8 +2,6 @@
 // Output formats live in model_bench_format.cpp.
 #include "runtime/model_bench.h"
 
-#include <sys/resource.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -24,16 +22,14 @@
 #include "runtime/engine_options.h"
 #include "runtime/session.h"
 #include "tokenizer/tokenizer.h"
+#include "util/clock.h"
 #include "util/error.h"
+#include "util/proc_memory.h"
 
 namespace sluice::runtime {
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
 
 // Sample mean and standard deviation (n-1 denominator; 0 for one value).
 void mean_sd(const std::vector<double>& v, double& mean, double& sd) {
@@ -46,32 +42,6 @@ void mean_sd(const std::vector<double>& v, double& mean, double& sd) {
   double ss = 0;
   for (double x : v) ss += (x - mean) * (x - mean);
   sd = std::sqrt(ss / static_cast<double>(v.size() - 1));
-}
-
-// Peak RSS bookkeeping. Writing "5" to /proc/self/clear_refs resets VmHWM
-// (Linux >= 4.0), which lets each configuration report its own peak rather
-// than the process's lifetime maximum. Both steps are best effort.
-bool reset_peak_rss() {
-  std::ofstream f("/proc/self/clear_refs");
-  if (!f) return false;
-  f << "5";
-  f.flush();
-  return static_cast<bool>(f);
-}
-
-double peak_rss_mib() {
-  std::ifstream f("/proc/self/status");
-  std::string line;
-  while (std::getline(f, line)) {
-    if (line.rfind("VmHWM:", 0) == 0) {
-      std::istringstream in(line.substr(6));
-      double kib = 0;
-      if (in >> kib) return kib / 1024.0;
-    }
-  }
-  rusage ru{};
-  getrusage(RUSAGE_SELF, &ru);
-  return static_cast<double>(ru.ru_maxrss) / 1024.0;  // KiB on Linux
 }
 
 // Token ids a random prompt may use: every id that is not a control, unknown
@@ -370,7 +340,7 @@ void derive_figures(ModelBenchRow& r, const std::vector<IoBenchRow>& ceiling) {
 std::vector<ModelBenchRow> run_model_bench(const ModelBenchConfig& cfg) {
   validate(cfg);
   const std::vector<BenchPoint> points = bench_points(cfg);
-  const std::optional<uint64_t> mem_cap = process_memory_cap_bytes();  // fixed for the process's life
+  const std::optional<uint64_t> mem_cap = process_cgroup_memory().limit;  // fixed for the process's life
   std::vector<ModelBenchRow> rows;
   for (size_t i = 0; i < points.size(); ++i) {
     const BenchPoint& p = points[i];

@@ -174,22 +174,6 @@ std::vector<IoBenchRow> load_io_ceiling(const std::string& path);
 std::vector<IoBenchRow> measure_ceiling(const std::string& model_path, const std::vector<int>& lanes, bool direct,
                                         double seconds, const std::function<void(const IoBenchRow&)>& on_row);
 
-// ---- the memory cap -----------------------------------------------------------
-
-// Returns a file's text, or nullopt when it cannot be read.
-using TextFileReader = std::function<std::optional<std::string>(const std::string& path)>;
-
-// The memory limit of the cgroups a process is in, from the text of its
-// /proc/self/cgroup and /proc/mounts: the smallest limit found walking from
-// its cgroup up to each hierarchy's mount point, over the cgroup v2 mounts
-// (memory.max; "max" = none) and the v1 memory mount (memory.limit_in_bytes;
-// >= 2^60 = none). nullopt when no limit applies. Walking up also finds the
-// limit of a container whose own cgroup is mounted at the root. Pure.
-std::optional<uint64_t> memory_cap_bytes(std::string_view proc_self_cgroup, std::string_view proc_mounts,
-                                         const TextFileReader& read);
-// The same for this process (reads /proc and /sys/fs/cgroup; nullopt when unreadable).
-std::optional<uint64_t> process_memory_cap_bytes();
-
 // ---- flag parsing (throw Error("FLAG: ...")) ---------------------------------
 
 // Comma list of integers, each in [lo, hi].

@@ -1,23 +1,24 @@
 // model_bench — output: markdown table, JSON rows, CSV.
 //
-// Markdown and CSV print fixed precision so the text is stable and diffable;
+// Markdown and CSV print fixed precision so the text is stable and diffable
+// (CSV rows through util/csv.h, so a model name with a comma stays one field);
 // JSON carries full doubles (NaN -> null). A figure that could not be computed
 // is "n/a" in markdown, empty in CSV, null in JSON.
 #include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "runtime/model_bench.h"
+#include "util/csv.h"
+#include "util/decimal.h"
 
 namespace sluice::runtime {
 namespace {
 
 std::string fixed(double v, int decimals, const char* missing) {
-  if (!std::isfinite(v)) return missing;
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-  return buf;
+  return std::isfinite(v) ? sluice::fixed(v, decimals) : missing;
 }
 
 std::string pct(double ratio) {
@@ -154,17 +155,16 @@ std::string format_bench_csv(const std::vector<ModelBenchRow>& rows) {
   for (const ExtraColumn& c : kExtraColumns) out += std::string(",") + c.key;
   out += "\n";
   for (const ModelBenchRow& r : rows) {
-    out += r.model + "," + std::to_string(r.point.threads) + "," + std::to_string(r.point.io_threads) + "," +
-           r.point.dense_weights + "," + (r.odirect ? "1" : "0") + "," + (r.load_all ? "1" : "0") + "," +
-           (r.cold ? "1" : "0") + "," + std::to_string(r.n_prompt) + "," + std::to_string(r.n_gen) + "," +
-           std::to_string(r.reps) + "," + fixed(r.prefill_tps, 3, "") + "," + fixed(r.prefill_tps_sd, 3, "") + "," +
-           fixed(r.decode_tps, 3, "") + "," + fixed(r.decode_tps_sd, 3, "") + "," +
-           fixed(r.mib_read_per_token, 4, "") + "," + fixed(r.read_GBps, 4, "") + "," +
-           fixed(r.read_GBps_io, 4, "") + "," + fixed(r.cache_hit_pct, 2, "") + "," + fixed(r.peak_rss_MiB, 1, "") +
-           "," + fixed(r.ceiling_GBps, 4, "") + "," + fixed(r.io_efficiency, 4, "") + "," +
-           fixed(r.roofline_efficiency, 4, "");
-    for (const ExtraColumn& c : kExtraColumns) out += "," + cell(c.value(r), "");
-    out += "\n";
+    std::vector<std::string> cells = {
+        r.model, std::to_string(r.point.threads), std::to_string(r.point.io_threads), r.point.dense_weights,
+        r.odirect ? "1" : "0", r.load_all ? "1" : "0", r.cold ? "1" : "0", std::to_string(r.n_prompt),
+        std::to_string(r.n_gen), std::to_string(r.reps), fixed(r.prefill_tps, 3, ""), fixed(r.prefill_tps_sd, 3, ""),
+        fixed(r.decode_tps, 3, ""), fixed(r.decode_tps_sd, 3, ""), fixed(r.mib_read_per_token, 4, ""),
+        fixed(r.read_GBps, 4, ""), fixed(r.read_GBps_io, 4, ""), fixed(r.cache_hit_pct, 2, ""),
+        fixed(r.peak_rss_MiB, 1, ""), fixed(r.ceiling_GBps, 4, ""), fixed(r.io_efficiency, 4, ""),
+        fixed(r.roofline_efficiency, 4, "")};
+    for (const ExtraColumn& c : kExtraColumns) cells.push_back(cell(c.value(r), ""));
+    out += csv_join(cells) + "\n";
   }
   return out;
 }

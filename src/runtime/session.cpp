@@ -3,17 +3,11 @@
 #include <algorithm>
 #include <chrono>
 
+#include "util/clock.h"
 #include "util/error.h"
+#include "util/proc_memory.h"
 
 namespace sluice::runtime {
-namespace {
-
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-}  // namespace
-
 Session Session::open(const std::string& path, const model::ModelConfig& cfg) {
   auto g = std::make_shared<const gguf::GgufModel>(gguf::GgufModel::open(path));
   auto m = model::load_model(g, cfg);
@@ -179,10 +173,11 @@ RunSummary Session::summary(const SummaryOptions& opts) const {
   SummaryInput in;
   in.records = recorder_.records();
   in.stats = model_->stats();
-  in.expert_bytes.resize(hp.n_layer);
-  for (uint32_t il = 0; il < hp.n_layer; ++il) in.expert_bytes[il] = model_->expert_bytes(static_cast<int>(il));
-  in.n_expert = static_cast<int>(hp.n_expert);
-  in.top_k = static_cast<int>(hp.n_expert_used);
+  in.moe_layers.resize(hp.n_layer);
+  for (uint32_t il = 0; il < hp.n_layer; ++il)
+    in.moe_layers[il] = {.expert_bytes = model_->expert_bytes(static_cast<int>(il)),
+                         .n_expert = static_cast<int>(hp.n_expert),
+                         .top_k = static_cast<int>(hp.n_expert_used)};
   in.ttft_ms = ttft_ms_;
   in.mtp = mtp_counters_;
   in.dense_resident_frac = model_->dense_resident_fraction();

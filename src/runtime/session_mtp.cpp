@@ -7,14 +7,11 @@
 #include <string>
 
 #include "runtime/session.h"
+#include "util/clock.h"
 #include "util/error.h"
 
 namespace sluice::runtime {
 namespace {
-
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
 
 // The draft's own top probability (softmax at temperature 1), whatever the
 // sampler does: --mtp-p-min asks how sure the head is.

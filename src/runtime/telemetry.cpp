@@ -8,6 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include "util/csv.h"
+#include "util/decimal.h"
 #include "util/error.h"
 
 namespace sluice::runtime {
@@ -63,7 +65,7 @@ void accumulate(model::ExpertCounters& into, const model::ExpertCounters& c) {
 
 // Rounds for the summary: 4 decimals is below every quantity's noise and
 // keeps the `# summary` line readable (JSON prints the shortest round-trip form).
-double r4(double x) { return std::isfinite(x) ? std::round(x * 1e4) / 1e4 : 0.0; }
+double r4(double x) { return std::isfinite(x) ? round_to(x, 4) : 0.0; }
 
 std::string fmt(const char* f, double x) {
   char buf[64];
@@ -87,12 +89,6 @@ uint64_t major_faults() {
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
   return static_cast<uint64_t>(ru.ru_majflt);
-}
-
-double peak_rss_mib() {
-  rusage ru{};
-  getrusage(RUSAGE_SELF, &ru);
-  return static_cast<double>(ru.ru_maxrss) / 1024.0;  // ru_maxrss is KiB on Linux
 }
 
 // ---- TokenRecorder ----
@@ -132,22 +128,6 @@ const TokenRecord& TokenRecorder::end(const model::Model& m, EvalKind kind, int 
   records_.push_back(r);
   if (on_record_) on_record_(records_.back());
   return records_.back();
-}
-
-// ---- demand ----
-
-uint64_t token_demand_bytes(std::span<const uint64_t> expert_bytes, int top_k) {
-  uint64_t total = 0;
-  for (uint64_t b : expert_bytes) total += static_cast<uint64_t>(std::max(top_k, 0)) * b;
-  return total;
-}
-
-uint64_t layer_demand_bytes(std::span<const uint64_t> expert_bytes, int top_k, int n_expert, int ubatch) {
-  const int64_t distinct = std::min<int64_t>(static_cast<int64_t>(std::max(ubatch, 0)) * std::max(top_k, 0),
-                                             std::max(n_expert, 0));
-  uint64_t worst = 0;
-  for (uint64_t b : expert_bytes) worst = std::max(worst, static_cast<uint64_t>(distinct) * b);
-  return worst;
 }
 
 // ---- summary ----
@@ -204,8 +184,8 @@ RunSummary summarize(const SummaryInput& in) {
     s.io_lane_s += r.io_ms / 1e3;
   }
   s.ttft_ms = in.ttft_ms > 0 ? in.ttft_ms : (in.records.empty() ? 0.0 : in.records.front().ms);
-  s.token_demand_bytes = token_demand_bytes(in.expert_bytes, in.top_k);
-  s.layer_demand_bytes = layer_demand_bytes(in.expert_bytes, in.top_k, in.n_expert, 1);
+  s.token_demand_bytes = moe::token_demand_bytes(in.moe_layers);
+  s.layer_demand_bytes = moe::cache_floor_bytes(in.moe_layers, 1);  // one token's widest layer
   // The budget the store really uses (fixed or sized by --cache-mb auto), unless the caller overrides it.
   s.cache_budget_bytes = in.opts.cache_budget_bytes ? in.opts.cache_budget_bytes : in.stats.io.cache_budget_bytes;
   s.expert_budget = in.opts.expert_budget ? in.opts.expert_budget : in.stats.expert_budget;
@@ -295,14 +275,6 @@ nlohmann::ordered_json summary_json(const RunSummary& s) {
   return j;
 }
 
-std::string summary_kv_line(const RunSummary& s) {
-  std::string line = "# summary";
-  for (const auto& [key, value] : summary_fields(s)) line += " " + key + "=" + value.dump();
-  return line;
-}
-
-std::string summary_done_line(const RunSummary& s) { return "SLUICE_DONE " + summary_json(s).dump(); }
-
 std::string expert_budget_line(const RunSummary& s) {
   if (s.expert_budget <= 0) return "";
   return "EXPERT_BUDGET=" + std::to_string(s.expert_budget) + " (dropped " + std::to_string(s.experts.dropped_budget) +
@@ -366,15 +338,6 @@ std::string summary_human(const RunSummary& s) {
   return out;
 }
 
-void print_summary(const RunSummary& s, FILE* out) {
-  std::string text = summary_human(s);
-  const std::string budget = expert_budget_line(s);
-  if (!budget.empty()) text += budget + "\n";
-  text += summary_kv_line(s) + "\n" + summary_done_line(s) + "\n";
-  std::fwrite(text.data(), 1, text.size(), out);
-  std::fflush(out);
-}
-
 // ---- per-token text ----
 
 std::string progress_line(const TokenRecord& r) {
@@ -393,13 +356,15 @@ std::string csv_header() {
 }
 
 std::string csv_row(const TokenRecord& r) {
+  // Every field but the kind is a number; the kind goes through csv_field like
+  // every text field of a CSV row here.
   char buf[512];
   std::snprintf(buf, sizeof buf,
                 "%d,%s,%d,%d,%.3f,%.3f,%.3f,%.3f,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
                 ",%" PRIu64 ",%.3f,%" PRIu64 ",%.4f",
-                r.index, eval_kind_name(r.kind), r.n_tokens, r.pos, r.ms, r.io_ms, r.compute_ms, r.stall_ms,
-                r.experts.routed, r.experts.hit, r.experts.read, r.experts.dropped, r.bytes_read, r.reads, r.mib_read(),
-                r.majflt, r.dense_res);
+                r.index, csv_field(eval_kind_name(r.kind)).c_str(), r.n_tokens, r.pos, r.ms, r.io_ms, r.compute_ms,
+                r.stall_ms, r.experts.routed, r.experts.hit, r.experts.read, r.experts.dropped, r.bytes_read, r.reads,
+                r.mib_read(), r.majflt, r.dense_res);
   return buf;
 }
 

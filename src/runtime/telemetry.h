@@ -30,6 +30,7 @@
 
 #include "io/output_file.h"
 #include "model/model.h"
+#include "moe/cache_budget.h"
 
 namespace sluice::runtime {
 
@@ -97,16 +98,8 @@ class TokenRecorder {
   std::vector<TokenRecord> records_;
 };
 
-// Process counters (getrusage RUSAGE_SELF).
+// Major page faults so far (getrusage RUSAGE_SELF); peak RSS is util's peak_rss_mib().
 uint64_t major_faults();
-double peak_rss_mib();
-
-// Expert bytes a run must stream, from per-layer expert sizes (0 = layer
-// without routed experts). Token demand: one token's experts over all layers,
-// sum_l top_k * bytes_l. Layer demand: the largest single-layer batch at
-// `ubatch` tokens, max_l min(ubatch * top_k, n_expert) * bytes_l.
-uint64_t token_demand_bytes(std::span<const uint64_t> expert_bytes, int top_k);
-uint64_t layer_demand_bytes(std::span<const uint64_t> expert_bytes, int top_k, int n_expert, int ubatch = 1);
 
 // --mtp accounting over a run's speculative steps.
 struct MtpCounters {
@@ -131,9 +124,9 @@ struct SummaryOptions {
 struct SummaryInput {
   std::span<const TokenRecord> records;
   model::ModelStats stats;  // cumulative, at the end of the run
-  std::vector<uint64_t> expert_bytes;  // per layer
-  int n_expert = 0;
-  int top_k = 0;
+  // Per layer (expert_bytes 0: no routed experts): token and layer demand,
+  // as moe::token_demand_bytes and moe::cache_floor_bytes at ubatch 1 size them.
+  std::vector<moe::MoeLayerShape> moe_layers;
   double ttft_ms = 0;  // first token's latency; <= 0: the first record's ms
   double dense_resident_frac = 1.0;
   double peak_rss_mib = 0;
@@ -185,14 +178,10 @@ struct RunSummary {
 // counted); the time profile and dense size come from `stats`.
 RunSummary summarize(const SummaryInput& in);
 
-// Text forms. The JSON object's keys, in order, are the `# summary` line's.
+// Text forms.
 nlohmann::ordered_json summary_json(const RunSummary& s);
-std::string summary_kv_line(const RunSummary& s);    // "# summary k=v ..." (no newline)
-std::string summary_done_line(const RunSummary& s);  // "SLUICE_DONE {...}" (no newline)
 std::string summary_human(const RunSummary& s);      // several lines, each ending in '\n'
 std::string expert_budget_line(const RunSummary& s); // "" when no budget is set
-// Writes human block, budget line, `# summary` and SLUICE_DONE to `out`.
-void print_summary(const RunSummary& s, FILE* out);
 
 std::string progress_line(const TokenRecord& r);  // no newline
 std::string csv_header();                         // no newline

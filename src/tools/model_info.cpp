@@ -8,6 +8,7 @@
 #include "gguf/expert_layout.h"
 #include "model/arch.h"
 #include "model/kv_cache.h"
+#include "moe/cache_budget.h"
 #include "util/error.h"
 
 namespace sluice::tools {
@@ -130,11 +131,16 @@ Sizing compute_sizing(const ModelInfo& info, uint64_t kv_context, const model::A
   }
   const Hyperparameters& hp = info.hp;
   s.top_k = hp.expert_used_count.value_or(0);
+  std::vector<moe::MoeLayerShape> shapes;
   for (const auto& [l, ls] : layers) {
     s.layers.push_back(ls);
-    s.token_demand_bytes += s.top_k * ls.per_expert_bytes;
-    s.layer_demand_bytes = std::max(s.layer_demand_bytes, s.top_k * ls.per_expert_bytes);
+    shapes.push_back({.expert_bytes = ls.per_expert_bytes,
+                      .n_expert = static_cast<int>(std::min<uint64_t>(ls.n_expert, INT32_MAX)),
+                      .top_k = static_cast<int>(std::min<uint64_t>(s.top_k, INT32_MAX))});
   }
+  // The engine's own definitions (moe/cache_budget.h), so inspect and run agree.
+  s.token_demand_bytes = moe::token_demand_bytes(shapes);
+  s.layer_demand_bytes = moe::cache_floor_bytes(shapes, 1);
   if (desc) {
     const model::HParams& mh = desc->hp;
     s.kv_bytes = uint64_t{mh.n_layer} * kv_context * (uint64_t{mh.k_dim()} + mh.kv_v_dim()) * 2;

@@ -8,8 +8,10 @@
 //   dense_bytes      all other tensors (always resident)
 //   expert_bytes     all expert tensors
 //   per_expert[L]    bytes of one expert of layer L: sum over L's expert tensors of bytes / n_expert
-//   token_demand     sum_L top_k * per_expert[L]: the routed bytes one token touches
-//   layer_demand     max_L top_k * per_expert[L]: the widest layer's routed bytes at decode
+//   token_demand     sum_L min(top_k, n_expert[L]) * per_expert[L]: the routed bytes one
+//                    token touches (moe::token_demand_bytes)
+//   layer_demand     max_L min(top_k, n_expert[L]) * per_expert[L]: the widest layer's routed
+//                    bytes at decode (moe::cache_floor_bytes at ubatch 1)
 //   kv_bytes         f16 K and V for kv_context positions, as the engine allocates them:
 //                    n_layer * kv_context * n_head_kv * (key_length + value_length) * 2,
 //                    for MLA (deepseek2) n_layer * kv_context * (kv_lora_rank + rope dims) * 2

@@ -12,6 +12,7 @@
 #include "gguf/writer.h"
 #include "io/file.h"
 #include "io/output_file.h"
+#include "util/clock.h"
 #include "util/error.h"
 
 namespace sluice::tools {
@@ -163,7 +164,7 @@ RepackResult repack_expert_major(const std::string& in_path, const std::string& 
         gguf::layer_expert_parts(check).size() != layers.size())
       fail(out_path, "internal: the written file does not read back as expert-major");
   }
-  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  result.seconds = seconds_since(t0);
   return result;
 }
 

@@ -19,6 +19,7 @@
 #include "gguf/writer.h"
 #include "kernels/quant.h"
 #include "tools/synth_plan.h"
+#include "util/clock.h"
 #include "util/error.h"
 
 namespace sluice::tools {
@@ -398,7 +399,7 @@ SynthResult synth_model(const SynthConfig& cfg, io::OutputFile& out, unsigned th
       const auto now = std::chrono::steady_clock::now();
       if (progress.print && (now - last_print > std::chrono::seconds(1) || i + 1 == chunks.size())) {
         last_print = now;
-        const double s = std::chrono::duration<double>(now - t0).count();
+        const double s = seconds_since(t0, now);
         std::fprintf(stderr, "\rsynth: %8.1f / %.1f MiB  %6.1f MB/s  %5.1f s", done / 1048576.0,
                      total / 1048576.0, s > 0 ? done / 1e6 / s : 0.0, s);
         std::fflush(stderr);
@@ -413,7 +414,7 @@ SynthResult synth_model(const SynthConfig& cfg, io::OutputFile& out, unsigned th
     result.bytes = writer.bytes_written();
     if (progress.print) std::fprintf(stderr, "\n");
   }
-  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  result.seconds = seconds_since(t0);
   return result;
 }
 

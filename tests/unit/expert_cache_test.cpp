@@ -219,6 +219,12 @@ TEST(CacheBudget, MechanicalFloorAndTokenDemand) {
   auto mixed = layers;
   mixed[5].expert_bytes = 200 * kMiB;
   EXPECT_EQ(cache_floor_bytes(mixed, 1), 400 * kMiB);
+  // A top-k above the layer's expert count touches every expert once (inspect,
+  // the run summary and the cache all size demand here).
+  const std::vector<MoeLayerShape> few = {{100, 2, 4}, {0, 8, 4}, {300, 8, 4}, {50, 0, 4}};
+  EXPECT_EQ(token_demand_bytes(few), 2u * 100 + 4u * 300);
+  EXPECT_EQ(cache_floor_bytes(few, 1), 4u * 300);
+  EXPECT_EQ(token_demand_bytes(std::vector<MoeLayerShape>{}), 0u);
 
   EXPECT_NO_THROW(check_cache_floor(0, layers, 3));          // cache off
   EXPECT_NO_THROW(check_cache_floor(567 * kMiB, layers, 3));
@@ -250,7 +256,6 @@ constexpr const char* kMeminfo =
     "Buffers:          102400 kB\n";
 
 TEST(CacheBudget, AutoSizingFromMeminfo) {
-  EXPECT_EQ(meminfo_available_bytes(kMeminfo), 16384000ull * 1024);
   AutoCacheInputs in;
   in.dense_bytes = 1500 * kMiB;
   in.kv_bytes = 512 * kMiB;
@@ -280,13 +285,6 @@ TEST(CacheBudget, AutoSizingFromMeminfo) {
   in.dense_bytes = 1500 * kMiB + 1;
   in.ceil_bytes = 0;
   EXPECT_EQ(auto_cache_budget(kMeminfo, in).bytes, 12707 * kMiB);
-}
-
-TEST(CacheBudget, MeminfoErrors) {
-  EXPECT_THAT(error_of([] { meminfo_available_bytes("MemTotal: 5 kB\n"); }),
-              AllOf(HasSubstr("/proc/meminfo"), HasSubstr("MemAvailable")));
-  EXPECT_THAT(error_of([] { meminfo_available_bytes("MemAvailable: lots\n"); }), HasSubstr("cannot parse"));
-  EXPECT_GT(meminfo_available_bytes(read_proc_meminfo()), 0u);  // this machine's
 }
 
 }  // namespace

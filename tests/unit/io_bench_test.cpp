@@ -3,6 +3,7 @@
 #include "runtime/io_bench.h"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -213,13 +214,14 @@ TEST(IoBenchFormat, JsonExact) {
   d.lat_us_mean = 81.0;
   d.lat_us_p50 = 75.25;
   d.lat_us_p99 = 140.0;
-  EXPECT_EQ(format_io_json({d, hand_row()}),
-            "[\n"
-            "  {\"mode\": \"direct\", \"size_bytes\": 4096, \"lanes\": 1, \"GBps\": 0.0500, \"iops\": 12207.0, "
-            "\"lat_us_mean\": 81.00, \"lat_us_p50\": 75.25, \"lat_us_p99\": 140.00},\n"
-            "  {\"mode\": \"buffered\", \"size_bytes\": 884736, \"lanes\": 8, \"GBps\": 2.5000, \"iops\": 2825.6, "
-            "\"lat_us_mean\": 2831.12, \"lat_us_p50\": 2700.50, \"lat_us_p99\": 9002.00}\n"
-            "]\n");
+  // Rounded (GB/s 4 places, IOPS 1, latency 2), keys in column order, written by nlohmann-json.
+  const std::string text = format_io_json({d, hand_row()});
+  EXPECT_EQ(nlohmann::json::parse(text), nlohmann::json::parse(R"([
+    {"mode": "direct", "size_bytes": 4096, "lanes": 1, "GBps": 0.05, "iops": 12207.0,
+     "lat_us_mean": 81.0, "lat_us_p50": 75.25, "lat_us_p99": 140.0},
+    {"mode": "buffered", "size_bytes": 884736, "lanes": 8, "GBps": 2.5, "iops": 2825.6,
+     "lat_us_mean": 2831.12, "lat_us_p50": 2700.5, "lat_us_p99": 9002.0}])"));
+  EXPECT_EQ(text.rfind("[\n  {\n    \"mode\": \"direct\",\n    \"size_bytes\": 4096,\n", 0), 0u) << text;
   EXPECT_EQ(format_io_json({}), "[]\n");
 }
 

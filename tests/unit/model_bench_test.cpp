@@ -1,6 +1,6 @@
 // model_bench: configuration product, derived figures worked out by hand,
-// exact markdown/CSV text, ceiling lookup from io-bench JSON, flag errors, the
-// cgroup memory cap from fake /proc and /sys text, the engine's --cache-mb /
+// exact markdown/CSV text, ceiling lookup from io-bench JSON, flag errors (the
+// cgroup memory cap is util's, tested in proc_memory_test), the engine's --cache-mb /
 // --moe-top-k checks before a sweep runs, and a tiny real run on the shared
 // stories MoE model (no timing assertions).
 #include "runtime/model_bench.h"
@@ -10,7 +10,6 @@
 
 #include <cmath>
 #include <filesystem>
-#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -20,6 +19,7 @@
 #include "tools/repack.h"
 #include "tools/synth.h"
 #include "util/error.h"
+#include "util/proc_memory.h"
 
 namespace sluice::runtime {
 namespace {
@@ -257,6 +257,10 @@ TEST(ModelBenchFormat, CsvExact) {
             "m.gguf,2,4,anon,1,0,0,16,4,2,100.500,2.250,10.000,0.500,3.0000,0.0315,0.2517,25.00,123.5,2.0000,0.1258,"
             "0.0157,8,auto,5685.0,8192.0,4,96.9,48.4,12.5,0,0.0,0,0.0,0.0\n"
             "m.gguf,2,4,anon,1,0,0,16,4,2,100.500,2.250,10.000,0.500,3.0000,0.0315,0.2517,25.00,123.5,,,,8,off,0.0,,0,,,12.5,0,0.0,0,0.0,0.0\n");
+  // A model path with a comma or quote stays one field (RFC 4180 quoting).
+  n.model = "runs/a,b \"q\".gguf";
+  const std::string csv = format_bench_csv({n});
+  EXPECT_NE(csv.find("\n\"runs/a,b \"\"q\"\".gguf\",2,4,anon,"), std::string::npos) << csv;
 }
 
 TEST(ModelBenchFormat, JsonNullsForMissing) {
@@ -340,64 +344,6 @@ TEST(ModelBenchFlags, ListErrorsNameTheFlag) {
   expect_error_prefix([&] { run_model_bench(cfg); }, "--cache-mb: no budgets given");
 }
 
-// ---- the memory cap ------------------------------------------------------------
-
-// A fake file system for memory_cap_bytes.
-TextFileReader fake_files(std::map<std::string, std::string> files) {
-  return [files = std::move(files)](const std::string& path) -> std::optional<std::string> {
-    const auto it = files.find(path);
-    if (it == files.end()) return std::nullopt;
-    return it->second;
-  };
-}
-
-constexpr const char* kV2Mounts = "cgroup2 /sys/fs/cgroup cgroup2 rw,nosuid,nodev,noexec,relatime 0 0\n";
-constexpr const char* kHybridMounts =
-    "tmpfs /sys/fs/cgroup tmpfs rw,relatime,mode=755 0 0\n"
-    "cgroup /sys/fs/cgroup/cpu cgroup rw,relatime,cpu 0 0\n"
-    "cgroup /sys/fs/cgroup/memory cgroup rw,relatime,memory 0 0\n"
-    "cgroup2 /sys/fs/cgroup/unified cgroup2 rw,relatime 0 0\n";
-
-TEST(ModelBenchMemCap, CgroupV2SmallestOnThePath) {
-  // lowram.sh 8G under a parent limited to 16 GiB: the smaller wins.
-  const auto read = fake_files({{"/sys/fs/cgroup/a/memory.max", "17179869184\n"},
-                                {"/sys/fs/cgroup/a/sluice-lowram.1/memory.max", "8589934592\n"}});
-  EXPECT_EQ(memory_cap_bytes("0::/a/sluice-lowram.1\n", kV2Mounts, read), std::optional<uint64_t>(8589934592ull));
-  // A parent limit below the child's also applies.
-  const auto tight_parent = fake_files({{"/sys/fs/cgroup/a/memory.max", "1073741824\n"},
-                                        {"/sys/fs/cgroup/a/b/memory.max", "max\n"}});
-  EXPECT_EQ(memory_cap_bytes("0::/a/b\n", kV2Mounts, tight_parent), std::optional<uint64_t>(1073741824ull));
-  // "max" all the way up: no cap.
-  const auto unlimited = fake_files({{"/sys/fs/cgroup/a/memory.max", "max\n"}});
-  EXPECT_EQ(memory_cap_bytes("0::/a\n", kV2Mounts, unlimited), std::nullopt);
-  // A container with its own cgroup mounted at the root and a host path in /proc/self/cgroup.
-  const auto container = fake_files({{"/sys/fs/cgroup/memory.max", "4294967296\n"}});
-  EXPECT_EQ(memory_cap_bytes("0::/docker/abc\n", kV2Mounts, container), std::optional<uint64_t>(4294967296ull));
-}
-
-TEST(ModelBenchMemCap, CgroupV1MemoryHierarchy) {
-  // This project's VM: v1 memory controller, v2 mounted as "unified" without it.
-  const std::string self =
-      "9:name=systemd:/\n4:memory:/process_api/x/sluice-lowram.7\n1:cpu:/\n0::/\n";
-  const auto capped =
-      fake_files({{"/sys/fs/cgroup/memory/memory.limit_in_bytes", "9223372036854771712\n"},
-                  {"/sys/fs/cgroup/memory/process_api/x/memory.limit_in_bytes", "9223372036854771712\n"},
-                  {"/sys/fs/cgroup/memory/process_api/x/sluice-lowram.7/memory.limit_in_bytes", "4294967296\n"}});
-  EXPECT_EQ(memory_cap_bytes(self, kHybridMounts, capped), std::optional<uint64_t>(4294967296ull));
-  const auto uncapped =
-      fake_files({{"/sys/fs/cgroup/memory/memory.limit_in_bytes", "9223372036854771712\n"}});
-  EXPECT_EQ(memory_cap_bytes("4:memory:/process_api/x\n0::/\n", kHybridMounts, uncapped), std::nullopt);
-  // Controllers listed together ("cpu,memory") still count; garbage is no limit.
-  const auto joint = fake_files({{"/sys/fs/cgroup/memory/g/memory.limit_in_bytes", "2147483648"},
-                                 {"/sys/fs/cgroup/memory/memory.limit_in_bytes", "lots"}});
-  EXPECT_EQ(memory_cap_bytes("3:cpu,memory:/g\n",
-                             "cgroup /sys/fs/cgroup/memory cgroup rw,cpu,memory 0 0\n", joint),
-            std::optional<uint64_t>(2147483648ull));
-  // No memory controller anywhere.
-  EXPECT_EQ(memory_cap_bytes("1:cpu:/\n", "cgroup /sys/fs/cgroup/cpu cgroup rw,cpu 0 0\n", fake_files({})),
-            std::nullopt);
-}
-
 // ---- engine checks that need the model -----------------------------------------
 
 // A small synthetic qwen3moe with experts big enough for a floor above 1 MiB:
@@ -459,7 +405,7 @@ TEST(ModelBenchRun, TinyRealRunOnStories) {
   cfg.ceiling = parse_io_bench_json(kCeilingJson, "test");
   const std::vector<ModelBenchRow> rows = run_model_bench(cfg);
   ASSERT_EQ(rows.size(), 2u);
-  const std::optional<uint64_t> cap = process_memory_cap_bytes();
+  const std::optional<uint64_t> cap = process_cgroup_memory().limit;
   for (const ModelBenchRow& r : rows) {
     EXPECT_EQ(r.model, "stories-moe-8x-q8_0.gguf");
     EXPECT_TRUE(std::isfinite(r.prefill_tps) && r.prefill_tps > 0);

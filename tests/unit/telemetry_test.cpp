@@ -211,19 +211,6 @@ TEST(Telemetry, SummaryOfAStoriesRun) {
   EXPECT_EQ(j["bytes_read"].get<uint64_t>(), sum.bytes_read);
   EXPECT_DOUBLE_EQ(j["token_demand_MiB"].get<double>(), std::round(10.0 * 39168 / 1048576 * 1e4) / 1e4);
 
-  // SLUICE_DONE carries the same object; `# summary` the same keys in order.
-  const std::string done = runtime::summary_done_line(sum);
-  ASSERT_EQ(done.rfind("SLUICE_DONE {", 0), 0u) << done;
-  EXPECT_EQ(nlohmann::ordered_json::parse(done.substr(12)), j);
-  const std::string kv = runtime::summary_kv_line(sum);
-  ASSERT_EQ(kv.rfind("# summary ", 0), 0u) << kv;
-  std::istringstream words(kv.substr(10));
-  size_t i = 0;
-  for (std::string w; words >> w; ++i) {
-    ASSERT_LT(i, std::size(kSummaryKeys)) << kv;
-    EXPECT_EQ(w.substr(0, w.find('=')), kSummaryKeys[i]);
-  }
-  EXPECT_EQ(i, std::size(kSummaryKeys));
   EXPECT_EQ(runtime::expert_budget_line(sum), "");  // no budget set
 }
 
@@ -254,15 +241,6 @@ TEST(Telemetry, EvalAllIsOnePrefillRecordAndRefusesAPendingToken) {
   s.reset();
   generate(s, 2);  // leaves its last token pending
   EXPECT_THROW(s.eval_all(kPrompt, logits.data()), Error);
-}
-
-TEST(Telemetry, DemandFromPerLayerExpertBytes) {
-  const std::vector<uint64_t> bytes = {100, 0, 300, 200};  // layer 1 has no routed experts
-  EXPECT_EQ(runtime::token_demand_bytes(bytes, 2), 2u * 600u);
-  EXPECT_EQ(runtime::layer_demand_bytes(bytes, 2, 8, 1), 2u * 300u);
-  EXPECT_EQ(runtime::layer_demand_bytes(bytes, 2, 8, 3), 6u * 300u);
-  EXPECT_EQ(runtime::layer_demand_bytes(bytes, 2, 8, 64), 8u * 300u);  // capped at n_expert
-  EXPECT_EQ(runtime::token_demand_bytes({}, 2), 0u);
 }
 
 TEST(Telemetry, ExpertBudgetLineAndDerivedFigures) {
