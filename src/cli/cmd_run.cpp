@@ -1,6 +1,7 @@
 // `sluice run`: tokenize a prompt, generate, stream the text to stdout; the
 // telemetry summary (cli/telemetry_output.h) goes to stderr.
 #include <charconv>
+#include <filesystem>
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -13,7 +14,9 @@
 #include "cli/sampler_flags.h"
 #include "cli/stdout_output.h"
 #include "cli/telemetry_output.h"
+#include "gguf/gguf.h"
 #include "io/text_input.h"
+#include "moe/expert_usage.h"
 #include "runtime/session.h"
 #include "runtime/text_stream.h"
 #include "tokenizer/tokenizer.h"
@@ -33,6 +36,7 @@ struct RunOptions {
   std::string mtp = "0";   // --mtp N|auto|auto:N
   float mtp_p_min = 0.0f;  // --mtp-p-min
   TelemetryFlags telemetry;
+  std::string save_usage;  // --save-usage FILE
 };
 
 // --mtp N (drafts per step; 0 off), auto (1 draft, switched off while it
@@ -130,6 +134,14 @@ void run_generate(RunOptions& o) {
   flush_stdout();
 
   if (cfg.route_trace) cfg.route_trace->close();
+  if (!o.save_usage.empty()) {
+    moe::ExpertUsage u = session.model().expert_usage();
+    if (u.n_layer == 0) throw Error("--save-usage: a dense model routes no experts");
+    u.model = std::filesystem::path(o.engine.model_path).filename().string();
+    io::OutputOptions uo{.flag = "--save-usage", .inputs = gguf::model_file_paths(o.engine.model_path)};
+    uo.inputs.push_back(o.prompt_file);
+    moe::write_expert_usage(u, o.save_usage, std::move(uo));
+  }
   telemetry.finish();
   if (io_after_prefill) print_decode_io(st, *io_after_prefill, session.model().stats().io);
 }
@@ -157,6 +169,8 @@ void register_run(CLI::App& app) {
   cmd->add_option("--mtp-p-min", opts->mtp_p_min, "stop drafting when the head's top probability is below P")
       ->capture_default_str();
   add_telemetry_flags(cmd, opts->telemetry);
+  cmd->add_option("--save-usage", opts->save_usage,
+                  "write how often each (layer, expert) was routed to FILE (JSON), for `cache-sim --cache-warm`");
   cmd->callback([opts, p, f] {  // the options are owned by `app`, which outlives parsing
     if (p->count() == 0 && f->count() == 0)
       throw Error("run: no prompt: give -p TEXT or -f FILE");

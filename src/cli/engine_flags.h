@@ -18,7 +18,10 @@ inline void add_engine_flags(CLI::App* cmd, runtime::EngineOptions& o) {
   cmd->add_option("--dense-weights", o.dense_weights, "how non-expert weights are held: mmap|warm|anon")
       ->capture_default_str();
   cmd->add_flag("--no-odirect", o.no_odirect, "read with the page cache instead of O_DIRECT");
-  cmd->add_option("--io-threads", o.io_threads, "expert read lanes")->capture_default_str();
+  cmd->add_option("--io-threads", o.io_threads, "expert read lanes (pread engine)")->capture_default_str();
+  cmd->add_option("--io-engine", o.io_engine, "how expert reads are issued: pread (--io-threads blocking lanes) or "
+                  "uring (one io_uring with --io-depth reads in flight)")->capture_default_str();
+  cmd->add_option("--io-depth", o.io_depth, "reads in flight with --io-engine uring")->capture_default_str();
   cmd->add_flag("--load-all", o.load_all, "keep every expert resident (debug / small models)");
   cmd->add_option("--kv-type", o.kv_type, "KV cache element type: f16|f32")->capture_default_str();
   cmd->add_option("-c,--ctx-size", o.n_ctx, "context size in tokens (0: min(model context, 4096))")
@@ -29,6 +32,9 @@ inline void add_engine_flags(CLI::App* cmd, runtime::EngineOptions& o) {
   cmd->add_option("--cache-ceil-mb", o.cache_ceil_mb, "--cache-mb auto: never above M MiB (0: every expert)")
       ->capture_default_str();
   cmd->add_option("--route-trace", o.route_trace, "write expert routing + cache hits as JSONL to FILE");
+  cmd->add_option("--route-replay", o.route_replay,
+                  "benchmark mode: replace the router's expert choices by a recorded routing trace (JSONL: "
+                  "sluice, Mixtral or Qwen-MoE format), mapped onto the model's layers and experts");
   cmd->add_option("--ubatch", o.ubatch,
                   "positions per forward micro-batch in prefill; each routed expert is read once per layer "
                   "per micro-batch (and --expert-budget applies per micro-batch)")

@@ -381,7 +381,7 @@ ExpertStore::ExpertStore(const gguf::GgufModel& model, std::vector<gguf::LayerEx
     if (cfg.odirect && f.direct == nullptr) s.all_direct = false;
     s.files[i] = std::move(f);
   }
-  s.lanes = std::make_unique<ReadLanes>(cfg.io_threads, s.lane_stats);
+  s.lanes = std::make_unique<ReadLanes>(cfg.io_engine, cfg.io_threads, cfg.io_depth, s.lane_stats);
   if (cfg.load_all) {
     s.load_everything();
   } else if (cfg.cache_bytes > 0) {

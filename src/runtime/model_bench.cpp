@@ -115,6 +115,9 @@ EngineOptions engine_options_for(const ModelBenchConfig& cfg, const BenchPoint& 
   o.trims.top_k = pt.moe_top_k;
   o.cache_mb = pt.cache_mb;
   o.prefetch = pt.prefetch;
+  o.route_replay = cfg.route_replay;
+  o.io_engine = cfg.io_engine;
+  o.io_depth = cfg.io_depth;
   return o;
 }
 
@@ -189,6 +192,9 @@ ModelBenchRow run_point(const ModelBenchConfig& cfg, const BenchPoint& pt, std::
   row.odirect = cfg.odirect;
   row.load_all = cfg.load_all;
   row.cold = cfg.cold;
+  row.io_engine = cfg.io_engine;
+  row.io_depth = cfg.io_engine == "uring" ? cfg.io_depth : 0;
+  if (!cfg.route_replay.empty()) row.route_replay = std::filesystem::path(cfg.route_replay).filename().string();
   row.n_prompt = cfg.n_prompt;
   row.n_gen = cfg.n_gen;
   row.reps = cfg.reps;
@@ -344,7 +350,10 @@ void derive_figures(ModelBenchRow& r, const std::vector<IoBenchRow>& ceiling) {
   const double bytes = static_cast<double>(r.decode_bytes_read);
   r.mib_read_per_token = r.decode_tokens ? bytes / 1048576.0 / static_cast<double>(r.decode_tokens) : kNaN;
   r.read_GBps = r.decode_seconds > 0 ? bytes / r.decode_seconds / 1e9 : kNaN;
-  const double lane_busy_s = r.decode_io_seconds / std::max(1, r.point.io_threads);
+  // Reads that can be in flight at once: the lanes, or the uring depth (its
+  // io time sums each read's submit-to-completion latency).
+  const int concurrency = r.io_depth > 0 ? r.io_depth : r.point.io_threads;
+  const double lane_busy_s = r.decode_io_seconds / std::max(1, concurrency);
   r.read_GBps_io = lane_busy_s > 0 ? bytes / lane_busy_s / 1e9 : kNaN;
   r.lane_busy_pct = lane_busy_s > 0 && r.decode_seconds > 0 ? 100.0 * lane_busy_s / r.decode_seconds : kNaN;
   const uint64_t asked = r.decode_experts_read + r.decode_experts_hit;
@@ -407,6 +416,11 @@ std::vector<IoBenchRow> parse_io_bench_json(std::string_view text, const std::st
     r.mode = mode_of(o["mode"].get<std::string>(), at);
     r.size_bytes = o["size_bytes"].get<uint64_t>();
     r.lanes = o["lanes"].get<int>();
+    // Written by io benches before --io-engine: pread.
+    if (o.contains("engine")) {
+      if (!o["engine"].is_string()) fail(at, "\"engine\" is not a string");
+      r.engine = io::parse_io_engine(o["engine"].get<std::string>(), at);
+    }
     r.GBps = o["GBps"].get<double>();
     if (r.size_bytes == 0 || r.lanes < 1 || !(r.GBps >= 0)) fail(at, "size_bytes, lanes must be > 0 and GBps >= 0");
     rows.push_back(r);
