@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "gguf/gguf.h"
+#include "io/uring_queue.h"
 #include "test_support.h"
 #include "tools/repack.h"
 #include "tools/synth.h"
@@ -549,6 +550,44 @@ TEST(ModelBenchRun, CacheAndTopKSweepOnStories) {
   // With every expert fitting nothing is evicted. Per layer, rep 1's prefill touches >= 1 expert
   // and the two reps decode 8 tokens: >= 9 requests over 8 experts, so >= 1 decode hit per layer.
   EXPECT_GE(rows[2].decode_experts_hit, 5u);
+}
+
+// --route-replay: a one-token trace routes every position of every layer to
+// trace expert 0, i.e. model experts 0..k-1 (group of k / 1): with a cache the
+// prefill reads them once and every decode request hits; without one, every
+// decode request is a read. Rows name the trace; uring reads the same experts.
+TEST(ModelBenchRun, RouteReplayReadsOnlyTheTracesExperts) {
+  if (!test::shared_has(kStoriesRel)) GTEST_SKIP() << "missing " << test::shared_path(kStoriesRel);
+  const std::filesystem::path trace =
+      std::filesystem::temp_directory_path() / ("sluice_bench_replay_" + std::to_string(::getpid()) + ".jsonl");
+  {
+    std::FILE* f = std::fopen(trace.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fputs("{\"pos\":0,\"layer\":0,\"experts\":[0]}\n", f);
+    std::fclose(f);
+  }
+  ModelBenchConfig cfg = stories_bench(4, 6, 2);
+  cfg.cache_mb = {"off", "auto"};
+  cfg.route_replay = trace.string();
+  for (const char* engine : {"pread", "uring"}) {
+    SCOPED_TRACE(engine);
+    if (std::string(engine) == "uring" && !io::uring_available()) continue;  // e.g. a seccomp-filtered container
+    cfg.io_engine = engine;
+    const std::vector<ModelBenchRow> rows = run_model_bench(cfg);
+    ASSERT_EQ(rows.size(), 2u);
+    const int k = rows[0].moe_top_k;
+    ASSERT_GT(k, 0);
+    for (const ModelBenchRow& r : rows) {
+      EXPECT_EQ(r.route_replay, trace.filename().string());
+      EXPECT_EQ(r.decode_tokens, 12u);
+    }
+    const uint64_t requests = 12u * 5u * static_cast<uint64_t>(k);  // tokens x layers x k
+    EXPECT_EQ(rows[0].decode_experts_read, requests);  // cache off: every request reads
+    EXPECT_EQ(rows[0].decode_experts_hit, 0u);
+    EXPECT_EQ(rows[1].decode_experts_read, 0u);  // auto cache: the prefill read all 5 x k
+    EXPECT_EQ(rows[1].decode_experts_hit, requests);
+  }
+  std::filesystem::remove(trace);
 }
 
 }  // namespace
