@@ -43,7 +43,8 @@ ReadLanes::ReadLanes(io::IoEngine engine, int n_lanes, int depth, LaneStats& sta
     }
     return;
   }
-  uring_ = std::make_unique<io::UringQueue>(static_cast<unsigned>(depth), "--io-depth " + std::to_string(depth));
+  uring_ = std::make_unique<io::UringQueue>(static_cast<unsigned>(depth),
+                                           "--io-engine uring --io-depth " + std::to_string(depth));
   try {
     threads_.emplace_back([this] { run_uring(*uring_); });
   } catch (const std::exception& e) {

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -132,6 +133,50 @@ TEST(CachePolicy, UnknownPolicyAndPerLayerWarmStartAreErrorsNamingTheFlag) {
   opt.expert_bytes = kMiB;
   opt.warm_start = {{0, 0}};
   EXPECT_THAT(error_of([&] { simulate_per_layer_lru(traces, 2, opt); }), HasSubstr("--cache-warm"));
+}
+
+// The command line: --policy prints one row per (budget, policy); --model maps
+// the trace onto a model (its expert size, top-k); errors name the flag.
+TEST(CachePolicy, CliPoliciesAndModelMapping) {
+  const fs::path path = fs::current_path() / ("cache_policy_cli_" + std::to_string(::getpid()) + ".jsonl");
+  {
+    std::FILE* f = std::fopen(path.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fputs(kSeq, f);
+    std::fclose(f);
+  }
+  int rc = 0;
+  const std::string bin = SLUICE_BINARY;
+  std::string out = sluice::test::run_cmd(bin + " cache-sim --trace " + path.string() +
+                                              " --expert-mib 1 --cache-mb 2 --policy lru,lru-2,min --json 2>&1",
+                                          &rc);
+  EXPECT_EQ(rc, 0) << out;
+  const nlohmann::json j = nlohmann::json::parse(out);
+  ASSERT_EQ(j["results"].size(), 3u);
+  EXPECT_EQ(j["results"][0]["eviction"], "lru");
+  EXPECT_EQ(j["results"][0]["hits"], 0);
+  EXPECT_EQ(j["results"][1]["eviction"], "lru-2");
+  EXPECT_EQ(j["results"][1]["hits"], 1);
+  EXPECT_EQ(j["results"][2]["eviction"], "min");
+  EXPECT_EQ(j["results"][2]["hits"], 2);
+  out = sluice::test::run_cmd(bin + " cache-sim --trace " + path.string() + " --expert-mib 1 --cache-mb 2 --policy lfu 2>&1", &rc);
+  EXPECT_NE(rc, 0);
+  EXPECT_THAT(out, HasSubstr("--policy: unknown eviction policy 'lfu'"));
+  out = sluice::test::run_cmd(bin + " cache-sim --trace " + path.string() + " --expert-mib 1 --cache-mb 2 --tokens 5 2>&1", &rc);
+  EXPECT_NE(rc, 0);
+  EXPECT_THAT(out, HasSubstr("--tokens: only applies with --model"));
+  const std::string model = sluice::test::shared_path("golden/qwen3moe-q8_0-q4_0.gguf");
+  if (fs::exists(model)) {
+    // 8 replayed tokens of a one-layer top-1 trace onto every layer of the model.
+    out = sluice::test::run_cmd(bin + " cache-sim --trace " + path.string() + " --model " + model +
+                                    " --tokens 8 --cache-mb 64 --json 2>&1",
+                                &rc);
+    EXPECT_EQ(rc, 0) << out;
+    const nlohmann::json m = nlohmann::json::parse(out);
+    EXPECT_EQ(m["results"][0]["tokens"], 8);
+    EXPECT_GT(m["expert_mib"].get<double>(), 0.0);
+  }
+  fs::remove(path);
 }
 
 TEST(ExpertUsage, RoundTripAndMostUsedFirst) {
