@@ -55,6 +55,7 @@ struct BenchOptions {
   bool cold = false;
   std::string kv_type = "f16";
   std::string route_replay;  // --route-replay TRACE
+  std::string save_usage;    // --save-usage FILE
   std::string io_engine = "pread";  // --io-engine
   std::string io_depth;             // --io-depth: -m one value; --io a list (uring points)
   std::string io_ceiling;  // --io-ceiling FILE.json
@@ -148,6 +149,7 @@ runtime::ModelBenchConfig model_config_from(const BenchOptions& o) {
   cfg.cold = o.cold;
   cfg.kv_type = o.kv_type;
   cfg.route_replay = o.route_replay;
+  cfg.save_usage = o.save_usage;
   cfg.io_engine = o.io_engine;
   if (!o.io_depth.empty()) {
     const std::vector<int> d = runtime::parse_int_list(o.io_depth, "--io-depth", 1, 4096);
@@ -261,6 +263,9 @@ void register_bench(CLI::App& app) {
   cmd->add_option("--route-replay", opts->route_replay,
                   "-m: replace the router's expert choices by a recorded routing trace (JSONL), mapped onto the "
                   "model (bench/README.md); rows say route_replay");
+  cmd->add_option("--save-usage", opts->save_usage,
+                  "-m: write how often each (layer, expert) was routed, summed over every configuration, to FILE "
+                  "(JSON) for `cache-sim --cache-warm`");
   CLI::Option* ceil_file =
       cmd->add_option("--io-ceiling", opts->io_ceiling, "-m: device ceiling JSON from `sluice bench --io FILE -o json`");
   CLI::Option* ceil_measure = cmd->add_flag(

@@ -170,7 +170,8 @@ void progress(const ModelBenchConfig& cfg, const std::string& line) {
   if (cfg.on_progress) cfg.on_progress(line);
 }
 
-ModelBenchRow run_point(const ModelBenchConfig& cfg, const BenchPoint& pt, std::optional<uint64_t> mem_cap) {
+ModelBenchRow run_point(const ModelBenchConfig& cfg, const BenchPoint& pt, std::optional<uint64_t> mem_cap,
+                        moe::ExpertUsage& usage) {
   // Converted just before loading: --cache-mb auto sizes from memory as it is now.
   model::ModelConfig mc = engine_options_for(cfg, pt).to_model_config();
   mc.mtp = pt.mtp > 0;
@@ -289,6 +290,15 @@ ModelBenchRow run_point(const ModelBenchConfig& cfg, const BenchPoint& pt, std::
   row.experts_read_per_token =
       row.decode_tokens ? static_cast<double>(row.decode_experts_read) / static_cast<double>(row.decode_tokens) : kNaN;
   derive_figures(row, cfg.ceiling);
+  if (!cfg.save_usage.empty()) {
+    const moe::ExpertUsage u = session.model().expert_usage();
+    if (usage.counts.empty()) {
+      usage = u;
+    } else if (u.counts.size() == usage.counts.size()) {
+      for (size_t i = 0; i < u.counts.size(); ++i) usage.counts[i] += u.counts[i];
+      usage.tokens += u.tokens;
+    }
+  }
   return row;
 }
 
@@ -381,13 +391,21 @@ std::vector<ModelBenchRow> run_model_bench(const ModelBenchConfig& cfg) {
   const std::vector<BenchPoint> points = bench_points(cfg);
   const std::optional<uint64_t> mem_cap = process_memory_cap_bytes();  // fixed for the process's life
   std::vector<ModelBenchRow> rows;
+  moe::ExpertUsage usage;
   for (size_t i = 0; i < points.size(); ++i) {
     const BenchPoint& p = points[i];
     progress(cfg, "config " + std::to_string(i + 1) + "/" + std::to_string(points.size()) + ": threads " +
                       std::to_string(p.threads) + ", io-threads " + std::to_string(p.io_threads) +
                       ", dense-weights " + p.dense_weights + ", moe-top-k " +
                       (p.moe_top_k > 0 ? std::to_string(p.moe_top_k) : "model") + ", cache-mb " + p.cache_mb);
-    rows.push_back(run_point(cfg, p, mem_cap));
+    rows.push_back(run_point(cfg, p, mem_cap, usage));
+  }
+  if (!cfg.save_usage.empty()) {
+    if (usage.n_layer == 0) throw Error("--save-usage: a dense model routes no experts");
+    usage.model = std::filesystem::path(cfg.model_path).filename().string();
+    io::OutputOptions out{.flag = "--save-usage", .inputs = gguf::model_file_paths(cfg.model_path)};
+    out.inputs.push_back(cfg.route_replay);
+    moe::write_expert_usage(usage, cfg.save_usage, std::move(out));
   }
   return rows;
 }

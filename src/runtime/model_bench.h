@@ -73,6 +73,9 @@ struct ModelBenchConfig {
   // --route-replay TRACE: every point replays this routing trace instead of
   // the router (model::ModelConfig::route_replay); rows say so. Empty: off.
   std::string route_replay;
+  // --save-usage FILE: the expert-usage profile (moe/expert_usage.h) summed
+  // over every configuration, written after the last one. Empty: none.
+  std::string save_usage;
   std::string io_engine = "pread";  // --io-engine (fixed for the run)
   int io_depth = 8;                 // --io-depth (uring)
   uint64_t seed = 1;          // prompt token ids are a function of (seed, rep)

@@ -17,6 +17,7 @@
 
 #include "gguf/gguf.h"
 #include "io/uring_queue.h"
+#include "moe/expert_usage.h"
 #include "test_support.h"
 #include "tools/repack.h"
 #include "tools/synth.h"
@@ -569,6 +570,8 @@ TEST(ModelBenchRun, RouteReplayReadsOnlyTheTracesExperts) {
   ModelBenchConfig cfg = stories_bench(4, 6, 2);
   cfg.cache_mb = {"off", "auto"};
   cfg.route_replay = trace.string();
+  const std::filesystem::path usage_file = trace.string() + ".usage.json";
+  cfg.save_usage = usage_file.string();
   for (const char* engine : {"pread", "uring"}) {
     SCOPED_TRACE(engine);
     if (std::string(engine) == "uring" && !io::uring_available()) continue;  // e.g. a seccomp-filtered container
@@ -586,8 +589,15 @@ TEST(ModelBenchRun, RouteReplayReadsOnlyTheTracesExperts) {
     EXPECT_EQ(rows[0].decode_experts_hit, 0u);
     EXPECT_EQ(rows[1].decode_experts_read, 0u);  // auto cache: the prefill read all 5 x k
     EXPECT_EQ(rows[1].decode_experts_hit, requests);
+    // --save-usage: both points' positions (2 reps x (4 + 6)), each routed to experts 0..k-1 of every layer.
+    const moe::ExpertUsage u = moe::read_expert_usage(usage_file.string(), "--cache-warm");
+    ASSERT_EQ(u.n_layer, 5);
+    EXPECT_EQ(u.tokens, 2u * 20u);
+    for (int l = 0; l < u.n_layer; ++l)
+      for (int e = 0; e < u.n_expert; ++e) EXPECT_EQ(u.count(l, e), e < k ? 40u : 0u) << l << " " << e;
   }
   std::filesystem::remove(trace);
+  std::filesystem::remove(usage_file);
 }
 
 }  // namespace
