@@ -1,41 +1,27 @@
 #include "moe/read_lanes.h"
 
 #include <chrono>
-#include <exception>
 #include <cstring>
+#include <exception>
 #include <string>
 
 #include "io/direct_reader.h"
-
 #include "util/error.h"
 
 namespace sluice::moe {
 
-ReadLanes::ReadLanes(int n_lanes, LaneStats& stats) : stats_(stats) {
-  if (n_lanes < 1) n_lanes = 1;
-  threads_.reserve(static_cast<size_t>(n_lanes));
-  for (int i = 0; i < n_lanes; ++i) {
-    try {
-      threads_.emplace_back([this] { run(); });
-    } catch (const std::exception& e) {
-      // The destructor will not run: stop and join the lanes that started, or
-      // their joinable std::threads would terminate the process.
-      stop();
-      throw Error("--io-threads: cannot start read lane " + std::to_string(i + 1) + " of " +
-                  std::to_string(n_lanes) + ": " + e.what());
-    }
-  }
-}
+ReadLanes::ReadLanes(int n_lanes, LaneStats& stats) : ReadLanes(io::IoEngine::Pread, n_lanes, 0, stats) {}
 
 ReadLanes::ReadLanes(io::IoEngine engine, int n_lanes, int depth, LaneStats& stats) : stats_(stats) {
   if (engine == io::IoEngine::Pread) {
-    // Delegate: the pread lanes as the two-argument constructor starts them.
     if (n_lanes < 1) n_lanes = 1;
     threads_.reserve(static_cast<size_t>(n_lanes));
     for (int i = 0; i < n_lanes; ++i) {
       try {
         threads_.emplace_back([this] { run(); });
       } catch (const std::exception& e) {
+        // The destructor will not run: stop and join the lanes that started, or
+        // their joinable std::threads would terminate the process.
         stop();
         throw Error("--io-threads: cannot start read lane " + std::to_string(i + 1) + " of " +
                     std::to_string(n_lanes) + ": " + e.what());
