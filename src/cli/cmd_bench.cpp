@@ -18,6 +18,7 @@
 #include "gguf/gguf.h"
 #include "runtime/io_bench.h"
 #include "runtime/model_bench.h"
+#include "io/uring_queue.h"
 #include "util/error.h"
 
 namespace sluice::cli {
@@ -53,6 +54,10 @@ struct BenchOptions {
   bool load_all = false;
   bool cold = false;
   std::string kv_type = "f16";
+  std::string route_replay;  // --route-replay TRACE
+  std::string save_usage;    // --save-usage FILE
+  std::string io_engine = "pread";  // --io-engine
+  std::string io_depth;             // --io-depth: -m one value; --io a list (uring points)
   std::string io_ceiling;  // --io-ceiling FILE.json
   bool measure_ceiling = false;
 };
@@ -80,7 +85,14 @@ runtime::IoBenchConfig io_config_from(const BenchOptions& o) {
   }
   if (cfg.path.empty()) throw Error("--io: no FILE given (write --io FILE, or --io --model MODEL.gguf)");
   if (cfg.sizes.empty()) cfg.sizes = runtime::parse_size_list(kDefaultSizes, "--sizes");
-  cfg.lanes = runtime::parse_lane_list(o.lanes, "--lanes");
+  cfg.engine = io::parse_io_engine(o.io_engine, "--io-engine");
+  if (cfg.engine == io::IoEngine::Uring) {
+    // One thread per point; the swept quantity is the reads in flight.
+    cfg.lanes = runtime::parse_lane_list(o.io_depth.empty() ? "1,2,4,8,16,32,64" : o.io_depth, "--io-depth");
+  } else {
+    if (!o.io_depth.empty()) throw Error("--io-depth: only applies with --io-engine uring");
+    cfg.lanes = runtime::parse_lane_list(o.lanes, "--lanes");
+  }
   if (!(o.seconds > 0)) throw Error("--seconds: must be a positive number of seconds per point");
   cfg.seconds_per_point = o.seconds;
   if (!o.max_bytes.empty()) cfg.max_bytes_per_point = runtime::parse_size(o.max_bytes, "--max-bytes");
@@ -136,6 +148,14 @@ runtime::ModelBenchConfig model_config_from(const BenchOptions& o) {
   cfg.load_all = o.load_all;
   cfg.cold = o.cold;
   cfg.kv_type = o.kv_type;
+  cfg.route_replay = o.route_replay;
+  cfg.save_usage = o.save_usage;
+  cfg.io_engine = o.io_engine;
+  if (!o.io_depth.empty()) {
+    const std::vector<int> d = runtime::parse_int_list(o.io_depth, "--io-depth", 1, 4096);
+    if (d.size() != 1) throw Error("--io-depth: -m takes one depth (got " + o.io_depth + ")");
+    cfg.io_depth = d.front();
+  }
   cfg.seed = o.seed;
   return cfg;
 }
@@ -196,6 +216,12 @@ void register_bench(CLI::App& app) {
   cmd->add_option("--lanes", opts->lanes, "concurrent reader threads per point, comma separated")
       ->capture_default_str();
   cmd->add_option("--seconds", opts->seconds, "seconds per point")->capture_default_str();
+  cmd->add_option("--io-engine", opts->io_engine,
+                  "pread (blocking reads, one per --lanes / --io-threads thread) or uring (one thread, --io-depth "
+                  "reads in flight)")
+      ->capture_default_str();
+  cmd->add_option("--io-depth", opts->io_depth,
+                  "uring: reads in flight; --io: comma separated (default 1,2,4,8,16,32,64); -m: one value (default 8)");
   cmd->add_option("--max-bytes", opts->max_bytes, "stop a point early after this many bytes (e.g. 2G)");
   CLI::Option* d = cmd->add_flag("--direct", opts->direct_only, "only O_DIRECT reads");
   CLI::Option* b = cmd->add_flag("--buffered", opts->buffered_only, "only buffered (page cache) reads");
@@ -234,6 +260,12 @@ void register_bench(CLI::App& app) {
   cmd->add_flag("--load-all", opts->load_all, "-m: keep every expert resident");
   cmd->add_flag("--cold", opts->cold, "-m: drop the model files' cached pages before each rep");
   cmd->add_option("--kv-type", opts->kv_type, "-m: KV cache element type f16|f32")->capture_default_str();
+  cmd->add_option("--route-replay", opts->route_replay,
+                  "-m: replace the router's expert choices by a recorded routing trace (JSONL), mapped onto the "
+                  "model (bench/README.md); rows say route_replay");
+  cmd->add_option("--save-usage", opts->save_usage,
+                  "-m: write how often each (layer, expert) was routed, summed over every configuration, to FILE "
+                  "(JSON) for `cache-sim --cache-warm`");
   CLI::Option* ceil_file =
       cmd->add_option("--io-ceiling", opts->io_ceiling, "-m: device ceiling JSON from `sluice bench --io FILE -o json`");
   CLI::Option* ceil_measure = cmd->add_flag(

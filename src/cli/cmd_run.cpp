@@ -4,6 +4,7 @@
 // nothing corrupts it. Ctrl-C stops generation between tokens; the summary
 // is still printed and the exit status is 130.
 #include <charconv>
+#include <filesystem>
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -19,7 +20,9 @@
 #include "cli/sigint.h"
 #include "cli/stdout_output.h"
 #include "cli/telemetry_output.h"
+#include "gguf/gguf.h"
 #include "io/text_input.h"
+#include "moe/expert_usage.h"
 #include "runtime/session.h"
 #include "runtime/text_stream.h"
 #include "tokenizer/tokenizer.h"
@@ -40,6 +43,7 @@ struct RunOptions {
   std::string mtp = "0";   // --mtp N|auto|auto:N
   float mtp_p_min = 0.0f;  // --mtp-p-min
   TelemetryFlags telemetry;
+  std::string save_usage;  // --save-usage FILE
 };
 
 // --mtp N (drafts per step; 0 off), auto (1 draft, switched off while it
@@ -162,6 +166,14 @@ void run_generate(RunOptions& o) {
            " positions): generation stopped; raise -c for longer output");
 
   if (cfg.route_trace) cfg.route_trace->close();
+  if (!o.save_usage.empty()) {
+    moe::ExpertUsage u = session.model().expert_usage();
+    if (u.n_layer == 0) throw Error("--save-usage: a dense model routes no experts");
+    u.model = std::filesystem::path(o.engine.model_path).filename().string();
+    io::OutputOptions uo{.flag = "--save-usage", .inputs = gguf::model_file_paths(o.engine.model_path)};
+    uo.inputs.push_back(o.prompt_file);
+    moe::write_expert_usage(u, o.save_usage, std::move(uo));
+  }
   nlohmann::ordered_json fields;
   fields["text"] = generated;
   fields["finish_reason"] = finish_reason(st, interrupted, stop_strings.stopped(), o.n_predict);
@@ -203,6 +215,8 @@ void register_run(CLI::App& app) {
       "  echo 'Tell me' | sluice run -m model.gguf -f - --json - | jq .summary.decode_tps\n"
       "stdout: the prompt and the generated text (-q: only the generated text); stderr: one summary line\n"
       "(-v: the full telemetry block). Ctrl-C stops generation, prints the summary and exits 130.");
+  cmd->add_option("--save-usage", opts->save_usage,
+                  "write how often each (layer, expert) was routed to FILE (JSON), for `cache-sim --cache-warm`");
   cmd->callback([opts, p, f] {  // the options are owned by `app`, which outlives parsing
     if (p->count() == 0 && f->count() == 0)
       throw Error("run: no prompt: give -p TEXT or -f FILE");

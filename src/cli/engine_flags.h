@@ -50,6 +50,16 @@ inline void add_engine_flags(CLI::App* cmd, runtime::EngineOptions& o) {
   cmd->add_option("--io-threads", o.io_threads, "expert read lanes")->capture_default_str()->group(group);
   cmd->add_flag("--load-all", o.load_all, "keep every expert resident (debug / small models)")->group(group);
   cmd->add_option("--route-trace", o.route_trace, "write expert routing + cache hits as JSONL to FILE")->group(group);
+  cmd->add_option("--io-engine", o.io_engine,
+                  "how expert reads are issued: pread (--io-threads blocking lanes) or uring (one io_uring with "
+                  "--io-depth reads in flight)")
+      ->capture_default_str()
+      ->group(group);
+  cmd->add_option("--io-depth", o.io_depth, "reads in flight with --io-engine uring")->capture_default_str()->group(group);
+  cmd->add_option("--route-replay", o.route_replay,
+                  "benchmark mode: replace the router's expert choices by a recorded routing trace (JSONL: "
+                  "sluice, Mixtral or Qwen-MoE format), mapped onto the model's layers and experts")
+      ->group(group);
   cmd->add_option("--ubatch", o.ubatch,
                   "positions per forward micro-batch in prefill (llama.cpp's -ub); each routed expert is read once "
                   "per layer per micro-batch (and --expert-budget applies per micro-batch)")

@@ -15,8 +15,10 @@
 
 #include "gguf/gguf.h"
 #include "io/file.h"
+#include "io/uring_queue.h"
 #include "model/hparams.h"
 #include "model/kv_cache.h"
+#include "moe/expert_usage.h"
 #include "moe/route_trace.h"
 #include "moe/trim_config.h"
 #include "moe/trims.h"
@@ -28,7 +30,9 @@ namespace sluice::model {
 struct ModelConfig {
   moe::DenseMode dense_mode = moe::DenseMode::Anon;  // how non-expert tensors are made resident
   bool odirect = true;     // O_DIRECT reads (dense anon mode and experts)
-  int io_threads = 4;      // expert read lanes
+  int io_threads = 4;      // expert read lanes (pread engine)
+  io::IoEngine io_engine = io::IoEngine::Pread;  // --io-engine: how expert reads are issued
+  int io_depth = 8;        // --io-depth: reads in flight (uring engine)
   bool load_all = false;   // keep every expert resident
   int threads = 1;         // compute threads (results do not depend on it)
   KvType kv_type = KvType::F16;
@@ -62,6 +66,12 @@ struct ModelConfig {
   // Route trace: one record per (token, layer) in token-major order. Shared so
   // the writer outlives the model; used from the model's thread only.
   std::shared_ptr<moe::RouteTraceWriter> route_trace;
+  // --route-replay (a benchmark mode): a recorded routing trace replaces the
+  // router's choices in every MoE layer, mapped as moe/route_replay.h says
+  // (Error for a dense model). Logits then depend on the trace, but still
+  // never on threads, I/O settings or the cache. --prefetch is off with it
+  // (its predictions come from the router, which the replay overrides).
+  std::shared_ptr<const moe::RouteTrace> route_replay;
   // Diagnostics at load (how the cache was sized, demand warnings): one line
   // per call, no trailing newline. Null: silent.
   std::function<void(const std::string&)> log;
@@ -155,6 +165,7 @@ struct ModelStats {
   int expert_budget = 0;  // --expert-budget in force (0 = off), for the summary
   int prefetch = 0;       // --prefetch depth in force (after the load-time rules; 0: off)
   PrefetchCounters prefetch_counters;
+  std::string route_replay;  // RouteReplay::describe() when --route-replay is on; empty otherwise
 };
 
 class Model {
@@ -207,6 +218,9 @@ class Model {
   // Fraction of the dense (non-expert) weights resident in RAM (mincore; cost
   // grows with the dense size, so sample it, do not call it per layer).
   virtual double dense_resident_fraction() const { return 1.0; }
+  // Positions routed to each (trunk layer, expert) since load, after trims
+  // (--save-usage). Empty (n_layer 0) for dense models.
+  virtual moe::ExpertUsage expert_usage() const { return {}; }
 };
 
 // Builds the model for `gguf`'s general.architecture (model/arch.h's registry:

@@ -136,6 +136,12 @@ moe::TrimStats route_layer(const RouterDesc& router, const float* selection_bias
                            int n_expert, int k, const moe::TrimConfig& trims, const moe::ExpertCachedFn& is_cached,
                            Routing& dense, moe::RoutingTable& out, RouteDrops* drops) {
   route_topk(router, selection_bias, logits, n_tokens, n_expert, k, dense);
+  return trim_routing(dense, trims, is_cached, out, drops);
+}
+
+moe::TrimStats trim_routing(const Routing& dense, const moe::TrimConfig& trims, const moe::ExpertCachedFn& is_cached,
+                            moe::RoutingTable& out, RouteDrops* drops) {
+  const int n_tokens = dense.n_tokens, k = dense.k;
   out = moe::RoutingTable::from_dense(dense.experts.data(), dense.weights.data(), n_tokens, k);
   if (drops) *drops = RouteDrops{};
   if (trims.any_table_trim()) {

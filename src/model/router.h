@@ -59,4 +59,9 @@ moe::TrimStats route_layer(const RouterDesc& router, const float* selection_bias
                            const moe::ExpertCachedFn& is_cached, Routing& dense, moe::RoutingTable& out,
                            RouteDrops* drops = nullptr);
 
+// route_layer's second half: `out` from a filled `dense` table (route_topk's,
+// or a replayed one: moe/route_replay.h), then the trims as route_layer applies them.
+moe::TrimStats trim_routing(const Routing& dense, const moe::TrimConfig& trims, const moe::ExpertCachedFn& is_cached,
+                            moe::RoutingTable& out, RouteDrops* drops = nullptr);
+
 }  // namespace sluice::model

@@ -244,12 +244,21 @@ Transformer::Transformer(std::shared_ptr<const gguf::GgufModel> gguf, const Mode
     moe::ExpertStoreConfig sc;
     sc.odirect = cfg.odirect;
     sc.io_threads = cfg.io_threads;
+    sc.io_engine = cfg.io_engine;
+    sc.io_depth = cfg.io_depth;
     sc.load_all = cfg.load_all;
     sc.wrap_file = cfg.wrap_expert_file;
     const std::vector<moe::MoeLayerShape> shapes =
         moe::moe_layer_shapes(experts, static_cast<int>(hp_.n_expert_used));
     sc.cache_bytes = resolve_cache_bytes(cfg, shapes, dense_->bytes(), kv_->bytes());
     store_ = std::make_unique<moe::ExpertStore>(*gguf_, std::move(experts), sc);
+  }
+  if (cfg.route_replay) {
+    if (!hp_.is_moe())
+      throw Error("--route-replay " + cfg.route_replay->source + ": " + hp_.arch +
+                  " is a dense model; there is no expert routing to replay");
+    replay_ = std::make_unique<moe::RouteReplay>(*cfg.route_replay, static_cast<int>(hp_.n_expert), moe_k_);
+    if (cfg.log) cfg.log(replay_->describe());
   }
   prefetch_depth_ = resolve_prefetch(store_ ? store_->stats().cache_budget_bytes : 0);
 }
@@ -401,6 +410,7 @@ ModelStats Transformer::stats() const {
   s.expert_budget = cfg_.trims.expert_budget;
   s.prefetch = prefetch_depth_;
   s.prefetch_counters = moe_ffn_.prefetch_counters();
+  if (replay_) s.route_replay = replay_->describe();
   return s;
 }
 
@@ -410,6 +420,17 @@ uint64_t Transformer::expert_bytes(int layer) const {
 }
 
 double Transformer::dense_resident_fraction() const { return dense_->resident_fraction(); }
+
+moe::ExpertUsage Transformer::expert_usage() const {
+  moe::ExpertUsage u;
+  if (!hp_.is_moe()) return u;
+  u.n_layer = static_cast<int>(hp_.n_layer);
+  u.n_expert = static_cast<int>(hp_.n_expert);
+  u.tokens = tokens_evaluated_;
+  u.counts = usage_;
+  u.counts.resize(static_cast<size_t>(u.n_layer) * static_cast<size_t>(u.n_expert), 0);
+  return u;
+}
 
 void Transformer::eval(std::span<const int32_t> tokens, int pos0, float* logits_out) {
   run(tokens, pos0, logits_out, true);
@@ -715,9 +736,25 @@ void Transformer::forward_layer(int il, int T, int pos0, KvCache& kv, int kv_lay
     router_logits(L, xn_.data(), T, router_logits_);
     const moe::ExpertStore& store = *store_;
     const moe::ExpertCachedFn is_cached = [&store, il](int32_t e) { return store.is_cached(il, e); };
-    trim_stats_ += route_layer(d.ffn.router, L.selection_bias, router_logits_.data(), T,
-                               static_cast<int>(hp_.n_expert), moe_k_, cfg_.trims, is_cached, routing_, routes_,
-                               &drops_);
+    if (replay_) {
+      // The router still runs (its cost is part of a layer's compute); the
+      // trace decides. Token numbering ignores pos0, so a rewound or reset
+      // session replays new trace tokens, as a new request would route anew.
+      routing_.n_tokens = T;
+      routing_.k = moe_k_;
+      routing_.experts.resize(static_cast<size_t>(T) * moe_k_);
+      routing_.weights.resize(routing_.experts.size());
+      for (int t = 0; t < T; ++t) {
+        const uint64_t tok = tokens_evaluated_ + static_cast<uint64_t>(t);
+        std::copy_n(replay_->experts(tok, il), moe_k_, &routing_.experts[static_cast<size_t>(t) * moe_k_]);
+        std::copy_n(replay_->weights(tok, il), moe_k_, &routing_.weights[static_cast<size_t>(t) * moe_k_]);
+      }
+      trim_stats_ += trim_routing(routing_, cfg_.trims, is_cached, routes_, &drops_);
+    } else {
+      trim_stats_ += route_layer(d.ffn.router, L.selection_bias, router_logits_.data(), T,
+                                 static_cast<int>(hp_.n_expert), moe_k_, cfg_.trims, is_cached, routing_, routes_,
+                                 &drops_);
+    }
     // This layer's prefetch (if any) is consumed now; the next one is started
     // by after_submit, behind this layer's own reads.
     std::optional<PrefetchedExperts> mine = std::move(prefetch_);
@@ -733,6 +770,12 @@ void Transformer::forward_layer(int il, int T, int pos0, KvCache& kv, int kv_lay
     if (prefetch_depth_ > 0) src.after_submit = [this, il, T] { start_prefetch(il, T); };
     moe_ffn_.run(il, L.experts, xn_.data(), routes_, drops_, src, tmp_.data(), pool_);
     if (cfg_.route_trace) record_route(il, T, pos0);
+    if (il < static_cast<int>(hp_.n_layer)) {
+      if (usage_.empty()) usage_.assign(static_cast<size_t>(hp_.n_layer) * hp_.n_expert, 0);
+      for (int t = 0; t < T; ++t)
+        for (const moe::ExpertWeight& ew : routes_.row(t))
+          ++usage_[static_cast<size_t>(il) * hp_.n_expert + static_cast<size_t>(ew.expert)];
+    }
     if (L.shared) {
       // The shared expert reads the same normed input; added unweighted.
       shared_out_.resize(x_.size());
@@ -756,6 +799,10 @@ int Transformer::resolve_prefetch(uint64_t cache_bytes) const {
   }
   if (cfg_.load_all) {
     say("prefetch: off (--load-all keeps every expert resident)");
+    return 0;
+  }
+  if (replay_) {
+    say("prefetch: off (--route-replay: the router's predictions do not see the replayed routing)");
     return 0;
   }
   if (cfg_.trims.drop_cold > 0.0f && cache_bytes > 0) {

@@ -20,6 +20,7 @@
 #include "model/rope.h"
 #include "model/router.h"
 #include "model/thread_pool.h"
+#include "moe/route_replay.h"
 
 namespace sluice::model {
 
@@ -48,6 +49,7 @@ class Transformer final : public Model {
                 bool all_rows = true) override;
   int mtp_n_cached() const override { return mtp_kv_ ? mtp_kv_->n_filled() : 0; }
   double dense_resident_fraction() const override;
+  moe::ExpertUsage expert_usage() const override;
 
  private:
   // One layer's bound weights; optional inputs are null when absent.
@@ -157,6 +159,10 @@ class Transformer final : public Model {
   // next layer's experts in flight (reset at the end of each ubatch and on
   // errors); prediction scratch.
   int prefetch_depth_ = 0;
+  // --route-replay: the trace mapped onto this model (null: the router decides).
+  // Position t of a ubatch replays token tokens_evaluated_ + t.
+  std::unique_ptr<moe::RouteReplay> replay_;
+  std::vector<uint64_t> usage_;  // [n_layer][n_expert]: positions routed (after trims), trunk layers
   std::optional<PrefetchedExperts> prefetch_;
   std::vector<float> pf_xn_, pf_logits_;
   Routing pf_routing_;

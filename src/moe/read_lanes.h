@@ -5,6 +5,14 @@
 // owner must stay alive until it has been told about every job it submitted;
 // Batch and the load_all latch guarantee that by waiting in their destructors.
 //
+// Engines (io::IoEngine): Pread runs n_lanes threads, each doing one blocking
+// read_exact at a time. Uring runs one thread that keeps up to `depth` reads
+// in flight through an io_uring (files that are not a plain descriptor, e.g.
+// fault-injecting wrappers in tests, are read with read_exact on that thread);
+// a short read is re-issued for its remainder, EOF before the end is an error.
+// LaneStats::io_ns sums each read's latency (submit to completion for Uring,
+// so with depth D up to D reads' latencies overlap).
+//
 // Thread-safety: submit() may be called from any thread. read_done() runs on a
 // lane thread. Lanes are joined by the destructor after draining the queue.
 #pragma once
@@ -13,11 +21,13 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <exception>
 #include <mutex>
 #include <thread>
 #include <vector>
 
+#include "io/uring_queue.h"
 #include "moe/aligned_reads.h"
 
 namespace sluice::moe {
@@ -44,6 +54,8 @@ class ReadLanes {
   // Starts n_lanes threads. Throws Error naming --io-threads when the OS
   // refuses one (the lanes already started are stopped and joined first).
   ReadLanes(int n_lanes, LaneStats& stats);
+  // Uring: throws Error naming --io-depth when the kernel refuses the ring.
+  ReadLanes(io::IoEngine engine, int n_lanes, int depth, LaneStats& stats);
   ~ReadLanes();
   ReadLanes(const ReadLanes&) = delete;
   ReadLanes& operator=(const ReadLanes&) = delete;
@@ -58,6 +70,8 @@ class ReadLanes {
 
  private:
   void run();
+  void run_uring(io::UringQueue& q);
+  void read_now(const Job& job);  // one blocking read_exact, reported
   void stop();  // stops and joins every started lane
 
   LaneStats& stats_;
@@ -66,6 +80,7 @@ class ReadLanes {
   std::deque<Job> queue_;
   bool stopping_ = false;
   std::vector<std::thread> threads_;
+  std::unique_ptr<io::UringQueue> uring_;  // Uring engine only
 };
 
 }  // namespace sluice::moe

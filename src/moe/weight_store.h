@@ -16,6 +16,8 @@
 
 #include "gguf/expert_layout.h"
 #include "gguf/gguf.h"
+#include "io/file.h"
+#include "io/uring_queue.h"
 
 namespace sluice::moe {
 
@@ -79,11 +81,14 @@ struct ExpertView {
 
 struct ExpertStoreConfig {
   bool odirect = true;   // aligned O_DIRECT reads (buffered fallback where refused)
-  int io_threads = 4;    // read lanes
+  int io_threads = 4;    // read lanes (Pread engine)
+  io::IoEngine io_engine = io::IoEngine::Pread;  // --io-engine (moe/read_lanes.h)
+  int io_depth = 8;      // Uring engine: reads in flight
   bool load_all = false; // keep every expert resident (debug / small models)
   // Expert cache budget in bytes (0 = cache off: every fetch reads). With a
   // budget, fetched experts stay resident in an LRU of whole experts until
-  // evicted (their memory is freed then); hits are ready at once. Accounted in
+  // evicted (their buffers then go to a pool of at most min(budget / 8, 256 MiB)
+  // that later misses reuse, else are unmapped); hits are ready at once. Accounted in
   // allocated bytes (4 KiB-aligned covers), so memory follows the budget; an
   // expert that cannot be cached (budget too small, everything pinned by live
   // Batches) is read into a private buffer freed with its Batch. The caller

@@ -68,6 +68,10 @@ model::ModelConfig EngineOptions::to_model_config() const {
   c.dense_mode = moe::parse_dense_mode(dense_weights);
   c.odirect = !no_odirect;
   c.io_threads = io_threads;
+  c.io_engine = io::parse_io_engine(io_engine, "--io-engine");
+  if (io_depth < 1 || io_depth > 4096)
+    throw Error("--io-depth: must be in [1, 4096] (got " + std::to_string(io_depth) + ")");
+  c.io_depth = io_depth;
   c.load_all = load_all;
   c.threads = threads;
   c.kv_type = model::parse_kv_type(kv_type);
@@ -99,6 +103,13 @@ model::ModelConfig EngineOptions::to_model_config() const {
     io::OutputOptions out{.flag = "--route-trace", .inputs = gguf::model_file_paths(model_path), .overwrite = true};
     out.inputs.insert(out.inputs.end(), extra_inputs.begin(), extra_inputs.end());
     c.route_trace = std::make_shared<moe::RouteTraceWriter>(route_trace, std::move(out));
+  }
+  if (!route_replay.empty()) {
+    try {
+      c.route_replay = std::make_shared<const moe::RouteTrace>(moe::read_route_trace(route_replay));
+    } catch (const Error& e) {
+      throw Error(std::string("--route-replay: ") + e.what());
+    }
   }
   return c;
 }

@@ -26,6 +26,8 @@ struct EngineOptions {
   std::string dense_weights = "anon";  // --dense-weights mmap|warm|anon
   bool no_odirect = false;           // --no-odirect
   int io_threads = 4;                // --io-threads
+  std::string io_engine = "pread";   // --io-engine pread|uring
+  int io_depth = 8;                  // --io-depth (uring: reads in flight, 1..4096)
   bool load_all = false;             // --load-all
   std::string kv_type = "f16";       // --kv-type f16|f32
   int n_ctx = 0;                     // -c (0: min(context_length, 4096))
@@ -39,6 +41,7 @@ struct EngineOptions {
   int64_t cache_floor_mb = 0;        // --cache-floor-mb (auto: lower clamp; 0 = mechanical floor)
   int64_t cache_ceil_mb = 0;         // --cache-ceil-mb (auto: upper clamp; 0 = every expert)
   std::string route_trace;           // --route-trace FILE (JSONL; empty: none)
+  std::string route_replay;          // --route-replay TRACE (benchmark mode; empty: the router decides)
   std::string prefetch = "off";      // --prefetch[=N|auto|off]: read the next layer's predicted experts early
   // Files the command reads besides the model (a prompt file): the
   // --route-trace output refuses to be any of them, or any of the model's files.

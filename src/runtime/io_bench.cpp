@@ -161,6 +161,67 @@ IoBenchRow run_point(const io::FdFile& file, IoMode mode, uint64_t size, int lan
   return row;
 }
 
+// One thread, `depth` reads in flight through an io_uring, each at a fresh
+// random offset as soon as the previous one in its slot completes.
+IoBenchRow run_point_uring(const io::FdFile& file, IoMode mode, uint64_t size, int depth, const IoBenchConfig& cfg,
+                           uint64_t point_seed) {
+  const uint64_t read_bytes = io_read_bytes(mode, size);
+  if (read_bytes > file.size()) {
+    fail(file.path(), "file is " + std::to_string(file.size()) + " bytes, smaller than one " +
+                          std::to_string(read_bytes) + "-byte read; use a larger file or smaller --sizes");
+  }
+  if (read_bytes > UINT32_MAX) fail(file.path(), "io_uring reads are at most 4 GiB");
+  if (mode == IoMode::Buffered) (void)io::drop_file_pages(file.fd());
+  io::UringQueue q(static_cast<unsigned>(depth), "--io-depth " + std::to_string(depth));
+  RandomOffsets offsets(file.size(), read_bytes, point_seed);
+  std::vector<io::AlignedBuffer> bufs;
+  for (int i = 0; i < depth; ++i) bufs.emplace_back(read_bytes);
+  std::vector<Clock::time_point> issued(static_cast<size_t>(depth));
+  std::vector<uint64_t> lat;
+  lat.reserve(4096);
+  const auto duration = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(cfg.seconds_per_point));
+  const Clock::time_point start = Clock::now();
+  const Clock::time_point deadline = start + duration;
+  uint64_t claimed = 0;
+  auto issue = [&](size_t slot) {
+    if (cfg.max_bytes_per_point != 0 && claimed >= cfg.max_bytes_per_point) return;
+    claimed += read_bytes;
+    issued[slot] = Clock::now();
+    q.prepare(file.fd(), bufs[slot].data(), static_cast<uint32_t>(read_bytes), offsets.next(), slot);
+  };
+  for (size_t s = 0; s < bufs.size(); ++s) issue(s);
+  bool stopping = false;
+  while (q.in_flight() > 0) {
+    const io::UringQueue::Completion c = q.wait();
+    const Clock::time_point t1 = Clock::now();
+    if (c.res != static_cast<int>(read_bytes)) {
+      fail(file.path(), "io_uring read of " + std::to_string(read_bytes) + " bytes returned " +
+                            (c.res < 0 ? std::string(std::strerror(-c.res)) : std::to_string(c.res)));
+    }
+    lat.push_back(uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - issued[c.tag]).count()));
+    if (t1 >= deadline) stopping = true;
+    if (!stopping) issue(c.tag);
+  }
+  IoBenchRow row;
+  row.mode = mode;
+  row.engine = io::IoEngine::Uring;
+  row.size_bytes = size;
+  row.read_bytes = read_bytes;
+  row.lanes = depth;
+  row.reads = lat.size();
+  row.bytes = row.reads * read_bytes;
+  row.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  if (row.seconds > 0) {
+    row.GBps = double(row.bytes) / row.seconds / 1e9;
+    row.iops = double(row.reads) / row.seconds;
+  }
+  const LatencySummary s = summarize_latencies(lat);
+  row.lat_us_mean = s.mean_us;
+  row.lat_us_p50 = s.p50_us;
+  row.lat_us_p99 = s.p99_us;
+  return row;
+}
+
 // |log(a/b)|: how far apart two positive quantities are, symmetric in ratio.
 double ratio_distance(double a, double b) { return std::fabs(std::log(a / b)); }
 
@@ -214,7 +275,7 @@ double ceiling_GBps(const std::vector<IoBenchRow>& rows, uint64_t size, int lane
   const double want_size = double(std::max<uint64_t>(size, 1));
   const double want_lanes = double(std::max(lanes, 1));
   for (const IoBenchRow& r : rows) {
-    if (r.mode != mode || r.size_bytes == 0 || r.lanes < 1) continue;
+    if (r.mode != mode || r.engine != io::IoEngine::Pread || r.size_bytes == 0 || r.lanes < 1) continue;
     const double sd = ratio_distance(double(r.size_bytes), want_size);
     const double ld = ratio_distance(double(r.lanes), want_lanes);
     bool better = best == nullptr || sd < best_size_d;
@@ -238,7 +299,7 @@ std::vector<IoBenchRow> best_rows(const std::vector<IoBenchRow>& rows) {
   std::vector<IoBenchRow> best;
   for (const IoBenchRow& r : rows) {
     auto it = std::find_if(best.begin(), best.end(), [&](const IoBenchRow& b) {
-      return b.mode == r.mode && b.size_bytes == r.size_bytes;
+      return b.mode == r.mode && b.engine == r.engine && b.size_bytes == r.size_bytes;
     });
     if (it == best.end()) {
       best.push_back(r);
@@ -328,7 +389,9 @@ std::vector<IoBenchRow> run_io_bench(const IoBenchConfig& cfg) {
     for (uint64_t size : cfg.sizes) {
       for (int lanes : cfg.lanes) {
         uint64_t seed_state = cfg.seed ^ (0xD1B54A32D192ED03ull * ++point);
-        IoBenchRow row = run_point(*file, mode, size, lanes, cfg, splitmix64(seed_state));
+        IoBenchRow row = cfg.engine == io::IoEngine::Uring
+                             ? run_point_uring(*file, mode, size, lanes, cfg, splitmix64(seed_state))
+                             : run_point(*file, mode, size, lanes, cfg, splitmix64(seed_state));
         if (cfg.on_row) cfg.on_row(row);
         rows.push_back(row);
       }

@@ -24,6 +24,8 @@
 #include <string_view>
 #include <vector>
 
+#include "io/uring_queue.h"
+
 namespace sluice::gguf {
 class GgufModel;
 }
@@ -37,6 +39,9 @@ std::string_view io_mode_name(IoMode m);  // "direct" / "buffered"
 // datasheets); latency is per pread, wall clock, in microseconds.
 struct IoBenchRow {
   IoMode mode = IoMode::Direct;
+  // Pread: `lanes` threads, one blocking pread each. Uring: one thread keeping
+  // `lanes` reads in flight through an io_uring (lanes = the queue depth).
+  io::IoEngine engine = io::IoEngine::Pread;
   uint64_t size_bytes = 0;  // requested read size (the key ceiling_GBps looks up)
   uint64_t read_bytes = 0;  // bytes each pread actually asked for (size rounded up to 4 KiB for direct)
   int lanes = 0;
@@ -55,6 +60,8 @@ struct IoBenchConfig {
   std::vector<uint64_t> sizes;      // bytes per read, each > 0
   std::vector<int> lanes = {1, 2, 4, 8, 16};  // concurrent readers per point, each >= 1
   std::vector<IoMode> modes = {IoMode::Direct, IoMode::Buffered};
+  // Uring: every point is one thread with `lanes` reads in flight (--io-depth).
+  io::IoEngine engine = io::IoEngine::Pread;
   double seconds_per_point = 2.0;   // each point stops after this long ...
   uint64_t max_bytes_per_point = 0; // ... or once this many bytes were read (0: no budget)
   uint64_t seed = 1;                // offsets are a deterministic function of (seed, point, lane)
@@ -112,7 +119,7 @@ struct LatencySummary {
 // per-read latencies in nanoseconds. Reorders `ns`. All zero for an empty list.
 LatencySummary summarize_latencies(std::vector<uint64_t>& ns);
 
-// The measured GB/s nearest to (size, lanes) among rows of the given mode:
+// The measured GB/s nearest to (size, lanes) among pread rows of the given mode:
 // first the nearest size (by ratio), then among those the nearest lane count
 // (by ratio; ties go to the larger count). Throws Error when no row of that
 // mode exists.

@@ -123,19 +123,21 @@ std::string format_size(uint64_t bytes) {
 
 std::string format_io_markdown(const std::vector<IoBenchRow>& rows, const std::vector<std::string>& notes) {
   std::string out;
-  out += "| mode | size | size_bytes | lanes | GB/s | IOPS | lat mean us | lat p50 us | lat p99 us |\n";
-  out += "|---|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+  out += "| mode | size | size_bytes | lanes | GB/s | IOPS | lat mean us | lat p50 us | lat p99 us | engine |\n";
+  out += "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n";
   for (const IoBenchRow& r : rows) {
     out += "| " + std::string(io_mode_name(r.mode)) + " | " + format_size(r.size_bytes) + " | " +
            std::to_string(r.size_bytes) + " | " + std::to_string(r.lanes) + " | " + fixed(r.GBps, 3) +
            " | " + fixed(r.iops, 0) + " | " + fixed(r.lat_us_mean, 1) + " | " + fixed(r.lat_us_p50, 1) +
-           " | " + fixed(r.lat_us_p99, 1) + " |\n";
+           " | " + fixed(r.lat_us_p99, 1) + " | " + io::io_engine_name(r.engine) + " |\n";
   }
   const std::vector<IoBenchRow> best = best_rows(rows);
   if (!best.empty()) out += "\n";
   for (const IoBenchRow& b : best) {
-    out += "best " + std::string(io_mode_name(b.mode)) + " " + format_size(b.size_bytes) + ": " +
-           std::to_string(b.lanes) + (b.lanes == 1 ? " lane, " : " lanes, ") + fixed(b.GBps, 3) + " GB/s\n";
+    const bool uring = b.engine == io::IoEngine::Uring;
+    out += "best " + std::string(io_mode_name(b.mode)) + (uring ? " uring " : " ") + format_size(b.size_bytes) +
+           ": " + std::to_string(b.lanes) +
+           (uring ? " in flight, " : (b.lanes == 1 ? " lane, " : " lanes, ")) + fixed(b.GBps, 3) + " GB/s\n";
   }
   if (!notes.empty()) out += "\n";
   for (const std::string& n : notes) out += "> note: " + n + "\n";
@@ -154,17 +156,18 @@ std::string format_io_json(const std::vector<IoBenchRow>& rows) {
     o["lat_us_mean"] = round_to(r.lat_us_mean, 2);
     o["lat_us_p50"] = round_to(r.lat_us_p50, 2);
     o["lat_us_p99"] = round_to(r.lat_us_p99, 2);
+    o["engine"] = std::string(io::io_engine_name(r.engine));
     arr.push_back(std::move(o));
   }
   return arr.dump(2) + "\n";
 }
 
 std::string format_io_csv(const std::vector<IoBenchRow>& rows) {
-  std::string out = "mode,size_bytes,lanes,GBps,iops,lat_us_mean,lat_us_p50,lat_us_p99\n";
+  std::string out = "mode,size_bytes,lanes,GBps,iops,lat_us_mean,lat_us_p50,lat_us_p99,engine\n";
   for (const IoBenchRow& r : rows) {
     out += csv_join({std::string(io_mode_name(r.mode)), std::to_string(r.size_bytes), std::to_string(r.lanes),
                      fixed(r.GBps, 4), fixed(r.iops, 1), fixed(r.lat_us_mean, 2), fixed(r.lat_us_p50, 2),
-                     fixed(r.lat_us_p99, 2)}) +
+                     fixed(r.lat_us_p99, 2), io::io_engine_name(r.engine)}) +
            "\n";
   }
   return out;

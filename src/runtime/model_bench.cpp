@@ -85,6 +85,9 @@ EngineOptions engine_options_for(const ModelBenchConfig& cfg, const BenchPoint& 
   o.trims.top_k = pt.moe_top_k;
   o.cache_mb = pt.cache_mb;
   o.prefetch = pt.prefetch;
+  o.route_replay = cfg.route_replay;
+  o.io_engine = cfg.io_engine;
+  o.io_depth = cfg.io_depth;
   return o;
 }
 
@@ -137,7 +140,8 @@ void progress(const ModelBenchConfig& cfg, const std::string& line) {
   if (cfg.on_progress) cfg.on_progress(line);
 }
 
-ModelBenchRow run_point(const ModelBenchConfig& cfg, const BenchPoint& pt, std::optional<uint64_t> mem_cap) {
+ModelBenchRow run_point(const ModelBenchConfig& cfg, const BenchPoint& pt, std::optional<uint64_t> mem_cap,
+                        moe::ExpertUsage& usage) {
   // Converted just before loading: --cache-mb auto sizes from memory as it is now.
   model::ModelConfig mc = engine_options_for(cfg, pt).to_model_config();
   mc.mtp = pt.mtp > 0;
@@ -159,6 +163,9 @@ ModelBenchRow run_point(const ModelBenchConfig& cfg, const BenchPoint& pt, std::
   row.odirect = cfg.odirect;
   row.load_all = cfg.load_all;
   row.cold = cfg.cold;
+  row.io_engine = cfg.io_engine;
+  row.io_depth = cfg.io_engine == "uring" ? cfg.io_depth : 0;
+  if (!cfg.route_replay.empty()) row.route_replay = std::filesystem::path(cfg.route_replay).filename().string();
   row.n_prompt = cfg.n_prompt;
   row.n_gen = cfg.n_gen;
   row.reps = cfg.reps;
@@ -253,6 +260,15 @@ ModelBenchRow run_point(const ModelBenchConfig& cfg, const BenchPoint& pt, std::
   row.experts_read_per_token =
       row.decode_tokens ? static_cast<double>(row.decode_experts_read) / static_cast<double>(row.decode_tokens) : kNaN;
   derive_figures(row, cfg.ceiling);
+  if (!cfg.save_usage.empty()) {
+    const moe::ExpertUsage u = session.model().expert_usage();
+    if (usage.counts.empty()) {
+      usage = u;
+    } else if (u.counts.size() == usage.counts.size()) {
+      for (size_t i = 0; i < u.counts.size(); ++i) usage.counts[i] += u.counts[i];
+      usage.tokens += u.tokens;
+    }
+  }
   return row;
 }
 
@@ -314,7 +330,10 @@ void derive_figures(ModelBenchRow& r, const std::vector<IoBenchRow>& ceiling) {
   const double bytes = static_cast<double>(r.decode_bytes_read);
   r.mib_read_per_token = r.decode_tokens ? bytes / 1048576.0 / static_cast<double>(r.decode_tokens) : kNaN;
   r.read_GBps = r.decode_seconds > 0 ? bytes / r.decode_seconds / 1e9 : kNaN;
-  const double lane_busy_s = r.decode_io_seconds / std::max(1, r.point.io_threads);
+  // Reads that can be in flight at once: the lanes, or the uring depth (its
+  // io time sums each read's submit-to-completion latency).
+  const int concurrency = r.io_depth > 0 ? r.io_depth : r.point.io_threads;
+  const double lane_busy_s = r.decode_io_seconds / std::max(1, concurrency);
   r.read_GBps_io = lane_busy_s > 0 ? bytes / lane_busy_s / 1e9 : kNaN;
   r.lane_busy_pct = lane_busy_s > 0 && r.decode_seconds > 0 ? 100.0 * lane_busy_s / r.decode_seconds : kNaN;
   const uint64_t asked = r.decode_experts_read + r.decode_experts_hit;
@@ -342,13 +361,21 @@ std::vector<ModelBenchRow> run_model_bench(const ModelBenchConfig& cfg) {
   const std::vector<BenchPoint> points = bench_points(cfg);
   const std::optional<uint64_t> mem_cap = process_cgroup_memory().limit;  // fixed for the process's life
   std::vector<ModelBenchRow> rows;
+  moe::ExpertUsage usage;
   for (size_t i = 0; i < points.size(); ++i) {
     const BenchPoint& p = points[i];
     progress(cfg, "config " + std::to_string(i + 1) + "/" + std::to_string(points.size()) + ": threads " +
                       std::to_string(p.threads) + ", io-threads " + std::to_string(p.io_threads) +
                       ", dense-weights " + p.dense_weights + ", moe-top-k " +
                       (p.moe_top_k > 0 ? std::to_string(p.moe_top_k) : "model") + ", cache-mb " + p.cache_mb);
-    rows.push_back(run_point(cfg, p, mem_cap));
+    rows.push_back(run_point(cfg, p, mem_cap, usage));
+  }
+  if (!cfg.save_usage.empty()) {
+    if (usage.n_layer == 0) throw Error("--save-usage: a dense model routes no experts");
+    usage.model = std::filesystem::path(cfg.model_path).filename().string();
+    io::OutputOptions out{.flag = "--save-usage", .inputs = gguf::model_file_paths(cfg.model_path)};
+    out.inputs.push_back(cfg.route_replay);
+    moe::write_expert_usage(usage, cfg.save_usage, std::move(out));
   }
   return rows;
 }
@@ -377,6 +404,11 @@ std::vector<IoBenchRow> parse_io_bench_json(std::string_view text, const std::st
     r.mode = mode_of(o["mode"].get<std::string>(), at);
     r.size_bytes = o["size_bytes"].get<uint64_t>();
     r.lanes = o["lanes"].get<int>();
+    // Written by io benches before --io-engine: pread.
+    if (o.contains("engine")) {
+      if (!o["engine"].is_string()) fail(at, "\"engine\" is not a string");
+      r.engine = io::parse_io_engine(o["engine"].get<std::string>(), at);
+    }
     r.GBps = o["GBps"].get<double>();
     if (r.size_bytes == 0 || r.lanes < 1 || !(r.GBps >= 0)) fail(at, "size_bytes, lanes must be > 0 and GBps >= 0");
     rows.push_back(r);

@@ -70,6 +70,14 @@ struct ModelBenchConfig {
   bool load_all = false;
   bool cold = false;          // drop the model files' cached pages before each rep
   std::string kv_type = "f16";
+  // --route-replay TRACE: every point replays this routing trace instead of
+  // the router (model::ModelConfig::route_replay); rows say so. Empty: off.
+  std::string route_replay;
+  // --save-usage FILE: the expert-usage profile (moe/expert_usage.h) summed
+  // over every configuration, written after the last one. Empty: none.
+  std::string save_usage;
+  std::string io_engine = "pread";  // --io-engine (fixed for the run)
+  int io_depth = 8;                 // --io-depth (uring)
   uint64_t seed = 1;          // prompt token ids are a function of (seed, rep)
   // The device ceiling (io bench rows); empty = none, efficiencies are n/a.
   std::vector<IoBenchRow> ceiling;
@@ -100,6 +108,9 @@ struct ModelBenchRow {
   std::string model;  // file name of the model (no directory)
   BenchPoint point;
   bool odirect = true, load_all = false, cold = false;
+  std::string route_replay;  // the trace's file name (no directory) when replayed; empty: the router
+  std::string io_engine = "pread";  // --io-engine
+  int io_depth = 0;                 // uring: reads in flight (0 with pread)
   int n_prompt = 0, n_gen = 0, reps = 0;
 
   double prefill_tps = 0, prefill_tps_sd = 0;

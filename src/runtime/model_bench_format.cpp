@@ -58,6 +58,13 @@ const ExtraColumn kExtraColumns[] = {
     {"mtp", "mtp", "off", [](const ModelBenchRow& r) { return nlohmann::json(r.point.mtp); }},
     {"mtp_accept_pct", "mtp accept %", "n/a", [](const ModelBenchRow& r) { return num(r.mtp_accept_pct); }},
     {"tok_per_forward", "tok/forward", "n/a", [](const ModelBenchRow& r) { return num(r.tokens_per_forward); }},
+    {"io_engine", "io engine", "n/a",
+     [](const ModelBenchRow& r) {
+       return nlohmann::json(r.io_depth > 0 ? r.io_engine + ":" + std::to_string(r.io_depth) : r.io_engine);
+     }},
+    // The routing trace replayed instead of the router (--route-replay); off: the router.
+    {"route_replay", "route replay", "off",
+     [](const ModelBenchRow& r) { return r.route_replay.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.route_replay); }},
 };
 
 // A value as CSV / markdown text: integers in full, other numbers with one

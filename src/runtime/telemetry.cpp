@@ -195,6 +195,7 @@ RunSummary summarize(const SummaryInput& in) {
   s.time = in.stats.time;
   s.prefetch = in.stats.prefetch;
   s.mtp = in.mtp;
+  s.route_replay = in.stats.route_replay;
   return s;
 }
 
@@ -264,6 +265,7 @@ std::vector<std::pair<std::string, nlohmann::ordered_json>> summary_fields(const
   f.emplace_back("mtp_accept_pct_by_pos", per);
   f.emplace_back("mtp_plain_steps", m.plain_steps);
   f.emplace_back("mtp_switches", m.switches);
+  f.emplace_back("route_replay", !s.route_replay.empty());
   return f;
 }
 
@@ -330,6 +332,7 @@ std::string summary_human(const RunSummary& s) {
                   m.switches);
     out += buf;
   }
+  if (!s.route_replay.empty()) out += "sluice: " + s.route_replay + " (benchmark mode)\n";
   if (s.decode_tokens > 0) {
     std::snprintf(buf, sizeof buf, "sluice: decode cost per emitted token: %.2f MiB read, %.2f expert loads\n",
                   s.decode_mib_per_tok(), s.decode_experts_per_tok());

@@ -12,7 +12,8 @@
 //   summary        "# summary key=value ..." and "SLUICE_DONE {json}", same keys, same order
 //   budget         "EXPERT_BUDGET=N (dropped X experts, ~Y GB I/O saved)" (only with an expert budget)
 //   The prefetch_* summary keys come next to last (zero when --prefetch is off),
-//   then the mtp_* keys and the per-emitted-token figures.
+//   then the mtp_* keys and the per-emitted-token figures, then route_replay
+//   (true when --route-replay replaced the router: a benchmark mode).
 //
 // Thread-safety: none; a recorder belongs to one Session (one thread).
 #pragma once
@@ -156,6 +157,10 @@ struct RunSummary {
   int prefetch = 0;                           // --prefetch depth in force (0: off)
   model::PrefetchCounters prefetch_counters;  // over the records
   MtpCounters mtp;
+  // --route-replay: RouteReplay::describe() (empty: the router decided). The
+  // summary's last key, route_replay, says true/false; the human summary
+  // prints this line, so no replayed figure passes for the router's.
+  std::string route_replay;
   // Decode phase (decode, verify and draft evals): what each emitted token cost.
   uint64_t decode_bytes_read = 0;
   uint64_t decode_experts_read = 0;  // expert loads (reads) in the decode phase

@@ -61,6 +61,18 @@ TEST(CliRunFlags, BadValuesNameTheFlag) {
   expect_flag_error(run + "--kv-type q4", "--kv-type");
   expect_flag_error(run + "--seed notanumber", "--seed");
   expect_flag_error(run + "--no-such-flag", "--no-such-flag");
+  expect_flag_error(run + "--io-engine bogus", "--io-engine: unknown I/O engine 'bogus'");
+  expect_flag_error(run + "--io-depth 0", "--io-depth");
+  expect_flag_error(run + "--route-replay /nonexistent/sluice-trace.jsonl", "--route-replay: /nonexistent/sluice-trace.jsonl");
+}
+
+TEST(CliRunFlags, BenchIoEngineFlagsAreChecked) {
+  ScratchFile f("io-file", std::string(1 << 16, 'x'));
+  const std::string io = "bench --io " + f.path.string() + " --buffered --sizes 4K --seconds 0.01 ";
+  expect_flag_error(io + "--io-depth 4", "--io-depth: only applies with --io-engine uring");
+  expect_flag_error(io + "--io-engine bogus", "--io-engine");
+  expect_flag_error(io + "--io-engine uring --io-depth 0", "--io-depth");
+  expect_flag_error(std::string("bench ") + kNoModel + " --io-engine uring --io-depth 4,8", "--io-depth");
 }
 
 // Issue-17 finding 10: -c 10^9 was std::bad_alloc; the KV size is checked

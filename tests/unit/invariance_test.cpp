@@ -63,6 +63,23 @@ TEST_P(InvarianceTest, IoThreadsAndLoadAll) {
   }
 }
 
+TEST_P(InvarianceTest, IoEngineUringAtAnyDepth) {
+  if (!io::uring_available()) GTEST_SKIP() << "this kernel gives no io_uring";
+  for (int depth : {1, 8, 64}) {
+    for (bool odirect : {false, true}) {
+      for (uint64_t cache : {uint64_t{0}, uint64_t{256} << 20}) {
+        auto cfg = golden_config();
+        cfg.io_engine = io::IoEngine::Uring;
+        cfg.io_depth = depth;
+        cfg.odirect = odirect;
+        cfg.cache_bytes = cache;
+        expect_identical(cfg, "uring depth " + std::to_string(depth) + (odirect ? " odirect" : " buffered") +
+                                  (cache ? " cache" : ""));
+      }
+    }
+  }
+}
+
 TEST_P(InvarianceTest, ComputeThreads) {
   for (int t = 1; t <= 4; ++t) {
     auto cfg = golden_config();

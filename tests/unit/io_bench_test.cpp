@@ -214,21 +214,23 @@ TEST(IoBenchFormat, JsonExact) {
   d.lat_us_mean = 81.0;
   d.lat_us_p50 = 75.25;
   d.lat_us_p99 = 140.0;
+  IoBenchRow u = hand_row();
+  u.engine = io::IoEngine::Uring;
   // Rounded (GB/s 4 places, IOPS 1, latency 2), keys in column order, written by nlohmann-json.
-  const std::string text = format_io_json({d, hand_row()});
+  const std::string text = format_io_json({d, u});
   EXPECT_EQ(nlohmann::json::parse(text), nlohmann::json::parse(R"([
     {"mode": "direct", "size_bytes": 4096, "lanes": 1, "GBps": 0.05, "iops": 12207.0,
-     "lat_us_mean": 81.0, "lat_us_p50": 75.25, "lat_us_p99": 140.0},
+     "lat_us_mean": 81.0, "lat_us_p50": 75.25, "lat_us_p99": 140.0, "engine": "pread"},
     {"mode": "buffered", "size_bytes": 884736, "lanes": 8, "GBps": 2.5, "iops": 2825.6,
-     "lat_us_mean": 2831.12, "lat_us_p50": 2700.5, "lat_us_p99": 9002.0}])"));
+     "lat_us_mean": 2831.12, "lat_us_p50": 2700.5, "lat_us_p99": 9002.0, "engine": "uring"}])"));
   EXPECT_EQ(text.rfind("[\n  {\n    \"mode\": \"direct\",\n    \"size_bytes\": 4096,\n", 0), 0u) << text;
   EXPECT_EQ(format_io_json({}), "[]\n");
 }
 
 TEST(IoBenchFormat, CsvExact) {
   EXPECT_EQ(format_io_csv({hand_row()}),
-            "mode,size_bytes,lanes,GBps,iops,lat_us_mean,lat_us_p50,lat_us_p99\n"
-            "buffered,884736,8,2.5000,2825.6,2831.12,2700.50,9002.00\n");
+            "mode,size_bytes,lanes,GBps,iops,lat_us_mean,lat_us_p50,lat_us_p99,engine\n"
+            "buffered,884736,8,2.5000,2825.6,2831.12,2700.50,9002.00,pread\n");
 }
 
 TEST(IoBenchFormat, MarkdownHasRowBestLineAndNotes) {
@@ -240,7 +242,7 @@ TEST(IoBenchFormat, MarkdownHasRowBestLineAndNotes) {
   single.lanes = 1;
   const std::string md = format_io_markdown({slow, hand_row(), single}, {"file is small"});
   EXPECT_NE(md.find("best direct 864 KiB: 1 lane, 2.500 GB/s\n"), std::string::npos) << md;
-  EXPECT_NE(md.find("| buffered | 864 KiB | 884736 | 8 | 2.500 | 2826 | 2831.1 | 2700.5 | 9002.0 |\n"),
+  EXPECT_NE(md.find("| buffered | 864 KiB | 884736 | 8 | 2.500 | 2826 | 2831.1 | 2700.5 | 9002.0 | pread |\n"),
             std::string::npos)
       << md;
   EXPECT_NE(md.find("best buffered 864 KiB: 8 lanes, 2.500 GB/s\n"), std::string::npos) << md;
@@ -297,6 +299,30 @@ TEST(IoBenchRun, ByteBudgetStopsAtExactReadCount) {
   for (const IoBenchRow& r : rows) {
     const uint64_t expected = (kMiB + r.read_bytes - 1) / r.read_bytes;  // ceil(budget / read)
     EXPECT_EQ(r.reads, expected) << r.size_bytes << " x" << r.lanes;
+  }
+}
+
+// --io-engine uring: one thread with `lanes` reads in flight; the byte budget
+// ends a point after exactly ceil(budget / read) reads, as with pread lanes.
+TEST(IoBenchRun, UringByteBudgetStopsAtExactReadCount) {
+  if (!io::uring_available()) GTEST_SKIP() << "this kernel gives no io_uring";
+  TempFile file(8 * kMiB);
+  IoBenchConfig cfg;
+  cfg.path = file.path();
+  cfg.sizes = {65536, 100000};
+  cfg.lanes = {1, 4, 64};
+  cfg.engine = io::IoEngine::Uring;
+  cfg.modes = direct_supported(file.path()) ? std::vector<IoMode>{IoMode::Direct, IoMode::Buffered}
+                                            : std::vector<IoMode>{IoMode::Buffered};
+  cfg.seconds_per_point = 600;
+  cfg.max_bytes_per_point = 1 * kMiB;
+  const std::vector<IoBenchRow> rows = run_io_bench(cfg);
+  ASSERT_EQ(rows.size(), cfg.modes.size() * 6);
+  for (const IoBenchRow& r : rows) {
+    EXPECT_EQ(r.engine, io::IoEngine::Uring);
+    EXPECT_EQ(r.reads, (kMiB + r.read_bytes - 1) / r.read_bytes) << r.size_bytes << " x" << r.lanes;
+    EXPECT_EQ(r.bytes, r.reads * r.read_bytes);
+    EXPECT_LE(r.lat_us_p50, r.lat_us_p99);
   }
 }
 
@@ -377,7 +403,7 @@ TEST(IoBenchCli, FlagErrorsAndCsvOutput) {
                                       " --buffered --sizes 4K,8K --lanes 1,2 --seconds 0.01 -o csv 2>/dev/null",
                                   &rc);
   EXPECT_EQ(rc, 0);
-  ASSERT_EQ(csv.rfind("mode,size_bytes,lanes,GBps,iops,lat_us_mean,lat_us_p50,lat_us_p99\n", 0), 0u) << csv;
+  ASSERT_EQ(csv.rfind("mode,size_bytes,lanes,GBps,iops,lat_us_mean,lat_us_p50,lat_us_p99,engine\n", 0), 0u) << csv;
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 5);  // header + 2 sizes x 2 lane counts
   EXPECT_NE(csv.find("\nbuffered,8192,2,"), std::string::npos) << csv;
 }

@@ -15,6 +15,8 @@
 #include <vector>
 
 #include "gguf/gguf.h"
+#include "io/uring_queue.h"
+#include "moe/expert_usage.h"
 #include "test_support.h"
 #include "tools/repack.h"
 #include "tools/synth.h"
@@ -228,17 +230,19 @@ TEST(ModelBenchFormat, MarkdownExact) {
   const std::string expected_head =
       "| model | threads | io-threads | dense | pp tok/s | tg tok/s | MiB/tok | read GB/s | read GB/s (io) | hit % "
       "| peak RSS MiB | io eff | roofline eff | top-k | cache | cache MiB | cap MiB | prefetch | pf prec % | pf cov % | lanes busy % "
-      "| budget | experts/tok | mtp | mtp accept % | tok/forward |\n"
-      "|---|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n"
+      "| budget | experts/tok | mtp | mtp accept % | tok/forward | io engine | route replay |\n"
+      "|---|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n"
       "| m.gguf | 2 | 4 | anon | 100.50 ± 2.25 | 10.00 ± 0.50 | 3.00 | 0.031 | 0.252 | 25.0 | 123.5 | 12.6% | 1.6% "
-      "| 8 | auto | 5685.0 | 8192.0 | 4 | 96.9 | 48.4 | 12.5 | 0 | 0.0 | 0 | 0.0 | 0.0 |\n";
+      "| 8 | auto | 5685.0 | 8192.0 | 4 | 96.9 | 48.4 | 12.5 | 0 | 0.0 | 0 | 0.0 | 0.0 | pread | off |\n";
   EXPECT_EQ(md.substr(0, expected_head.size()), expected_head);
   EXPECT_NE(md.find("> pp: 16-token random prompt; tg: 4 decode steps; 2 rep(s)"), std::string::npos) << md;
 
   ModelBenchRow no_ceiling = hand_row_uncached();
+  no_ceiling.route_replay = "gsm8k_2_routing.jsonl";
   derive_figures(no_ceiling, {});
   const std::string md2 = format_bench_markdown({no_ceiling});
-  EXPECT_NE(md2.find("| 123.5 | n/a | n/a | 8 | off | 0.0 | none | 0 | n/a | n/a | 12.5 | 0 | 0.0 | 0 | 0.0 | 0.0 |\n"),
+  EXPECT_NE(md2.find("| 123.5 | n/a | n/a | 8 | off | 0.0 | none | 0 | n/a | n/a | 12.5 | 0 | 0.0 | 0 | 0.0 | 0.0 "
+                     "| pread | gsm8k_2_routing.jsonl |\n"),
             std::string::npos)
       << md2;
 }
@@ -247,16 +251,17 @@ TEST(ModelBenchFormat, CsvExact) {
   ModelBenchRow r = hand_row();
   derive_figures(r, parse_io_bench_json(kCeilingJson, "test"));
   ModelBenchRow n = hand_row_uncached();
+  n.route_replay = "t.jsonl";
   derive_figures(n, {});
   // The original 22 columns keep their names and positions; the new ones follow.
   EXPECT_EQ(format_bench_csv({r, n}),
             "model,threads,io_threads,dense_weights,odirect,load_all,cold,n_prompt,n_gen,reps,prefill_tps,"
             "prefill_tps_sd,decode_tps,decode_tps_sd,mib_read_per_token,read_GBps,read_GBps_io,cache_hit_pct,"
             "peak_rss_MiB,ceiling_GBps,io_efficiency,roofline_efficiency,moe_top_k,cache,cache_MiB,mem_cap_MiB,prefetch,"
-            "prefetch_prec_pct,prefetch_cov_pct,lane_busy_pct,expert_budget,experts_per_tok,mtp,mtp_accept_pct,tok_per_forward\n"
+            "prefetch_prec_pct,prefetch_cov_pct,lane_busy_pct,expert_budget,experts_per_tok,mtp,mtp_accept_pct,tok_per_forward,io_engine,route_replay\n"
             "m.gguf,2,4,anon,1,0,0,16,4,2,100.500,2.250,10.000,0.500,3.0000,0.0315,0.2517,25.00,123.5,2.0000,0.1258,"
-            "0.0157,8,auto,5685.0,8192.0,4,96.9,48.4,12.5,0,0.0,0,0.0,0.0\n"
-            "m.gguf,2,4,anon,1,0,0,16,4,2,100.500,2.250,10.000,0.500,3.0000,0.0315,0.2517,25.00,123.5,,,,8,off,0.0,,0,,,12.5,0,0.0,0,0.0,0.0\n");
+            "0.0157,8,auto,5685.0,8192.0,4,96.9,48.4,12.5,0,0.0,0,0.0,0.0,pread,\n"
+            "m.gguf,2,4,anon,1,0,0,16,4,2,100.500,2.250,10.000,0.500,3.0000,0.0315,0.2517,25.00,123.5,,,,8,off,0.0,,0,,,12.5,0,0.0,0,0.0,0.0,pread,t.jsonl\n");
   // A model path with a comma or quote stays one field (RFC 4180 quoting).
   n.model = "runs/a,b \"q\".gguf";
   const std::string csv = format_bench_csv({n});
@@ -492,6 +497,53 @@ TEST(ModelBenchRun, CacheAndTopKSweepOnStories) {
   // With every expert fitting nothing is evicted. Per layer, rep 1's prefill touches >= 1 expert
   // and the two reps decode 8 tokens: >= 9 requests over 8 experts, so >= 1 decode hit per layer.
   EXPECT_GE(rows[2].decode_experts_hit, 5u);
+}
+
+// --route-replay: a one-token trace routes every position of every layer to
+// trace expert 0, i.e. model experts 0..k-1 (group of k / 1): with a cache the
+// prefill reads them once and every decode request hits; without one, every
+// decode request is a read. Rows name the trace; uring reads the same experts.
+TEST(ModelBenchRun, RouteReplayReadsOnlyTheTracesExperts) {
+  if (!test::shared_has(kStoriesRel)) GTEST_SKIP() << "missing " << test::shared_path(kStoriesRel);
+  const std::filesystem::path trace =
+      std::filesystem::temp_directory_path() / ("sluice_bench_replay_" + std::to_string(::getpid()) + ".jsonl");
+  {
+    std::FILE* f = std::fopen(trace.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fputs("{\"pos\":0,\"layer\":0,\"experts\":[0]}\n", f);
+    std::fclose(f);
+  }
+  ModelBenchConfig cfg = stories_bench(4, 6, 2);
+  cfg.cache_mb = {"off", "auto"};
+  cfg.route_replay = trace.string();
+  const std::filesystem::path usage_file = trace.string() + ".usage.json";
+  cfg.save_usage = usage_file.string();
+  for (const char* engine : {"pread", "uring"}) {
+    SCOPED_TRACE(engine);
+    if (std::string(engine) == "uring" && !io::uring_available()) continue;  // e.g. a seccomp-filtered container
+    cfg.io_engine = engine;
+    const std::vector<ModelBenchRow> rows = run_model_bench(cfg);
+    ASSERT_EQ(rows.size(), 2u);
+    const int k = rows[0].moe_top_k;
+    ASSERT_GT(k, 0);
+    for (const ModelBenchRow& r : rows) {
+      EXPECT_EQ(r.route_replay, trace.filename().string());
+      EXPECT_EQ(r.decode_tokens, 12u);
+    }
+    const uint64_t requests = 12u * 5u * static_cast<uint64_t>(k);  // tokens x layers x k
+    EXPECT_EQ(rows[0].decode_experts_read, requests);  // cache off: every request reads
+    EXPECT_EQ(rows[0].decode_experts_hit, 0u);
+    EXPECT_EQ(rows[1].decode_experts_read, 0u);  // auto cache: the prefill read all 5 x k
+    EXPECT_EQ(rows[1].decode_experts_hit, requests);
+    // --save-usage: both points' positions (2 reps x (4 + 6)), each routed to experts 0..k-1 of every layer.
+    const moe::ExpertUsage u = moe::read_expert_usage(usage_file.string(), "--cache-warm");
+    ASSERT_EQ(u.n_layer, 5);
+    EXPECT_EQ(u.tokens, 2u * 20u);
+    for (int l = 0; l < u.n_layer; ++l)
+      for (int e = 0; e < u.n_expert; ++e) EXPECT_EQ(u.count(l, e), e < k ? 40u : 0u) << l << " " << e;
+  }
+  std::filesystem::remove(trace);
+  std::filesystem::remove(usage_file);
 }
 
 }  // namespace

@@ -189,16 +189,14 @@ using StoreParams = std::tuple<bool /*odirect*/, int /*io_threads*/, bool /*load
 
 class WeightStoreExperts : public ::testing::TestWithParam<StoreParams> {};
 
-TEST_P(WeightStoreExperts, EveryExpertByteIdenticalToFile) {
-  const auto [odirect, threads, load_all] = GetParam();
+// Every expert of every layer, all at once and then half of them, byte for
+// byte against the file, under `cfg`.
+void expect_every_expert_byte_identical(const ExpertStoreConfig& cfg) {
+  const bool load_all = cfg.load_all;
   for (const std::string& path : {files().single, files().split0}) {
     SCOPED_TRACE(path);
     const gguf::GgufModel m = gguf::GgufModel::open(path);
     const auto layers = expert_layers(m);
-    ExpertStoreConfig cfg;
-    cfg.odirect = odirect;
-    cfg.io_threads = threads;
-    cfg.load_all = load_all;
     ExpertStore store(m, layers, cfg);
     std::mt19937 rng(99);
     uint64_t experts_total = 0;
@@ -228,6 +226,59 @@ TEST_P(WeightStoreExperts, EveryExpertByteIdenticalToFile) {
     }
     EXPECT_GT(st.bytes_read, 0u);
   }
+}
+
+TEST_P(WeightStoreExperts, EveryExpertByteIdenticalToFile) {
+  const auto [odirect, threads, load_all] = GetParam();
+  ExpertStoreConfig cfg;
+  cfg.odirect = odirect;
+  cfg.io_threads = threads;
+  cfg.load_all = load_all;
+  expect_every_expert_byte_identical(cfg);
+}
+
+// --io-engine uring reads the same bytes as the pread lanes, at any depth,
+// O_DIRECT or buffered, with and without --load-all.
+TEST(WeightStoreUring, EveryExpertByteIdenticalToFile) {
+  if (!io::uring_available()) GTEST_SKIP() << "this kernel gives no io_uring";
+  for (int depth : {1, 4, 64}) {
+    for (bool odirect : {false, true}) {
+      for (bool load_all : {false, true}) {
+        SCOPED_TRACE("depth " + std::to_string(depth) + (odirect ? " odirect" : " buffered") +
+                     (load_all ? " load_all" : ""));
+        ExpertStoreConfig cfg;
+        cfg.io_engine = io::IoEngine::Uring;
+        cfg.io_depth = depth;
+        cfg.odirect = odirect;
+        cfg.load_all = load_all;
+        expect_every_expert_byte_identical(cfg);
+      }
+    }
+  }
+}
+
+TEST(WeightStoreUring, InjectedEioSurfacesThroughTheUringEngine) {
+  // Wrapped (fault-injecting) files are not plain descriptors: the uring
+  // thread reads them with read_exact, so faults surface as with pread.
+  const gguf::GgufModel m = gguf::GgufModel::open(files().single);
+  const auto layers = expert_layers(m);
+  ExpertStoreConfig cfg;
+  cfg.io_engine = io::IoEngine::Uring;
+  cfg.io_depth = 4;
+  cfg.wrap_file = [](std::shared_ptr<const io::File> f) -> std::shared_ptr<const io::File> {
+    io::FaultPlan plan;
+    plan.fail_read = 2;
+    return std::make_shared<io::FaultFile>(std::move(f), plan);
+  };
+  ExpertStore store(m, layers, cfg);
+  const std::vector<int> experts = {4, 5, 6, 7};
+  auto b = store.fetch(1, experts);
+  const std::string msg = error_of([&] {
+    while (b.next_ready() != -1) {
+    }
+  });
+  EXPECT_THAT(msg, AllOf(HasSubstr(files().single), HasSubstr("at offset"), HasSubstr("Input/output error"),
+                         HasSubstr("layer 1")));
 }
 
 INSTANTIATE_TEST_SUITE_P(Matrix, WeightStoreExperts,
