@@ -12,7 +12,7 @@
 
 #if defined(__x86_64__)
 
-#include "kernels/kquant_x86_common.h"
+#include "kernels/x86/kquant_x86_common.h"
 
 namespace sluice::kernels {
 namespace cols_avx2 {
@@ -26,7 +26,7 @@ SLUICE_AVX2 inline __m256i madd_acc(__m256i acc, __m256i s, __m256i p) {
 }
 
 #define SLUICE_DOT_COLS_TARGET SLUICE_AVX2
-#include "kernels/dot_cols_x86_body.h"  // dispatch_cols, SymmetricCols, K4StyleCols, Q6KCols
+#include "kernels/x86/dot_cols_x86_body.h"  // dispatch_cols, SymmetricCols, K4StyleCols, Q6KCols
 #undef SLUICE_DOT_COLS_TARGET
 
 // ---- Plain formats (mirrors dot_plain: 4 accumulators per column) ----

@@ -12,7 +12,7 @@
 
 #if defined(__x86_64__)
 
-#include "kernels/kquant_x86_common.h"
+#include "kernels/x86/kquant_x86_common.h"
 
 namespace sluice::kernels {
 namespace cols_vnni {
@@ -29,7 +29,7 @@ SLUICE_AVXVNNI inline __m256i madd_acc(__m256i acc, __m256i s, __m256i p) {
 }
 
 #define SLUICE_DOT_COLS_TARGET SLUICE_AVXVNNI
-#include "kernels/dot_cols_x86_body.h"  // dispatch_cols, SymmetricCols, K4StyleCols, Q6KCols
+#include "kernels/x86/dot_cols_x86_body.h"  // dispatch_cols, SymmetricCols, K4StyleCols, Q6KCols
 #undef SLUICE_DOT_COLS_TARGET
 
 }  // namespace

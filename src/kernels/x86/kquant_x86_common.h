@@ -13,7 +13,7 @@
 #include <cstring>
 
 #include "kernels/blocks_kquant.h"
-#include "kernels/legacy_avx2_common.h"
+#include "kernels/x86/legacy_avx2_common.h"
 
 // Functions using AVX-VNNI (vpdpbusd / vpdpwssd, VEX-encoded, 256-bit) on top
 // of AVX2+FMA+F16C. Only run after the registry saw CpuFeatures::avxvnni.

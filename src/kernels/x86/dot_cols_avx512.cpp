@@ -31,7 +31,7 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
 
-#include "kernels/kquant_x86_common.h"
+#include "kernels/x86/kquant_x86_common.h"
 
 namespace sluice::kernels {
 namespace cols_avx512 {

@@ -49,7 +49,7 @@ size_t tile_prepared_lines(int64_t n) {
 
 #if defined(__x86_64__)
 
-#include "kernels/kquant_x86_common.h"
+#include "kernels/x86/kquant_x86_common.h"
 
 #define SLUICE_AMX __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni,amx-tile,amx-int8")))
 
