@@ -21,6 +21,7 @@
 #include "kernels/blocks_legacy.h"
 #include "kernels/quant.h"
 #include "kernels/tables.h"
+#include "kernels_test_support.h"
 #include "util/cpu_features.h"
 #include "util/fp16.h"
 #include "util/ggml_type.h"
@@ -32,14 +33,7 @@ constexpr GgmlType kLegacyTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::B
                                      GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,   GgmlType::Q8_0,
                                      GgmlType::IQ4_NL, GgmlType::MXFP4};  // weight types (Q8_1: activations)
 
-std::vector<Isa> available_isas() {
-  std::vector<Isa> out;
-  for (int i = 0; i < kIsaCount; ++i) {
-    // Q8_0 has a dot product in every x86 ISA (AVX-VNNI has no F32 entry).
-    if (kernels_for(GgmlType::Q8_0, static_cast<Isa>(i))) out.push_back(static_cast<Isa>(i));
-  }
-  return out;
-}
+std::vector<Isa> available_isas() { return isas_with_legacy_kernels(); }
 
 const TypeKernels& scalar(GgmlType t) {
   const TypeKernels* k = kernels_for(t, Isa::Scalar);
@@ -140,9 +134,9 @@ TEST(KernelsLegacy, VecDotTypesFollowLlamaCpp) {
   EXPECT_NE(kernels_for(GgmlType::Q8_1).quantize, nullptr);
 }
 
-TEST(KernelsLegacy, NeonSlotIsEmptyAndScalarAlwaysAvailable) {
-  EXPECT_EQ(kernels_for(GgmlType::Q4_0, Isa::Neon), nullptr);
+TEST(KernelsLegacy, ScalarAlwaysAvailable) {
   EXPECT_NE(kernels_for(GgmlType::Q4_0, Isa::Scalar), nullptr);
+  EXPECT_EQ(available_isas().front(), Isa::Scalar);
 }
 
 // On a CPU with AVX2 + FMA + F16C every legacy weight type has an AVX2 dot

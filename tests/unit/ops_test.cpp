@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kernels/ops.h"
+#include "kernels_test_support.h"
 
 namespace sluice::kernels {
 namespace {
@@ -23,7 +24,7 @@ std::vector<float> random_floats(int64_t n, uint32_t seed, float sigma = 1.0f) {
 
 std::vector<const OpsKernels*> simd_sets() {
   std::vector<const OpsKernels*> out;
-  for (Isa isa : {Isa::Avx2, Isa::Neon})
+  for (Isa isa : simd_isas())
     if (const OpsKernels* k = ops_for(isa)) out.push_back(k);
   return out;
 }
