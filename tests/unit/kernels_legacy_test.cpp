@@ -674,5 +674,45 @@ TEST(KernelsLegacy, VecDotQ4_0HandBuilt) {
   }
 }
 
+// NEON (arm/legacy_neon_body.h): the symmetric formats' integer sums are
+// exact and the float steps are the scalar reference's in the same order, so
+// vec_dot and every column of vec_dot_cols are the scalar vec_dot bit for bit
+// (plain NEON or the sdot build, whichever this CPU runs; scripts/test.sh
+// --aarch64 runs both). Weights include extreme bytes (random_row), and -128
+// in Q8_0 weights.
+TEST(KernelsLegacy, NeonDotsAreBitIdenticalToScalar) {
+  if (!cpu_features().neon) GTEST_SKIP() << "not an AArch64 CPU";
+  std::mt19937 rng(15);
+  for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::IQ4_NL, GgmlType::MXFP4}) {
+    const TypeKernels* k = kernels_for(t, Isa::Neon);
+    ASSERT_NE(k, nullptr) << ggml_type_name(t);
+    ASSERT_NE(k->vec_dot, nullptr) << ggml_type_name(t);
+    ASSERT_NE(k->vec_dot_cols, nullptr) << ggml_type_name(t);
+    EXPECT_EQ(kernels_for(t).vec_dot, k->vec_dot) << ggml_type_name(t);
+    for (int64_t n : {32, 64, 96, 1024, 4096}) {
+      for (bool quantized : {true, false}) {
+        std::vector<DotCase> cols;
+        std::vector<const void*> act;
+        for (int j = 0; j < kMaxDotCols; ++j) cols.push_back(make_dot_case(t, n, rng, quantized));
+        if (t == GgmlType::Q8_0) cols[0].w[2] = 0x80;  // a -128 weight level
+        for (const DotCase& c : cols) act.push_back(c.act.data());
+        const float want = scalar(t).vec_dot(n, cols[0].w.data(), cols[0].act.data());
+        const float got = k->vec_dot(n, cols[0].w.data(), cols[0].act.data());
+        EXPECT_EQ(0, std::memcmp(&want, &got, sizeof(float))) << label(t, Isa::Neon) << " n=" << n << ": " << got
+                                                               << " vs scalar " << want;
+        std::vector<float> out(kMaxDotCols);
+        for (int m : {1, 3, kMaxDotCols}) {
+          k->vec_dot_cols(n, cols[0].w.data(), act.data(), m, out.data());
+          for (int j = 0; j < m; ++j) {
+            const float ref = scalar(t).vec_dot(n, cols[0].w.data(), act[j]);
+            EXPECT_EQ(0, std::memcmp(&ref, &out[j], sizeof(float))) << label(t, Isa::Neon) << " n=" << n
+                                                                    << " m=" << m << " col " << j;
+          }
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace sluice::kernels

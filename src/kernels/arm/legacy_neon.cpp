@@ -1,0 +1,99 @@
+// NEON dot products of the symmetric legacy formats (Q4_0, Q8_0, IQ4_NL,
+// MXFP4) against Q8_0 activations, single- and multi-column, bit-identical to
+// the scalar reference (arm/legacy_neon_body.h). Two builds of the same body:
+// plain Advanced SIMD (widening multiplies, every AArch64 CPU) and the
+// armv8.2-a dot product (sdot), chosen at run time from the hwcaps.
+#include "kernels/arm/legacy_neon.h"
+
+#if defined(__aarch64__)
+
+#include <arm_neon.h>
+
+#include "kernels/blocks_legacy.h"
+#include "kernels/tables.h"
+#include "util/cpu_features.h"
+#include "util/fp16.h"
+
+namespace sluice::kernels {
+namespace neon {
+namespace {
+
+// Weight decoders: the 32 levels of a block as two int8x16 (elements 0..15
+// and 16..31, the order of the activation's qs) and the block's scale.
+struct Q4_0Levels {
+  using Block = BlockQ4_0;
+  static void levels(const Block& b, int8x16_t& lo, int8x16_t& hi) {
+    const uint8x16_t q = vld1q_u8(b.qs);
+    lo = vsubq_s8(vreinterpretq_s8_u8(vandq_u8(q, vdupq_n_u8(0x0f))), vdupq_n_s8(8));
+    hi = vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(q, 4)), vdupq_n_s8(8));
+  }
+  static float scale(const Block& b) { return fp16_to_fp32(b.d); }
+};
+struct Q8_0Levels {
+  using Block = BlockQ8_0;
+  static void levels(const Block& b, int8x16_t& lo, int8x16_t& hi) {
+    lo = vld1q_s8(b.qs);
+    hi = vld1q_s8(b.qs + 16);
+  }
+  static float scale(const Block& b) { return fp16_to_fp32(b.d); }
+};
+// IQ4_NL and MXFP4: 4-bit codes looked up in a 16-entry int8 table.
+template <const int8_t* kTable>
+inline void table_levels(const uint8_t* qs, int8x16_t& lo, int8x16_t& hi) {
+  const int8x16_t table = vld1q_s8(kTable);
+  const uint8x16_t q = vld1q_u8(qs);
+  lo = vqtbl1q_s8(table, vandq_u8(q, vdupq_n_u8(0x0f)));
+  hi = vqtbl1q_s8(table, vshrq_n_u8(q, 4));
+}
+struct Iq4NlLevels {
+  using Block = BlockIq4Nl;
+  static void levels(const Block& b, int8x16_t& lo, int8x16_t& hi) { table_levels<kIq4nlValues>(b.qs, lo, hi); }
+  static float scale(const Block& b) { return fp16_to_fp32(b.d); }
+};
+struct Mxfp4Levels {
+  using Block = BlockMxfp4;
+  static void levels(const Block& b, int8x16_t& lo, int8x16_t& hi) { table_levels<kMxfp4Values>(b.qs, lo, hi); }
+  static float scale(const Block& b) { return e8m0_to_fp32_half(b.e); }
+};
+
+}  // namespace
+
+// Plain Advanced SIMD: 8 widening multiplies per block. Two int8 products sum
+// to at most 2 * 128 * 127 = 32512 in magnitude (activations never hold
+// -128, legacy_impl.h), so the int16 lanes cannot overflow.
+namespace plain {
+inline int32_t dot32(int8x16_t w0, int8x16_t w1, int8x16_t a0, int8x16_t a1) {
+  int16x8_t p0 = vmull_s8(vget_low_s8(w0), vget_low_s8(a0));
+  p0 = vmlal_s8(p0, vget_high_s8(w0), vget_high_s8(a0));
+  int16x8_t p1 = vmull_s8(vget_low_s8(w1), vget_low_s8(a1));
+  p1 = vmlal_s8(p1, vget_high_s8(w1), vget_high_s8(a1));
+  return vaddvq_s32(vpadalq_s16(vpaddlq_s16(p0), p1));
+}
+#define SLUICE_NEON_TARGET
+#include "kernels/arm/legacy_neon_body.h"
+#undef SLUICE_NEON_TARGET
+}  // namespace plain
+
+// armv8.2-a dot product: sdot sums four int8 products per int32 lane.
+namespace dotprod {
+#define SLUICE_NEON_TARGET __attribute__((target("arch=armv8.2-a+dotprod")))
+SLUICE_NEON_TARGET inline int32_t dot32(int8x16_t w0, int8x16_t w1, int8x16_t a0, int8x16_t a1) {
+  return vaddvq_s32(vdotq_s32(vdotq_s32(vdupq_n_s32(0), w0, a0), w1, a1));
+}
+#include "kernels/arm/legacy_neon_body.h"
+#undef SLUICE_NEON_TARGET
+}  // namespace dotprod
+
+}  // namespace neon
+
+void fill_legacy_neon(KernelTable& table) {
+  if (cpu_features().neon_dotprod) {
+    neon::dotprod::fill(table);
+  } else {
+    neon::plain::fill(table);
+  }
+}
+
+}  // namespace sluice::kernels
+
+#endif  // __aarch64__

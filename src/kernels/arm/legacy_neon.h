@@ -1,0 +1,14 @@
+// Internal to the NEON kernels: the legacy-format registration (legacy_neon.cpp).
+#pragma once
+
+#include "kernels/kernel_table.h"
+
+namespace sluice::kernels {
+
+#if defined(__aarch64__)
+// Q4_0, Q8_0, IQ4_NL, MXFP4: vec_dot and vec_dot_cols, bit-identical to the
+// scalar vec_dot; the dot-product (sdot) build where the CPU has it.
+void fill_legacy_neon(KernelTable& table);
+#endif
+
+}  // namespace sluice::kernels
