@@ -12,6 +12,7 @@
 
 #include <cmath>
 #include <cstddef>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -682,6 +683,8 @@ TEST(KernelsLegacy, VecDotQ4_0HandBuilt) {
 // in Q8_0 weights.
 TEST(KernelsLegacy, NeonDotsAreBitIdenticalToScalar) {
   if (!cpu_features().neon) GTEST_SKIP() << "not an AArch64 CPU";
+  // scripts/test.sh --aarch64 reads this line to check that both builds ran.
+  std::printf("[neon] kernels: %s\n", cpu_features().neon_dotprod ? "sdot" : "plain (no dot product)");
   std::mt19937 rng(15);
   for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::IQ4_NL, GgmlType::MXFP4}) {
     const TypeKernels* k = kernels_for(t, Isa::Neon);
