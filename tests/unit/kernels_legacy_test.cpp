@@ -675,23 +675,63 @@ TEST(KernelsLegacy, VecDotQ4_0HandBuilt) {
   }
 }
 
-// NEON (arm/legacy_neon_body.h): the symmetric formats' integer sums are
-// exact and the float steps are the scalar reference's in the same order, so
-// vec_dot and every column of vec_dot_cols are the scalar vec_dot bit for bit
-// (plain NEON or the sdot build, whichever this CPU runs; scripts/test.sh
-// --aarch64 runs both). Weights include extreme bytes (random_row), and -128
-// in Q8_0 weights.
-TEST(KernelsLegacy, NeonDotsAreBitIdenticalToScalar) {
-  if (!cpu_features().neon) GTEST_SKIP() << "not an AArch64 CPU";
-  // scripts/test.sh --aarch64 reads this line to check that both builds ran.
-  std::printf("[neon] kernels: %s\n", cpu_features().neon_dotprod ? "sdot" : "plain (no dot product)");
+// The float order of the x86 symmetric dots (x86/legacy_x86_dot_body.h),
+// written out: per block, eight lane sums of four consecutive products,
+// fused-multiply-added with d_w * d_a into the even-block or odd-block 8-lane
+// accumulator; then the accumulators are added and reduced as hsum does.
+float x86_order_dot(GgmlType t, int64_t n, const uint8_t* w, const void* act) {
+  const auto* a = static_cast<const BlockQ8_0*>(act);
+  const size_t bytes = ggml_type_info(t).block_bytes;
+  float acc[2][8] = {};
+  for (int64_t i = 0; i < n / kLegacyBlock; ++i) {
+    const uint8_t* b = w + static_cast<size_t>(i) * bytes;
+    int q[32];
+    float d = 0;
+    if (t == GgmlType::Q8_0) {
+      const auto& blk = *reinterpret_cast<const BlockQ8_0*>(b);
+      for (int j = 0; j < 32; ++j) q[j] = blk.qs[j];
+      d = fp16_to_fp32(blk.d);
+    } else {
+      const uint8_t* qs = t == GgmlType::MXFP4 ? b + 1 : b + 2;
+      for (int j = 0; j < 16; ++j) {
+        const int lo = qs[j] & 0x0f, hi = qs[j] >> 4;
+        q[j] = t == GgmlType::Q4_0 ? lo - 8 : t == GgmlType::IQ4_NL ? kIq4nlValues[lo] : kMxfp4Values[lo];
+        q[j + 16] = t == GgmlType::Q4_0 ? hi - 8 : t == GgmlType::IQ4_NL ? kIq4nlValues[hi] : kMxfp4Values[hi];
+      }
+      uint16_t d16 = 0;
+      std::memcpy(&d16, b, 2);
+      d = t == GgmlType::MXFP4 ? e8m0_to_fp32_half(b[0]) : fp16_to_fp32(d16);
+    }
+    const float s = d * fp16_to_fp32(a[i].d);
+    for (int k = 0; k < 8; ++k) {
+      int lane = 0;
+      for (int e = 4 * k; e < 4 * k + 4; ++e) lane += q[e] * a[i].qs[e];
+      acc[i % 2][k] = std::fma(s, static_cast<float>(lane), acc[i % 2][k]);
+    }
+  }
+  float v[8];
+  for (int k = 0; k < 8; ++k) v[k] = acc[0][k] + acc[1][k];
+  const float s0 = v[0] + v[4], s1 = v[1] + v[5], s2 = v[2] + v[6], s3 = v[3] + v[7];
+  return (s0 + s2) + (s1 + s3);
+}
+
+// Q4_0, Q8_0, IQ4_NL and MXFP4 give the same bits on every SIMD ISA that has
+// them (AVX2 and AVX-VNNI on x86; NEON, plain or sdot, on AArch64): integer
+// sums are exact and the float steps follow x86_order_dot, so one model has
+// the same logits on x86 and ARM. vec_dot and every column of vec_dot_cols.
+// Weights include extreme bytes (random_row), and -128 in Q8_0 weights.
+TEST(KernelsLegacy, SymmetricDotsFollowTheX86OrderOnEverySimdIsa) {
+  if (cpu_features().neon) {
+    // scripts/test.sh --aarch64 reads this line to check that both builds ran.
+    std::printf("[neon] kernels: %s\n", cpu_features().neon_dotprod ? "sdot" : "plain (no dot product)");
+    for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::IQ4_NL, GgmlType::MXFP4}) {
+      ASSERT_NE(kernels_for(t, Isa::Neon), nullptr) << ggml_type_name(t);
+      EXPECT_EQ(kernels_for(t).vec_dot, kernels_for(t, Isa::Neon)->vec_dot) << ggml_type_name(t);
+    }
+  }
   std::mt19937 rng(15);
+  int checked = 0;
   for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::IQ4_NL, GgmlType::MXFP4}) {
-    const TypeKernels* k = kernels_for(t, Isa::Neon);
-    ASSERT_NE(k, nullptr) << ggml_type_name(t);
-    ASSERT_NE(k->vec_dot, nullptr) << ggml_type_name(t);
-    ASSERT_NE(k->vec_dot_cols, nullptr) << ggml_type_name(t);
-    EXPECT_EQ(kernels_for(t).vec_dot, k->vec_dot) << ggml_type_name(t);
     for (int64_t n : {32, 64, 96, 1024, 4096}) {
       for (bool quantized : {true, false}) {
         std::vector<DotCase> cols;
@@ -699,22 +739,29 @@ TEST(KernelsLegacy, NeonDotsAreBitIdenticalToScalar) {
         for (int j = 0; j < kMaxDotCols; ++j) cols.push_back(make_dot_case(t, n, rng, quantized));
         if (t == GgmlType::Q8_0) cols[0].w[2] = 0x80;  // a -128 weight level
         for (const DotCase& c : cols) act.push_back(c.act.data());
-        const float want = scalar(t).vec_dot(n, cols[0].w.data(), cols[0].act.data());
-        const float got = k->vec_dot(n, cols[0].w.data(), cols[0].act.data());
-        EXPECT_EQ(0, std::memcmp(&want, &got, sizeof(float))) << label(t, Isa::Neon) << " n=" << n << ": " << got
-                                                               << " vs scalar " << want;
-        std::vector<float> out(kMaxDotCols);
-        for (int m : {1, 3, kMaxDotCols}) {
-          k->vec_dot_cols(n, cols[0].w.data(), act.data(), m, out.data());
-          for (int j = 0; j < m; ++j) {
-            const float ref = scalar(t).vec_dot(n, cols[0].w.data(), act[j]);
-            EXPECT_EQ(0, std::memcmp(&ref, &out[j], sizeof(float))) << label(t, Isa::Neon) << " n=" << n
-                                                                    << " m=" << m << " col " << j;
+        for (Isa isa : simd_isas()) {
+          const TypeKernels* k = kernels_for(t, isa);
+          if (!k || !k->vec_dot) continue;
+          ++checked;
+          const float want = x86_order_dot(t, n, cols[0].w.data(), act[0]);
+          const float got = k->vec_dot(n, cols[0].w.data(), act[0]);
+          EXPECT_EQ(0, std::memcmp(&want, &got, sizeof(float)))
+              << label(t, isa) << " n=" << n << ": " << got << " vs x86 order " << want;
+          if (!k->vec_dot_cols) continue;
+          std::vector<float> out(kMaxDotCols);
+          for (int m : {1, 3, kMaxDotCols}) {
+            k->vec_dot_cols(n, cols[0].w.data(), act.data(), m, out.data());
+            for (int j = 0; j < m; ++j) {
+              const float ref = x86_order_dot(t, n, cols[0].w.data(), act[j]);
+              EXPECT_EQ(0, std::memcmp(&ref, &out[j], sizeof(float)))
+                  << label(t, isa) << " n=" << n << " m=" << m << " col " << j;
+            }
           }
         }
       }
     }
   }
+  if (checked == 0) GTEST_SKIP() << "this CPU runs no SIMD legacy kernels";
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 // NEON dot products of the symmetric legacy formats (Q4_0, Q8_0, IQ4_NL,
 // MXFP4) against Q8_0 activations, single- and multi-column, bit-identical to
-// the scalar reference (arm/legacy_neon_body.h). Two builds of the same body:
+// the x86 kernels (arm/legacy_neon_body.h). Two builds of the same body:
 // plain Advanced SIMD (widening multiplies, every AArch64 CPU) and the
 // armv8.2-a dot product (sdot), chosen at run time from the hwcaps.
 #include "kernels/arm/legacy_neon.h"
@@ -58,27 +58,31 @@ struct Mxfp4Levels {
 
 }  // namespace
 
-// Plain Advanced SIMD: 8 widening multiplies per block. Two int8 products sum
-// to at most 2 * 128 * 127 = 32512 in magnitude (activations never hold
-// -128, legacy_impl.h), so the int16 lanes cannot overflow.
+// Plain Advanced SIMD: widening multiplies, then pairwise adds down to sums
+// of four (the int16 products fit: |w a| <= 128 * 127; activations never
+// hold -128, legacy_impl.h).
 namespace plain {
-inline int32_t dot32(int8x16_t w0, int8x16_t w1, int8x16_t a0, int8x16_t a1) {
-  int16x8_t p0 = vmull_s8(vget_low_s8(w0), vget_low_s8(a0));
-  p0 = vmlal_s8(p0, vget_high_s8(w0), vget_high_s8(a0));
-  int16x8_t p1 = vmull_s8(vget_low_s8(w1), vget_low_s8(a1));
-  p1 = vmlal_s8(p1, vget_high_s8(w1), vget_high_s8(a1));
-  return vaddvq_s32(vpadalq_s16(vpaddlq_s16(p0), p1));
+inline int32x4_t sums_of_four(int8x16_t w, int8x16_t a) {
+  const int32x4_t lo = vpaddlq_s16(vmull_s8(vget_low_s8(w), vget_low_s8(a)));   // (0+1), (2+3), ...
+  const int32x4_t hi = vpaddlq_s16(vmull_s8(vget_high_s8(w), vget_high_s8(a)));  // (8+9), ...
+  return vpaddq_s32(lo, hi);  // 0..3, 4..7, 8..11, 12..15
+}
+inline void lanes8(int8x16_t w0, int8x16_t w1, int8x16_t a0, int8x16_t a1, int32x4_t& lo, int32x4_t& hi) {
+  lo = sums_of_four(w0, a0);
+  hi = sums_of_four(w1, a1);
 }
 #define SLUICE_NEON_TARGET
 #include "kernels/arm/legacy_neon_body.h"
 #undef SLUICE_NEON_TARGET
 }  // namespace plain
 
-// armv8.2-a dot product: sdot sums four int8 products per int32 lane.
+// armv8.2-a dot product: sdot sums four consecutive int8 products per lane.
 namespace dotprod {
 #define SLUICE_NEON_TARGET __attribute__((target("arch=armv8.2-a+dotprod")))
-SLUICE_NEON_TARGET inline int32_t dot32(int8x16_t w0, int8x16_t w1, int8x16_t a0, int8x16_t a1) {
-  return vaddvq_s32(vdotq_s32(vdotq_s32(vdupq_n_s32(0), w0, a0), w1, a1));
+SLUICE_NEON_TARGET inline void lanes8(int8x16_t w0, int8x16_t w1, int8x16_t a0, int8x16_t a1, int32x4_t& lo,
+                                      int32x4_t& hi) {
+  lo = vdotq_s32(vdupq_n_s32(0), w0, a0);
+  hi = vdotq_s32(vdupq_n_s32(0), w1, a1);
 }
 #include "kernels/arm/legacy_neon_body.h"
 #undef SLUICE_NEON_TARGET
