@@ -764,5 +764,57 @@ TEST(KernelsLegacy, SymmetricDotsFollowTheX86OrderOnEverySimdIsa) {
   if (checked == 0) GTEST_SKIP() << "this CPU runs no SIMD legacy kernels";
 }
 
+// The float order of x86's plain-format dot (x86/legacy_avx2_dot.cpp),
+// written out: four 8-lane fma accumulators over 32-element steps, 8-element
+// steps into the first, ((0+1)+(2+3)), hsum's reduction, then a scalar fma tail.
+float x86_order_plain_dot(GgmlType t, int64_t n, const void* w, const void* act) {
+  auto at = [t](const void* p, int64_t i) {
+    if (t == GgmlType::F32) return static_cast<const float*>(p)[i];
+    const uint16_t h = static_cast<const uint16_t*>(p)[i];
+    return t == GgmlType::F16 ? fp16_to_fp32(h) : bf16_to_fp32(h);
+  };
+  float acc[4][8] = {};
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32)
+    for (int c = 0; c < 4; ++c)
+      for (int k = 0; k < 8; ++k)
+        acc[c][k] = std::fma(at(w, i + 8 * c + k), at(act, i + 8 * c + k), acc[c][k]);
+  for (; i + 8 <= n; i += 8)
+    for (int k = 0; k < 8; ++k) acc[0][k] = std::fma(at(w, i + k), at(act, i + k), acc[0][k]);
+  float v[8];
+  for (int k = 0; k < 8; ++k) v[k] = (acc[0][k] + acc[1][k]) + (acc[2][k] + acc[3][k]);
+  const float s0 = v[0] + v[4], s1 = v[1] + v[5], s2 = v[2] + v[6], s3 = v[3] + v[7];
+  float sum = (s0 + s2) + (s1 + s3);
+  for (; i < n; ++i) sum = std::fma(at(w, i), at(act, i), sum);
+  return sum;
+}
+
+// F32, F16 and BF16 dots give the same bits on every SIMD ISA that has them
+// (AVX2 on x86, NEON on AArch64): x86_order_plain_dot.
+TEST(KernelsLegacy, PlainDotsFollowTheX86OrderOnEverySimdIsa) {
+  if (cpu_features().neon)
+    for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::BF16})
+      ASSERT_NE(kernels_for(t, Isa::Neon), nullptr) << ggml_type_name(t);
+  std::mt19937 rng(16);
+  int checked = 0;
+  for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::BF16}) {
+    for (int64_t n : {1, 7, 8, 31, 33, 64, 100, 256, 1000, 4096}) {
+      for (bool quantized : {true, false}) {
+        const DotCase c = make_dot_case(t, n, rng, quantized);
+        for (Isa isa : simd_isas()) {
+          const TypeKernels* k = kernels_for(t, isa);
+          if (!k || !k->vec_dot) continue;
+          ++checked;
+          const float want = x86_order_plain_dot(t, n, c.w.data(), c.act.data());
+          const float got = k->vec_dot(n, c.w.data(), c.act.data());
+          EXPECT_EQ(0, std::memcmp(&want, &got, sizeof(float)))
+              << label(t, isa) << " n=" << n << ": " << got << " vs x86 order " << want;
+        }
+      }
+    }
+  }
+  if (checked == 0) GTEST_SKIP() << "this CPU runs no SIMD plain-float dots";
+}
+
 }  // namespace
 }  // namespace sluice::kernels

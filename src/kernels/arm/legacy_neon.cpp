@@ -1,6 +1,6 @@
 // NEON dot products of the symmetric legacy formats (Q4_0, Q8_0, IQ4_NL,
-// MXFP4) against Q8_0 activations, single- and multi-column, bit-identical to
-// the x86 kernels (arm/legacy_neon_body.h). Two builds of the same body:
+// MXFP4) against Q8_0 activations, single- and multi-column, and of F32, F16
+// and BF16, all bit-identical to the x86 AVX2 kernels (same float order). Two builds of the same body:
 // plain Advanced SIMD (widening multiplies, every AArch64 CPU) and the
 // armv8.2-a dot product (sdot), chosen at run time from the hwcaps.
 #include "kernels/arm/legacy_neon.h"
@@ -8,6 +8,8 @@
 #if defined(__aarch64__)
 
 #include <arm_neon.h>
+
+#include <cmath>
 
 #include "kernels/blocks_legacy.h"
 #include "kernels/tables.h"
@@ -88,6 +90,59 @@ SLUICE_NEON_TARGET inline void lanes8(int8x16_t w0, int8x16_t w1, int8x16_t a0, 
 #undef SLUICE_NEON_TARGET
 }  // namespace dotprod
 
+// Plain float formats in the float order of x86's dot_plain
+// (x86/legacy_avx2_dot.cpp): four 8-lane fused-multiply-add accumulators over
+// 32-element steps, then 8-element steps into the first, the accumulators
+// added ((0+1)+(2+3)) and reduced as x86's hsum does, then the last n % 8
+// elements by scalar fused multiply-adds (the x86 build contracts that tail).
+// F16 and BF16 convert exactly to float first, as on x86.
+namespace {
+
+struct F32Load {
+  using Elem = float;
+  static float32x4_t load(const float* p) { return vld1q_f32(p); }
+  static float scalar(float v) { return v; }
+};
+struct F16Load {
+  using Elem = uint16_t;
+  static float32x4_t load(const uint16_t* p) { return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(p))); }
+  static float scalar(uint16_t v) { return fp16_to_fp32(v); }
+};
+struct Bf16Load {
+  using Elem = uint16_t;
+  static float32x4_t load(const uint16_t* p) { return vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(p), 16)); }
+  static float scalar(uint16_t v) { return bf16_to_fp32(v); }
+};
+
+// One x86 8-lane register as two NEON halves.
+struct F32x8 {
+  float32x4_t lo = vdupq_n_f32(0.0f), hi = vdupq_n_f32(0.0f);
+};
+
+template <class L>
+inline void fma8(F32x8& acc, const typename L::Elem* x, const typename L::Elem* y) {
+  acc.lo = vfmaq_f32(acc.lo, L::load(x), L::load(y));
+  acc.hi = vfmaq_f32(acc.hi, L::load(x + 4), L::load(y + 4));
+}
+
+template <class L>
+float vec_dot_plain(int64_t n, const void* w, const void* act) {
+  const auto* x = static_cast<const typename L::Elem*>(w);
+  const auto* y = static_cast<const typename L::Elem*>(act);
+  F32x8 acc[4];
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32)
+    for (int c = 0; c < 4; ++c) fma8<L>(acc[c], x + i + 8 * c, y + i + 8 * c);
+  for (; i + 8 <= n; i += 8) fma8<L>(acc[0], x + i, y + i);
+  const float32x4_t lo = vaddq_f32(vaddq_f32(acc[0].lo, acc[1].lo), vaddq_f32(acc[2].lo, acc[3].lo));
+  const float32x4_t hi = vaddq_f32(vaddq_f32(acc[0].hi, acc[1].hi), vaddq_f32(acc[2].hi, acc[3].hi));
+  const float32x4_t s = vaddq_f32(lo, hi);
+  float sum = (vgetq_lane_f32(s, 0) + vgetq_lane_f32(s, 2)) + (vgetq_lane_f32(s, 1) + vgetq_lane_f32(s, 3));
+  for (; i < n; ++i) sum = std::fma(L::scalar(x[i]), L::scalar(y[i]), sum);
+  return sum;
+}
+
+}  // namespace
 }  // namespace neon
 
 void fill_legacy_neon(KernelTable& table) {
@@ -96,6 +151,13 @@ void fill_legacy_neon(KernelTable& table) {
   } else {
     neon::plain::fill(table);
   }
+  auto set = [&](GgmlType t, VecDotFn fn) {
+    table[static_cast<uint32_t>(t)].vec_dot = fn;
+    table[static_cast<uint32_t>(t)].vec_dot_type = t;
+  };
+  set(GgmlType::F32, &neon::vec_dot_plain<neon::F32Load>);
+  set(GgmlType::F16, &neon::vec_dot_plain<neon::F16Load>);
+  set(GgmlType::BF16, &neon::vec_dot_plain<neon::Bf16Load>);
 }
 
 }  // namespace sluice::kernels
