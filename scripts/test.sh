@@ -3,12 +3,52 @@
 # with a message when it is absent.
 # Usage: scripts/test.sh            release build in build/
 #        scripts/test.sh --asan     ASan+UBSan build in build-asan/
+#        scripts/test.sh --aarch64  cross build in build-aarch64/ (scripts/build.sh --aarch64), the
+#                                   unit tests under qemu-aarch64-static, twice:
+#          -cpu max         (armv8.x with the dot product and i8mm): the whole suite, sharded over the cores;
+#          -cpu cortex-a53  (armv8.0, no dot product): the tests whose results depend on the kernel
+#                           path (kernels, golden logits, stories greedy, invariance, MTP golden).
+#          Not run under emulation: the serve tests (the static build has no HTTP server: Debian's
+#          cpp-httplib has no static library) and the benchmarks (emulated time is no speed figure).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+# Runs build-aarch64/tests/sluice_tests under qemu with QEMU_CPU=$1, gtest
+# filter $2, split into $(nproc) shards run side by side; logs in $log_dir.
+run_emulated() {
+  local cpu=$1 filter=$2 shards i failed=0
+  shards=$(nproc)
+  for ((i = 0; i < shards; i++)); do
+    QEMU_CPU=$cpu GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$i \
+      qemu-aarch64-static build-aarch64/tests/sluice_tests --gtest_filter="$filter" \
+      >"$log_dir/$cpu.$i.log" 2>&1 &
+  done
+  for ((i = 0; i < shards; i++)); do
+    if ! wait -n; then failed=1; fi
+  done
+  for ((i = 0; i < shards; i++)); do
+    if ! grep -q '^\[  PASSED  \]' "$log_dir/$cpu.$i.log" || grep -q '^\[  FAILED  \]' "$log_dir/$cpu.$i.log"; then
+      failed=1
+      cat "$log_dir/$cpu.$i.log"
+    fi
+  done
+  grep -h '^\[==========\] .* ran\|^\[  PASSED  \]\|^\[  SKIPPED \] [0-9]\|^\[neon\]' "$log_dir"/"$cpu".*.log | sed "s/^/  $cpu: /"
+  return $failed
+}
+
 if [[ "${1:-}" == "--asan" ]]; then
   scripts/build.sh build-asan -DSLUICE_SANITIZE=ON -DSLUICE_BENCH=OFF -DCMAKE_BUILD_TYPE=Debug
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
   ctest --test-dir build-asan --output-on-failure -j"$(nproc)" --timeout 900
+elif [[ "${1:-}" == "--aarch64" ]]; then
+  scripts/build.sh --aarch64
+  log_dir=build-aarch64/test-logs
+  rm -rf "$log_dir" && mkdir -p "$log_dir"
+  run_emulated max '*'
+  run_emulated cortex-a53 'Kernels*:Kquant*:Cases/GoldenTest.*:GoldenSelfCheck.*:ModelStories.*:Cases/InvarianceTest.*:MtpGolden.*'
+  # Both NEON builds ran (the kernels test prints which one it saw).
+  grep -qh '^\[neon\] kernels: sdot' "$log_dir"/max.*.log
+  grep -qh '^\[neon\] kernels: plain' "$log_dir"/cortex-a53.*.log
 else
   scripts/build.sh build
   ctest --test-dir build --output-on-failure -j"$(nproc)" --timeout 900

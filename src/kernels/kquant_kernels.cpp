@@ -17,7 +17,9 @@ void set(KernelTable& table, GgmlType t, DequantizeFn dq, QuantizeFn q, VecDotFn
   k.vec_dot_type = GgmlType::Q8_K;
 }
 
-void fill_scalar(KernelTable& table) {
+}  // namespace
+
+void fill_kquant_scalar(KernelTable& table) {
   set(table, GgmlType::Q2_K, dequantize_q2_k, quantize_q2_k, vec_dot_q2_k_scalar);
   set(table, GgmlType::Q3_K, dequantize_q3_k, quantize_q3_k, vec_dot_q3_k_scalar);
   set(table, GgmlType::Q4_K, dequantize_q4_k, quantize_q4_k, vec_dot_q4_k_scalar);
@@ -29,60 +31,32 @@ void fill_scalar(KernelTable& table) {
 
 // SIMD entries carry only what has a SIMD version; the registry falls back to
 // scalar for the rest (dequantize, quantize).
-void fill_avx2(KernelTable& table) {
-#if defined(__x86_64__) || defined(__i386__)
+#if defined(__x86_64__)
+void fill_kquant_avx2(KernelTable& table) {
   set(table, GgmlType::Q2_K, nullptr, nullptr, vec_dot_q2_k_avx2);
   set(table, GgmlType::Q3_K, nullptr, nullptr, vec_dot_q3_k_avx2);
   set(table, GgmlType::Q4_K, nullptr, nullptr, vec_dot_q4_k_avx2);
   set(table, GgmlType::Q5_K, nullptr, nullptr, vec_dot_q5_k_avx2);
   set(table, GgmlType::Q6_K, nullptr, nullptr, vec_dot_q6_k_avx2);
   set(table, GgmlType::IQ4_XS, nullptr, nullptr, vec_dot_iq4_xs_avx2);
-#if defined(__x86_64__)
   set(table, GgmlType::Q8_K, nullptr, quantize_q8_k_avx2, nullptr);  // activation-only: no vec_dot
-#endif
-#else
-  (void)table;
-#endif
 }
 
 // AVX-VNNI versions of the hottest dot products; the other types keep their
 // AVX2 entries (the registry overlays this table on the AVX2 one).
-void fill_vnni(KernelTable& table) {
-#if defined(__x86_64__)
+void fill_kquant_vnni(KernelTable& table) {
   set(table, GgmlType::Q4_K, nullptr, nullptr, vec_dot_q4_k_vnni);
   set(table, GgmlType::Q5_K, nullptr, nullptr, vec_dot_q5_k_vnni);
   set(table, GgmlType::Q6_K, nullptr, nullptr, vec_dot_q6_k_vnni);
-#else
-  (void)table;
-#endif
 }
 
 // AVX-512 VNNI: the types with 512-bit multi-column dots need a vec_dot of
 // the same ISA (the registry pairs the two); the rest keep lower entries.
-void fill_avx512(KernelTable& table) {
-#if defined(__x86_64__)
+void fill_kquant_avx512(KernelTable& table) {
   set(table, GgmlType::Q4_K, nullptr, nullptr, vec_dot_q4_k_avx512);
   set(table, GgmlType::Q5_K, nullptr, nullptr, vec_dot_q5_k_avx512);
   set(table, GgmlType::Q6_K, nullptr, nullptr, vec_dot_q6_k_avx512);
-#else
-  (void)table;
-#endif
 }
-
-}  // namespace
-
-void fill_kquant_kernels(KernelTable& table, Isa isa) {
-  switch (isa) {
-    case Isa::Scalar: fill_scalar(table); break;
-    case Isa::Avx2: fill_avx2(table); break;
-    case Isa::Neon:
-      // Slot for NEON K-quant dot products (vdotq_s32 on the same
-      // offset-via-bsums scheme); none yet, so scalar serves ARM.
-      break;
-    case Isa::AvxVnni: fill_vnni(table); break;
-    case Isa::Avx512Vnni: fill_avx512(table); break;
-    case Isa::Amx: break;  // q4k_amx.cpp (fill_amx_kernels)
-  }
-}
+#endif  // __x86_64__
 
 }  // namespace sluice::kernels

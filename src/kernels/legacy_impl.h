@@ -1,6 +1,6 @@
 // Internal to the legacy-format kernels (F32, F16, BF16, Q4_0, Q4_1, Q5_0,
 // Q5_1, Q8_0, Q8_1, IQ4_NL, MXFP4): the per-ISA fill functions that
-// legacy_kernels.cpp dispatches to.
+// the ISA fill functions (kernel_table.h) call.
 //
 // Activation quantizers (Q8_0, Q8_1) follow what llama.cpp's CPU backend does
 // on an AVX2 machine (the one that produced /work/shared/golden): per block
@@ -25,7 +25,7 @@ void fill_legacy_avx2(KernelTable& table);
 void legacy_scalar_quantizers(KernelTable& table);
 void fill_legacy_avx2_dot(KernelTable& table);
 // Only on x86-64 builds: AVX-VNNI dot products (legacy_vnni_dot.cpp), each
-// bit-identical to the AVX2 one of its type; the only entries of Isa::AvxVnni.
+// bit-identical to the AVX2 one of its type.
 void fill_legacy_vnni_dot(KernelTable& table);
 
 // Note on Q4_1 / Q5_1: vec_dot uses the activation's stored s = fp16(d * sum q)

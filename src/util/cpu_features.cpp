@@ -7,6 +7,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 #endif
+#if defined(__linux__) && defined(__aarch64__)
+#include <sys/auxv.h>
+#endif
 
 namespace sluice {
 namespace {
@@ -81,6 +84,10 @@ const CpuFeatures& cpu_features() {
     CpuFeatures f;
 #if defined(__aarch64__)
     f.neon = true;
+#if defined(__linux__)
+    f.neon_dotprod = (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0;
+    f.neon_i8mm = (getauxval(AT_HWCAP2) & HWCAP2_I8MM) != 0;
+#endif
 #endif
     return f;
 #endif

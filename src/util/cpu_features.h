@@ -18,7 +18,12 @@ struct CpuFeatures {
   // bits 17-18) and, on Linux, after the process was granted tile data
   // (arch_prctl ARCH_REQ_XCOMP_PERM, requested once here).
   bool amx_int8 = false;
+  // AArch64: Advanced SIMD (always there on AArch64 Linux), the armv8.2-a
+  // dot product (sdot/udot, HWCAP_ASIMDDP) and int8 matrix multiply (smmla,
+  // HWCAP2_I8MM), read from the kernel's hwcaps (getauxval).
   bool neon = false;
+  bool neon_dotprod = false;
+  bool neon_i8mm = false;
 };
 
 // Thread-safe; computed on first call.

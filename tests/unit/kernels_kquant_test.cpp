@@ -17,6 +17,7 @@
 #include "test_support.h"
 #include "kernels/blocks_kquant.h"
 #include "kernels/quant.h"
+#include "kernels_test_support.h"
 #include "util/fp16.h"
 #include "util/ggml_type.h"
 
@@ -384,7 +385,7 @@ TEST(KquantVecDot, EveryIsaMatchesScalarReference) {
   std::mt19937 rng(99);
   int simd_checked = 0;
   for (GgmlType t : kWeightTypes) {
-    for (Isa isa : {Isa::Avx2, Isa::AvxVnni, Isa::Neon}) {
+    for (Isa isa : simd_isas()) {
       const TypeKernels* k = kernels_for(t, isa);
       if (!k || !k->vec_dot) continue;
       ++simd_checked;
@@ -429,7 +430,8 @@ TEST(KquantVecDot, ExtremeValuesDoNotSaturate) {
           for (int g = 0; g < 16; ++g) b.bsums[g] = static_cast<int16_t>(16 * 127 * sign);
         }
         const DoubleDot ref = dequantized_dot(t, w.data(), a, n);
-        for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::AvxVnni, Isa::Neon}) {
+        for (int i = 0; i < kIsaCount; ++i) {
+          const Isa isa = static_cast<Isa>(i);
           const TypeKernels* k = kernels_for(t, isa);
           if (!k || !k->vec_dot) continue;
           EXPECT_NEAR(k->vec_dot(n, w.data(), a.data()), ref.value, kDotRelTol * ref.abs_sum)

@@ -12,6 +12,7 @@
 
 #include <cmath>
 #include <cstddef>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -21,6 +22,7 @@
 #include "kernels/blocks_legacy.h"
 #include "kernels/quant.h"
 #include "kernels/tables.h"
+#include "kernels_test_support.h"
 #include "util/cpu_features.h"
 #include "util/fp16.h"
 #include "util/ggml_type.h"
@@ -32,14 +34,7 @@ constexpr GgmlType kLegacyTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::B
                                      GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,   GgmlType::Q8_0,
                                      GgmlType::IQ4_NL, GgmlType::MXFP4};  // weight types (Q8_1: activations)
 
-std::vector<Isa> available_isas() {
-  std::vector<Isa> out;
-  for (int i = 0; i < kIsaCount; ++i) {
-    // Q8_0 has a dot product in every x86 ISA (AVX-VNNI has no F32 entry).
-    if (kernels_for(GgmlType::Q8_0, static_cast<Isa>(i))) out.push_back(static_cast<Isa>(i));
-  }
-  return out;
-}
+std::vector<Isa> available_isas() { return isas_with_legacy_kernels(); }
 
 const TypeKernels& scalar(GgmlType t) {
   const TypeKernels* k = kernels_for(t, Isa::Scalar);
@@ -140,9 +135,9 @@ TEST(KernelsLegacy, VecDotTypesFollowLlamaCpp) {
   EXPECT_NE(kernels_for(GgmlType::Q8_1).quantize, nullptr);
 }
 
-TEST(KernelsLegacy, NeonSlotIsEmptyAndScalarAlwaysAvailable) {
-  EXPECT_EQ(kernels_for(GgmlType::Q4_0, Isa::Neon), nullptr);
+TEST(KernelsLegacy, ScalarAlwaysAvailable) {
   EXPECT_NE(kernels_for(GgmlType::Q4_0, Isa::Scalar), nullptr);
+  EXPECT_EQ(available_isas().front(), Isa::Scalar);
 }
 
 // On a CPU with AVX2 + FMA + F16C every legacy weight type has an AVX2 dot
@@ -678,6 +673,147 @@ TEST(KernelsLegacy, VecDotQ4_0HandBuilt) {
     EXPECT_EQ(k->vec_dot(64, w, a), 792.0f) << isa_name(isa);
     EXPECT_EQ(k->vec_dot(32, w, a), 264.0f) << isa_name(isa);
   }
+}
+
+// The float order of the x86 symmetric dots (x86/legacy_x86_dot_body.h),
+// written out: per block, eight lane sums of four consecutive products,
+// fused-multiply-added with d_w * d_a into the even-block or odd-block 8-lane
+// accumulator; then the accumulators are added and reduced as hsum does.
+float x86_order_dot(GgmlType t, int64_t n, const uint8_t* w, const void* act) {
+  const auto* a = static_cast<const BlockQ8_0*>(act);
+  const size_t bytes = ggml_type_info(t).block_bytes;
+  float acc[2][8] = {};
+  for (int64_t i = 0; i < n / kLegacyBlock; ++i) {
+    const uint8_t* b = w + static_cast<size_t>(i) * bytes;
+    int q[32];
+    float d = 0;
+    if (t == GgmlType::Q8_0) {
+      const auto& blk = *reinterpret_cast<const BlockQ8_0*>(b);
+      for (int j = 0; j < 32; ++j) q[j] = blk.qs[j];
+      d = fp16_to_fp32(blk.d);
+    } else {
+      const uint8_t* qs = t == GgmlType::MXFP4 ? b + 1 : b + 2;
+      for (int j = 0; j < 16; ++j) {
+        const int lo = qs[j] & 0x0f, hi = qs[j] >> 4;
+        q[j] = t == GgmlType::Q4_0 ? lo - 8 : t == GgmlType::IQ4_NL ? kIq4nlValues[lo] : kMxfp4Values[lo];
+        q[j + 16] = t == GgmlType::Q4_0 ? hi - 8 : t == GgmlType::IQ4_NL ? kIq4nlValues[hi] : kMxfp4Values[hi];
+      }
+      uint16_t d16 = 0;
+      std::memcpy(&d16, b, 2);
+      d = t == GgmlType::MXFP4 ? e8m0_to_fp32_half(b[0]) : fp16_to_fp32(d16);
+    }
+    const float s = d * fp16_to_fp32(a[i].d);
+    for (int k = 0; k < 8; ++k) {
+      int lane = 0;
+      for (int e = 4 * k; e < 4 * k + 4; ++e) lane += q[e] * a[i].qs[e];
+      acc[i % 2][k] = std::fma(s, static_cast<float>(lane), acc[i % 2][k]);
+    }
+  }
+  float v[8];
+  for (int k = 0; k < 8; ++k) v[k] = acc[0][k] + acc[1][k];
+  const float s0 = v[0] + v[4], s1 = v[1] + v[5], s2 = v[2] + v[6], s3 = v[3] + v[7];
+  return (s0 + s2) + (s1 + s3);
+}
+
+// Q4_0, Q8_0, IQ4_NL and MXFP4 give the same bits on every SIMD ISA that has
+// them (AVX2 and AVX-VNNI on x86; NEON, plain or sdot, on AArch64): integer
+// sums are exact and the float steps follow x86_order_dot, so one model has
+// the same logits on x86 and ARM. vec_dot and every column of vec_dot_cols.
+// Weights include extreme bytes (random_row), and -128 in Q8_0 weights.
+TEST(KernelsLegacy, SymmetricDotsFollowTheX86OrderOnEverySimdIsa) {
+  if (cpu_features().neon) {
+    // scripts/test.sh --aarch64 reads this line to check that both builds ran.
+    std::printf("[neon] kernels: %s\n", cpu_features().neon_dotprod ? "sdot" : "plain (no dot product)");
+    for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::IQ4_NL, GgmlType::MXFP4}) {
+      ASSERT_NE(kernels_for(t, Isa::Neon), nullptr) << ggml_type_name(t);
+      EXPECT_EQ(kernels_for(t).vec_dot, kernels_for(t, Isa::Neon)->vec_dot) << ggml_type_name(t);
+    }
+  }
+  std::mt19937 rng(15);
+  int checked = 0;
+  for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::IQ4_NL, GgmlType::MXFP4}) {
+    for (int64_t n : {32, 64, 96, 1024, 4096}) {
+      for (bool quantized : {true, false}) {
+        std::vector<DotCase> cols;
+        std::vector<const void*> act;
+        for (int j = 0; j < kMaxDotCols; ++j) cols.push_back(make_dot_case(t, n, rng, quantized));
+        if (t == GgmlType::Q8_0) cols[0].w[2] = 0x80;  // a -128 weight level
+        for (const DotCase& c : cols) act.push_back(c.act.data());
+        for (Isa isa : simd_isas()) {
+          const TypeKernels* k = kernels_for(t, isa);
+          if (!k || !k->vec_dot) continue;
+          ++checked;
+          const float want = x86_order_dot(t, n, cols[0].w.data(), act[0]);
+          const float got = k->vec_dot(n, cols[0].w.data(), act[0]);
+          EXPECT_EQ(0, std::memcmp(&want, &got, sizeof(float)))
+              << label(t, isa) << " n=" << n << ": " << got << " vs x86 order " << want;
+          if (!k->vec_dot_cols) continue;
+          std::vector<float> out(kMaxDotCols);
+          for (int m : {1, 3, kMaxDotCols}) {
+            k->vec_dot_cols(n, cols[0].w.data(), act.data(), m, out.data());
+            for (int j = 0; j < m; ++j) {
+              const float ref = x86_order_dot(t, n, cols[0].w.data(), act[j]);
+              EXPECT_EQ(0, std::memcmp(&ref, &out[j], sizeof(float)))
+                  << label(t, isa) << " n=" << n << " m=" << m << " col " << j;
+            }
+          }
+        }
+      }
+    }
+  }
+  if (checked == 0) GTEST_SKIP() << "this CPU runs no SIMD legacy kernels";
+}
+
+// The float order of x86's plain-format dot (x86/legacy_avx2_dot.cpp),
+// written out: four 8-lane fma accumulators over 32-element steps, 8-element
+// steps into the first, ((0+1)+(2+3)), hsum's reduction, then a scalar fma tail.
+float x86_order_plain_dot(GgmlType t, int64_t n, const void* w, const void* act) {
+  auto at = [t](const void* p, int64_t i) {
+    if (t == GgmlType::F32) return static_cast<const float*>(p)[i];
+    const uint16_t h = static_cast<const uint16_t*>(p)[i];
+    return t == GgmlType::F16 ? fp16_to_fp32(h) : bf16_to_fp32(h);
+  };
+  float acc[4][8] = {};
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32)
+    for (int c = 0; c < 4; ++c)
+      for (int k = 0; k < 8; ++k)
+        acc[c][k] = std::fma(at(w, i + 8 * c + k), at(act, i + 8 * c + k), acc[c][k]);
+  for (; i + 8 <= n; i += 8)
+    for (int k = 0; k < 8; ++k) acc[0][k] = std::fma(at(w, i + k), at(act, i + k), acc[0][k]);
+  float v[8];
+  for (int k = 0; k < 8; ++k) v[k] = (acc[0][k] + acc[1][k]) + (acc[2][k] + acc[3][k]);
+  const float s0 = v[0] + v[4], s1 = v[1] + v[5], s2 = v[2] + v[6], s3 = v[3] + v[7];
+  float sum = (s0 + s2) + (s1 + s3);
+  for (; i < n; ++i) sum = std::fma(at(w, i), at(act, i), sum);
+  return sum;
+}
+
+// F32, F16 and BF16 dots give the same bits on every SIMD ISA that has them
+// (AVX2 on x86, NEON on AArch64): x86_order_plain_dot.
+TEST(KernelsLegacy, PlainDotsFollowTheX86OrderOnEverySimdIsa) {
+  if (cpu_features().neon)
+    for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::BF16})
+      ASSERT_NE(kernels_for(t, Isa::Neon), nullptr) << ggml_type_name(t);
+  std::mt19937 rng(16);
+  int checked = 0;
+  for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::BF16}) {
+    for (int64_t n : {1, 7, 8, 31, 33, 64, 100, 256, 1000, 4096}) {
+      for (bool quantized : {true, false}) {
+        const DotCase c = make_dot_case(t, n, rng, quantized);
+        for (Isa isa : simd_isas()) {
+          const TypeKernels* k = kernels_for(t, isa);
+          if (!k || !k->vec_dot) continue;
+          ++checked;
+          const float want = x86_order_plain_dot(t, n, c.w.data(), c.act.data());
+          const float got = k->vec_dot(n, c.w.data(), c.act.data());
+          EXPECT_EQ(0, std::memcmp(&want, &got, sizeof(float)))
+              << label(t, isa) << " n=" << n << ": " << got << " vs x86 order " << want;
+        }
+      }
+    }
+  }
+  if (checked == 0) GTEST_SKIP() << "this CPU runs no SIMD plain-float dots";
 }
 
 }  // namespace

@@ -11,7 +11,7 @@
 
 #if defined(__x86_64__)
 
-#include "kernels/kquant_x86_common.h"
+#include "kernels/x86/kquant_x86_common.h"
 
 namespace sluice::kernels::kquant {
 namespace {

@@ -11,7 +11,7 @@
 // FMA accumulators (float), scalar tail for n % 32.
 #if defined(__x86_64__)
 
-#include "kernels/legacy_avx2_common.h"
+#include "kernels/x86/legacy_avx2_common.h"
 #include "kernels/legacy_impl.h"
 
 namespace sluice::kernels {
@@ -19,7 +19,7 @@ namespace avx2 {
 namespace {
 
 #define SLUICE_LEGACY_DOT_TARGET SLUICE_AVX2
-#include "kernels/legacy_x86_dot_body.h"  // dot_symmetric, dot_offset over dot_i8 / dot_u8_i8
+#include "kernels/x86/legacy_x86_dot_body.h"  // dot_symmetric, dot_offset over dot_i8 / dot_u8_i8
 #undef SLUICE_LEGACY_DOT_TARGET
 
 // Plain types: Load converts 8 elements at p to floats.

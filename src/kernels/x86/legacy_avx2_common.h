@@ -13,8 +13,8 @@
 
 #include "kernels/blocks_legacy.h"
 #include "kernels/tables.h"
+#include "kernels/x86/target.h"
 
-#define SLUICE_AVX2 __attribute__((target("avx2,fma,f16c")))
 
 namespace sluice::kernels::avx2 {
 

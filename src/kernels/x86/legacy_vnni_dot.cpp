@@ -11,7 +11,7 @@
 // shared with AVX2 (legacy_x86_dot_body.h).
 #if defined(__x86_64__)
 
-#include "kernels/kquant_x86_common.h"
+#include "kernels/x86/kquant_x86_common.h"
 #include "kernels/legacy_impl.h"
 
 namespace sluice::kernels {
@@ -33,7 +33,7 @@ SLUICE_AVXVNNI inline __m256i dot_u8_i8(__m256i u, __m256i y) {
 }
 
 #define SLUICE_LEGACY_DOT_TARGET SLUICE_AVXVNNI
-#include "kernels/legacy_x86_dot_body.h"  // the AVX2 block loops over the VNNI dot_i8 / dot_u8_i8
+#include "kernels/x86/legacy_x86_dot_body.h"  // the AVX2 block loops over the VNNI dot_i8 / dot_u8_i8
 #undef SLUICE_LEGACY_DOT_TARGET
 
 }  // namespace

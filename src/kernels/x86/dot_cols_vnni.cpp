@@ -12,7 +12,7 @@
 
 #if defined(__x86_64__)
 
-#include "kernels/kquant_x86_common.h"
+#include "kernels/x86/kquant_x86_common.h"
 
 namespace sluice::kernels {
 namespace cols_vnni {
@@ -29,12 +29,15 @@ SLUICE_AVXVNNI inline __m256i madd_acc(__m256i acc, __m256i s, __m256i p) {
 }
 
 #define SLUICE_DOT_COLS_TARGET SLUICE_AVXVNNI
-#include "kernels/dot_cols_x86_body.h"  // dispatch_cols, SymmetricCols, K4StyleCols, Q6KCols
+#include "kernels/x86/dot_cols_x86_body.h"  // dispatch_cols, SymmetricCols, K4StyleCols, Q6KCols
 #undef SLUICE_DOT_COLS_TARGET
 
 }  // namespace
 
-void fill_vnni(KernelTable& table) {
+}  // namespace cols_vnni
+
+void fill_dot_cols_vnni(KernelTable& table) {
+  using namespace cols_vnni;
   auto set = [&](GgmlType t, VecDotColsFn fn) { table[static_cast<uint32_t>(t)].vec_dot_cols = fn; };
   set(GgmlType::Q4_0, &dispatch_cols<SymmetricCols<avx2::Q4_0Levels>>);
   set(GgmlType::Q8_0, &dispatch_cols<SymmetricCols<avx2::Q8_0Levels>>);
@@ -43,7 +46,6 @@ void fill_vnni(KernelTable& table) {
   set(GgmlType::Q6_K, &dispatch_cols<Q6KCols>);
 }
 
-}  // namespace cols_vnni
 }  // namespace sluice::kernels
 
 #endif  // __x86_64__

@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <utility>
 
-#include "kernels/legacy_avx2_common.h"
+#include "kernels/x86/legacy_avx2_common.h"
 #include "kernels/legacy_impl.h"
 
 namespace sluice::kernels {

@@ -12,7 +12,7 @@
 
 #if defined(__x86_64__)
 
-#include "kernels/kquant_x86_common.h"
+#include "kernels/x86/kquant_x86_common.h"
 
 namespace sluice::kernels {
 namespace cols_avx2 {
@@ -26,7 +26,7 @@ SLUICE_AVX2 inline __m256i madd_acc(__m256i acc, __m256i s, __m256i p) {
 }
 
 #define SLUICE_DOT_COLS_TARGET SLUICE_AVX2
-#include "kernels/dot_cols_x86_body.h"  // dispatch_cols, SymmetricCols, K4StyleCols, Q6KCols
+#include "kernels/x86/dot_cols_x86_body.h"  // dispatch_cols, SymmetricCols, K4StyleCols, Q6KCols
 #undef SLUICE_DOT_COLS_TARGET
 
 // ---- Plain formats (mirrors dot_plain: 4 accumulators per column) ----
@@ -88,7 +88,10 @@ struct PlainCols {
 
 }  // namespace
 
-void fill_avx2(KernelTable& table) {
+}  // namespace cols_avx2
+
+void fill_dot_cols_avx2(KernelTable& table) {
+  using namespace cols_avx2;
   auto set = [&](GgmlType t, VecDotColsFn fn) { table[static_cast<uint32_t>(t)].vec_dot_cols = fn; };
   set(GgmlType::F32, &dispatch_cols<PlainCols<F32Load>>);
   set(GgmlType::F16, &dispatch_cols<PlainCols<F16Load>>);
@@ -99,50 +102,8 @@ void fill_avx2(KernelTable& table) {
   set(GgmlType::Q6_K, &dispatch_cols<Q6KCols>);
 }
 
-}  // namespace cols_avx2
 
-namespace cols_vnni {
-void fill_vnni(KernelTable& table);  // dot_cols_vnni.cpp
-}  // namespace cols_vnni
-namespace cols_avx512 {
-void fill_avx512(KernelTable& table);  // dot_cols_avx512.cpp
-}  // namespace cols_avx512
 }  // namespace sluice::kernels
 
 #endif  // __x86_64__
 
-namespace sluice::kernels {
-
-void fill_dot_cols_kernels(KernelTable& table, Isa isa) {
-  switch (isa) {
-    case Isa::Scalar:
-      // No scalar multi-column kernels: dot_cols() loops over the scalar
-      // vec_dot, which is exactly what a scalar version would have to compute.
-      break;
-    case Isa::Avx2:
-#if defined(__x86_64__)
-      cols_avx2::fill_avx2(table);
-#endif
-      break;
-    case Isa::Neon:
-      // Slot for NEON multi-column dots (same shape: decode the weight block
-      // once, vdotq_s32 per column). None yet.
-      break;
-    case Isa::AvxVnni:
-#if defined(__x86_64__)
-      cols_vnni::fill_vnni(table);
-#endif
-      break;
-    case Isa::Avx512Vnni:
-#if defined(__x86_64__)
-      cols_avx512::fill_avx512(table);
-#endif
-      break;
-    case Isa::Amx:
-      // None: AMX Q4_K has the tile GEMM instead (q4k_amx.cpp), and dot_cols()
-      // loops over its vec_dot for the odd call that has no tile.
-      break;
-  }
-}
-
-}  // namespace sluice::kernels

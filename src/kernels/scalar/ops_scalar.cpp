@@ -3,7 +3,7 @@
 // scalar ISA computes exactly what it always did.
 #include <cmath>
 
-#include "kernels/ops_impl.h"
+#include "kernels/kernel_table.h"
 
 namespace sluice::kernels {
 namespace {

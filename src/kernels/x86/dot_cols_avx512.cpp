@@ -31,7 +31,7 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
 
-#include "kernels/kquant_x86_common.h"
+#include "kernels/x86/kquant_x86_common.h"
 
 namespace sluice::kernels {
 namespace cols_avx512 {
@@ -278,14 +278,16 @@ SLUICE_AVX512VNNI void dispatch_cols(int64_t n, const void* w, const void* const
 
 }  // namespace
 
-void fill_avx512(KernelTable& table) {
+}  // namespace cols_avx512
+
+void fill_dot_cols_avx512(KernelTable& table) {
+  using namespace cols_avx512;
   auto set = [&](GgmlType t, VecDotColsFn fn) { table[static_cast<uint32_t>(t)].vec_dot_cols = fn; };
   set(GgmlType::Q4_K, &dispatch_cols<K4StyleCols<false>>);
   set(GgmlType::Q5_K, &dispatch_cols<K4StyleCols<true>>);
   set(GgmlType::Q6_K, &dispatch_cols<Q6KCols>);
 }
 
-}  // namespace cols_avx512
 }  // namespace sluice::kernels
 
 #endif  // __x86_64__

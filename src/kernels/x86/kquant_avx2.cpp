@@ -24,7 +24,7 @@
 #include <cstring>
 
 #include "kernels/blocks_kquant.h"
-#include "kernels/kquant_x86_common.h"
+#include "kernels/x86/kquant_x86_common.h"
 #include "kernels/tables.h"
 
 namespace sluice::kernels::kquant {
@@ -140,7 +140,7 @@ SLUICE_AVX2 inline __m256i madd_acc(__m256i acc, __m256i s, __m256i p) {
 }
 
 #define SLUICE_KQUANT_DOT_TARGET SLUICE_AVX2
-#include "kernels/kquant_x86_dot_body.h"
+#include "kernels/x86/kquant_x86_dot_body.h"
 #undef SLUICE_KQUANT_DOT_TARGET
 }  // namespace
 

@@ -14,7 +14,7 @@
 
 #if defined(__x86_64__)
 
-#include "kernels/kquant_x86_common.h"
+#include "kernels/x86/kquant_x86_common.h"
 
 namespace sluice::kernels::kquant {
 namespace {
@@ -24,7 +24,7 @@ SLUICE_AVXVNNI inline __m256i madd_acc(__m256i acc, __m256i s, __m256i p) {
 }
 
 #define SLUICE_KQUANT_DOT_TARGET SLUICE_AVXVNNI
-#include "kernels/kquant_x86_dot_body.h"  // dot_k4_style, dot_q6_k over madd_acc
+#include "kernels/x86/kquant_x86_dot_body.h"  // dot_k4_style, dot_q6_k over madd_acc
 #undef SLUICE_KQUANT_DOT_TARGET
 
 }  // namespace

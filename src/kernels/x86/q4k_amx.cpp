@@ -49,9 +49,7 @@ size_t tile_prepared_lines(int64_t n) {
 
 #if defined(__x86_64__)
 
-#include "kernels/kquant_x86_common.h"
-
-#define SLUICE_AMX __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni,amx-tile,amx-int8")))
+#include "kernels/x86/kquant_x86_common.h"
 
 namespace sluice::kernels {
 namespace {
@@ -245,8 +243,7 @@ SLUICE_AMX void gemm_tile_q4k(const TileGemmCall& call) {
 
 }  // namespace
 
-void fill_amx_kernels(KernelTable& table, Isa isa) {
-  if (isa != Isa::Amx) return;
+void fill_amx_q4k(KernelTable& table) {
   TypeKernels& k = table[static_cast<uint32_t>(GgmlType::Q4_K)];
   k.vec_dot = vec_dot_q4_k_amx;
   k.vec_dot_type = GgmlType::Q8_K;
@@ -256,10 +253,4 @@ void fill_amx_kernels(KernelTable& table, Isa isa) {
 
 }  // namespace sluice::kernels
 
-#else  // not x86-64
-
-namespace sluice::kernels {
-void fill_amx_kernels(KernelTable&, Isa) {}
-}  // namespace sluice::kernels
-
-#endif
+#endif  // __x86_64__

@@ -13,16 +13,8 @@
 #include <cstring>
 
 #include "kernels/blocks_kquant.h"
-#include "kernels/legacy_avx2_common.h"
+#include "kernels/x86/legacy_avx2_common.h"
 
-// Functions using AVX-VNNI (vpdpbusd / vpdpwssd, VEX-encoded, 256-bit) on top
-// of AVX2+FMA+F16C. Only run after the registry saw CpuFeatures::avxvnni.
-#define SLUICE_AVXVNNI __attribute__((target("avx2,fma,f16c,avxvnni")))
-// Functions using AVX-512 F/BW/VL/VNNI (EVEX: 32 vector registers, 512-bit
-// integer multiply-adds) on top of AVX2+FMA+F16C. Only run after the registry
-// saw CpuFeatures::avx512vnni. Does not imply AVX-VNNI (Ice Lake has this
-// without it).
-#define SLUICE_AVX512VNNI __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")))
 
 namespace sluice::kernels::kq_x86 {
 

@@ -7,11 +7,11 @@
 // exp (axpy, add, scale_mul, rope) do the scalar operations per element in the
 // same order with explicit mul/add intrinsics, so they are bit-identical to
 // scalar. g++ contracts a * b + c into an FMA inside an "fma" target function
-// (C++ default -ffp-contract=fast), even when written as _mm256_mul_ps +
-// _mm256_add_ps, which would round differently from scalar; contraction is
-// therefore switched off for this file (FMAs here are all explicit), and the
-// tails use masked vector loads/stores.
-#include "kernels/ops_impl.h"
+// (the x86 kernels keep C++'s default -ffp-contract=fast, see CMakeLists.txt),
+// even when written as _mm256_mul_ps + _mm256_add_ps, which would round
+// differently from scalar; contraction is therefore switched off for this file
+// (FMAs here are all explicit), and the tails use masked vector loads/stores.
+#include "kernels/kernel_table.h"
 
 #if defined(__x86_64__)
 
@@ -20,9 +20,10 @@
 #include <algorithm>
 #include <cmath>
 
-#define SLUICE_AVX2 __attribute__((target("avx2,fma,f16c")))
+#include "kernels/x86/target.h"
 
 #pragma GCC optimize("fp-contract=off")
+
 
 namespace sluice::kernels {
 namespace {
@@ -285,10 +286,4 @@ void fill_ops_avx2(OpsKernels& k) {
 
 }  // namespace sluice::kernels
 
-#else  // not x86-64
-
-namespace sluice::kernels {
-void fill_ops_avx2(OpsKernels&) {}
-}  // namespace sluice::kernels
-
-#endif
+#endif  // __x86_64__

@@ -1,0 +1,18 @@
+// The AArch64 Advanced SIMD (NEON) set (kernel_table.h). What it lacks falls
+// back to scalar: the K-quant and Q4_1/Q5_0/Q5_1 dots, every dequantizer and
+// quantizer, and the ops that are bit-identical to scalar on x86 too.
+#include "kernels/arm/legacy_neon.h"
+#include "kernels/arm/ops_neon.h"
+
+namespace sluice::kernels {
+
+#if defined(__aarch64__)
+void fill_isa_neon(IsaKernels& k) {
+  fill_legacy_neon(k.quant);
+  fill_ops_neon(k.ops);
+}
+#else  // not an AArch64 build: the slot stays empty
+void fill_isa_neon(IsaKernels&) {}
+#endif
+
+}  // namespace sluice::kernels

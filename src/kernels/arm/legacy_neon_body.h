@@ -1,0 +1,89 @@
+// Included by arm/legacy_neon.cpp once per instruction set (plain Advanced
+// SIMD, and armv8.2-a dot product), inside a namespace of its own, with
+//   SLUICE_NEON_TARGET      the function target attribute of that set (or nothing),
+//   lanes8(w0, w1, a0, a1)  the eight exact int32 sums of four consecutive int8
+//                           products (elements 4k..4k+3) of a 32-element block.
+//
+// The symmetric formats (Q4_0, Q8_0, IQ4_NL, MXFP4: x = d * q, Q8_0
+// activations) accumulate in the float order of the x86 kernels
+// (x86/legacy_x86_dot_body.h): per block the eight lane sums are converted to
+// float and fused-multiply-added with d_w * d_a into one of two 8-lane
+// accumulators (even blocks, odd blocks); at the end the accumulators are
+// added and reduced as x86's hsum does, ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)).
+// The integer sums are exact on both, so these kernels give the AVX2 (and
+// AVX-VNNI) results bit for bit: the same model has the same logits on an x86
+// and an ARM machine. tests/unit/kernels_legacy_test.cpp checks the order.
+
+// The eight lanes of block i, as (k = 0..3, k = 4..7).
+template <class W>
+SLUICE_NEON_TARGET inline void block_lanes(const typename W::Block& b, const BlockQ8_0& a, float32x4_t& lo,
+                                           float32x4_t& hi) {
+  int8x16_t w0, w1;
+  W::levels(b, w0, w1);
+  int32x4_t l, h;
+  lanes8(w0, w1, vld1q_s8(a.qs), vld1q_s8(a.qs + 16), l, h);
+  lo = vcvtq_f32_s32(l);
+  hi = vcvtq_f32_s32(h);
+}
+
+// x86's final reduction of acc0 + acc1 (see above).
+SLUICE_NEON_TARGET inline float reduce8(float32x4_t acc0_lo, float32x4_t acc0_hi, float32x4_t acc1_lo,
+                                        float32x4_t acc1_hi) {
+  const float32x4_t s = vaddq_f32(vaddq_f32(acc0_lo, acc1_lo), vaddq_f32(acc0_hi, acc1_hi));
+  return (vgetq_lane_f32(s, 0) + vgetq_lane_f32(s, 2)) + (vgetq_lane_f32(s, 1) + vgetq_lane_f32(s, 3));
+}
+
+template <class W>
+SLUICE_NEON_TARGET float vec_dot_symmetric(int64_t n, const void* w, const void* act) {
+  const auto* x = static_cast<const typename W::Block*>(w);
+  const auto* y = static_cast<const BlockQ8_0*>(act);
+  float32x4_t acc[2][2] = {{vdupq_n_f32(0.0f), vdupq_n_f32(0.0f)}, {vdupq_n_f32(0.0f), vdupq_n_f32(0.0f)}};
+  for (int64_t i = 0; i < n / kLegacyBlock; ++i) {
+    float32x4_t lo, hi;
+    block_lanes<W>(x[i], y[i], lo, hi);
+    const float32x4_t s = vdupq_n_f32(W::scale(x[i]) * fp16_to_fp32(y[i].d));
+    float32x4_t* a = acc[i & 1];
+    a[0] = vfmaq_f32(a[0], s, lo);
+    a[1] = vfmaq_f32(a[1], s, hi);
+  }
+  return reduce8(acc[0][0], acc[0][1], acc[1][0], acc[1][1]);
+}
+
+// One weight row against n_act <= kMaxDotCols activation rows: each weight
+// block is decoded once; column j accumulates exactly as vec_dot_symmetric.
+template <class W>
+SLUICE_NEON_TARGET void vec_dot_cols_symmetric(int64_t n, const void* w, const void* const* act, int n_act,
+                                               float* out) {
+  const auto* x = static_cast<const typename W::Block*>(w);
+  float32x4_t acc[kMaxDotCols][2][2];
+  for (int j = 0; j < n_act; ++j)
+    for (auto& parity : acc[j])
+      for (float32x4_t& v : parity) v = vdupq_n_f32(0.0f);
+  for (int64_t i = 0; i < n / kLegacyBlock; ++i) {
+    int8x16_t w0, w1;
+    W::levels(x[i], w0, w1);
+    const float d = W::scale(x[i]);
+    for (int j = 0; j < n_act; ++j) {
+      const BlockQ8_0& a = static_cast<const BlockQ8_0*>(act[j])[i];
+      int32x4_t l, h;
+      lanes8(w0, w1, vld1q_s8(a.qs), vld1q_s8(a.qs + 16), l, h);
+      const float32x4_t s = vdupq_n_f32(d * fp16_to_fp32(a.d));
+      float32x4_t* c = acc[j][i & 1];
+      c[0] = vfmaq_f32(c[0], s, vcvtq_f32_s32(l));
+      c[1] = vfmaq_f32(c[1], s, vcvtq_f32_s32(h));
+    }
+  }
+  for (int j = 0; j < n_act; ++j) out[j] = reduce8(acc[j][0][0], acc[j][0][1], acc[j][1][0], acc[j][1][1]);
+}
+
+inline void fill(KernelTable& table) {
+  auto set = [&](GgmlType t, VecDotFn dot, VecDotColsFn cols) {
+    table[static_cast<uint32_t>(t)].vec_dot = dot;
+    table[static_cast<uint32_t>(t)].vec_dot_cols = cols;
+    table[static_cast<uint32_t>(t)].vec_dot_type = GgmlType::Q8_0;
+  };
+  set(GgmlType::Q4_0, &vec_dot_symmetric<Q4_0Levels>, &vec_dot_cols_symmetric<Q4_0Levels>);
+  set(GgmlType::Q8_0, &vec_dot_symmetric<Q8_0Levels>, &vec_dot_cols_symmetric<Q8_0Levels>);
+  set(GgmlType::IQ4_NL, &vec_dot_symmetric<Iq4NlLevels>, &vec_dot_cols_symmetric<Iq4NlLevels>);
+  set(GgmlType::MXFP4, &vec_dot_symmetric<Mxfp4Levels>, &vec_dot_cols_symmetric<Mxfp4Levels>);
+}
