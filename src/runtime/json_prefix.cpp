@@ -129,6 +129,17 @@ bool JsonPrefix::string_byte(uint8_t c) {
 }
 
 bool JsonPrefix::push_byte(uint8_t c) {
+  const bool in_string = state_ == State::String || state_ == State::Escape || state_ == State::Hex ||
+                         state_ == State::LowBackslash || state_ == State::LowU;
+  if (!in_string && is_ws(c)) {
+    if (max_blank_run_ > 0 && ++blank_run_ > max_blank_run_) return fail();
+  } else {
+    blank_run_ = 0;
+  }
+  return step(c);
+}
+
+bool JsonPrefix::step(uint8_t c) {
   switch (state_) {
     case State::Failed:
       return false;
@@ -224,7 +235,7 @@ bool JsonPrefix::push_byte(uint8_t c) {
         return true;
       }
       end_value();  // the number ended at c (a leading 0 takes no digits after it)
-      return push_byte(c);
+      return step(c);
     case State::Dot:
       if (!is_digit(c)) return fail();
       state_ = State::Frac;
@@ -236,7 +247,7 @@ bool JsonPrefix::push_byte(uint8_t c) {
         return true;
       }
       end_value();
-      return push_byte(c);
+      return step(c);
     case State::Exp:
       if (c == '+' || c == '-') {
         state_ = State::ExpSign;
@@ -250,7 +261,7 @@ bool JsonPrefix::push_byte(uint8_t c) {
     case State::ExpInt:
       if (is_digit(c)) return true;
       end_value();
-      return push_byte(c);
+      return step(c);
   }
   return fail();
 }

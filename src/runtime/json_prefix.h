@@ -10,6 +10,10 @@
 // true/false/null. Numbers of any size are accepted (the grammar has no
 // limit). Nesting deeper than kMaxDepth is refused, so the stack is bounded.
 //
+// max_blank_run > 0 additionally refuses more than that many whitespace
+// bytes in a row outside strings: still valid JSON, but a sampler can no
+// longer pad forever (small models happily emit newlines until max_tokens).
+//
 // The state is a small value: copy it to try a continuation without
 // committing (the sampler constraint does exactly that per candidate token).
 #pragma once
@@ -23,6 +27,8 @@ namespace sluice::runtime {
 class JsonPrefix {
  public:
   static constexpr size_t kMaxDepth = 256;
+
+  explicit JsonPrefix(size_t max_blank_run = 0) : max_blank_run_(max_blank_run) {}
 
   // Feeds `bytes`. False once the text can no longer be a prefix of a valid
   // object; the validator then stays failed (every later push is false).
@@ -59,6 +65,7 @@ class JsonPrefix {
     Failed,
   };
 
+  bool step(uint8_t c);
   bool fail() {
     state_ = State::Failed;
     return false;
@@ -77,6 +84,8 @@ class JsonPrefix {
   uint8_t utf8_left_ = 0;          // continuation bytes still to come
   uint8_t utf8_lo_ = 0x80, utf8_hi_ = 0xBF;  // the range of the next continuation byte
   const char* literal_ = nullptr;  // the rest of the literal still to match
+  size_t max_blank_run_ = 0;       // 0: any
+  size_t blank_run_ = 0;           // whitespace bytes in a row outside strings
   std::string stack_;              // '{' or '[' per open container
 };
 

@@ -8,6 +8,9 @@
 #include "util/error.h"
 
 namespace sluice::server {
+namespace {
+constexpr size_t kJsonMaxBlankRun = 20;
+}  // namespace
 
 Engine::Engine(runtime::Session& session, ChatRenderer renderer)
     : session_(session),
@@ -65,7 +68,9 @@ GenerationResult Engine::generate(const GenerationRequest& r, const std::vector<
       runtime::SamplerConfig sc = r.sampler;
       if (r.random_seed) sc.seed = std::random_device{}();
       runtime::Sampler sampler(sc);
-      runtime::JsonPrefix json;  // the JSON text so far (r.json_object)
+      // The JSON text so far (r.json_object). Whitespace runs are capped as
+      // llama.cpp's JSON grammar caps them: a model may not pad forever.
+      runtime::JsonPrefix json(kJsonMaxBlankRun);
       if (r.json_object) {
         sampler.set_constraint([&](int32_t id) {
           if (tok_.is_eog(id)) return json.complete();

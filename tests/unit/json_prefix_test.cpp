@@ -57,6 +57,19 @@ TEST(JsonPrefix, FailureIsStickyAndByteFeedingEqualsWholeFeeding) {
   }
 }
 
+TEST(JsonPrefix, BlankRunsOutsideStringsCanBeCapped) {
+  JsonPrefix unlimited;
+  EXPECT_TRUE(unlimited.push(std::string(1000, ' ') + "{"));
+  JsonPrefix capped(3);
+  EXPECT_TRUE(capped.push("   {   \"a  b    c\"   :1   }   "));  // runs of 3, longer ones inside the string
+  EXPECT_TRUE(capped.complete());
+  JsonPrefix over(3);
+  EXPECT_TRUE(over.push("{\"a\":1   "));  // a number ended by whitespace counts it once
+  EXPECT_FALSE(over.push(" "));
+  JsonPrefix lead(3);
+  EXPECT_FALSE(lead.push(" \n\t\r{"));
+}
+
 TEST(JsonPrefix, NestingDeeperThanTheLimitIsRefused) {
   std::string s = "{\"a\":";
   for (size_t i = 1; i < JsonPrefix::kMaxDepth; ++i) s += "[";
