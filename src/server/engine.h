@@ -25,7 +25,7 @@ namespace sluice::server {
 
 struct GenerationResult {
   std::string text;            // the emitted text (stop strings cut off)
-  std::string finish_reason;   // "stop" (end of generation or a stop string), "length", or "cancelled"
+  std::string finish_reason;   // "stop" (end of generation, a stop string, a complete JSON object), "length", or "cancelled"
   int prompt_tokens = 0;
   int cached_tokens = 0;       // prompt tokens whose KV rows were reused from the previous request
   int completion_tokens = 0;   // tokens sampled
