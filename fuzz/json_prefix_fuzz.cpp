@@ -5,11 +5,10 @@
 // valid grammar here).
 #include <cstddef>
 #include <cstdint>
-#include <optional>
 #include <cstdlib>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
 
 #include "runtime/json_prefix.h"
 

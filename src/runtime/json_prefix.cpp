@@ -129,8 +129,9 @@ bool JsonPrefix::string_byte(uint8_t c) {
 }
 
 bool JsonPrefix::push_byte(uint8_t c) {
-  const bool in_string = state_ == State::String || state_ == State::Escape || state_ == State::Hex ||
-                         state_ == State::LowBackslash || state_ == State::LowU;
+  const bool in_string = state_ == State::String || state_ == State::Escape ||
+                         state_ == State::Hex || state_ == State::LowBackslash ||
+                         state_ == State::LowU;
   if (!in_string && is_ws(c)) {
     if (max_blank_run_ > 0 && ++blank_run_ > max_blank_run_) return fail();
   } else {
@@ -181,7 +182,14 @@ bool JsonPrefix::step(uint8_t c) {
       return string_byte(c);
     case State::Escape:
       switch (c) {
-        case '"': case '\\': case '/': case 'b': case 'f': case 'n': case 'r': case 't':
+        case '"':
+        case '\\':
+        case '/':
+        case 'b':
+        case 'f':
+        case 'n':
+        case 'r':
+        case 't':
           state_ = State::String;
           return true;
         case 'u':

@@ -71,22 +71,22 @@ class JsonPrefix {
     return false;
   }
   bool begin_value(uint8_t c);
-  bool end_value();         // a value just ended: AfterValue (or Done at depth 0)
-  bool close(uint8_t c);    // '}' or ']' in AfterValue/KeyOrClose/ValueOrClose
+  bool end_value();       // a value just ended: AfterValue (or Done at depth 0)
+  bool close(uint8_t c);  // '}' or ']' in AfterValue/KeyOrClose/ValueOrClose
   bool string_byte(uint8_t c);
   bool end_hex();
 
   State state_ = State::Start;
-  bool key_ = false;               // the open string is an object key
-  uint8_t hex_left_ = 0;           // \u digits still to come
-  uint16_t hex_ = 0;               // the \u code unit so far
-  bool low_pending_ = false;       // the \u being read must be a low surrogate
-  uint8_t utf8_left_ = 0;          // continuation bytes still to come
+  bool key_ = false;                         // the open string is an object key
+  uint8_t hex_left_ = 0;                     // \u digits still to come
+  uint16_t hex_ = 0;                         // the \u code unit so far
+  bool low_pending_ = false;                 // the \u being read must be a low surrogate
+  uint8_t utf8_left_ = 0;                    // continuation bytes still to come
   uint8_t utf8_lo_ = 0x80, utf8_hi_ = 0xBF;  // the range of the next continuation byte
-  const char* literal_ = nullptr;  // the rest of the literal still to match
-  size_t max_blank_run_ = 0;       // 0: any
-  size_t blank_run_ = 0;           // whitespace bytes in a row outside strings
-  std::string stack_;              // '{' or '[' per open container
+  const char* literal_ = nullptr;            // the rest of the literal still to match
+  size_t max_blank_run_ = 0;                 // 0: any
+  size_t blank_run_ = 0;                     // whitespace bytes in a row outside strings
+  std::string stack_;                        // '{' or '[' per open container
 };
 
 }  // namespace sluice::runtime

@@ -54,7 +54,7 @@ GenerationRequest parse_completion_request(const nlohmann::json& body, const Gen
 // POST /v1/chat/completions: messages (non-empty array of objects with a
 // string role) plus the common fields; tools if present must be an array.
 // tool_choice: "auto" (default) or "none" (the tools are dropped before the
-// template sees them); "required" and a named function are refused (sluice
+// template sees them; the answer is still split for calls as with "auto"); "required" and a named function are refused (sluice
 // cannot force a call), anything else is a 400 naming 'tool_choice'.
 GenerationRequest parse_chat_request(const nlohmann::json& body, const GenerationDefaults& d);
 

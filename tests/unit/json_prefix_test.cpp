@@ -1,17 +1,18 @@
 // runtime/json_prefix (the incremental JSON-object prefix validator) and the
 // sampler's token constraint built on it.
+#include "runtime/json_prefix.h"
+
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <cstdint>
-#include <optional>
 #include <functional>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
 
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
-
-#include "runtime/json_prefix.h"
 #include "runtime/sampler.h"
 
 namespace sluice::runtime {
@@ -26,22 +27,66 @@ int verdict(const std::string& s) {
 
 TEST(JsonPrefix, ExactCases) {
   // Valid prefixes (not complete).
-  for (const char* s : {"", "  \n", "{", "{ \"a", "{\"a\"", "{\"a\":", "{\"a\": [1, 2", "{\"a\":-", "{\"a\":-0.",
-                        "{\"a\":-0.5e", "{\"a\":-0.5e+", "{\"a\":-0.5e+3", "{\"a\":tr", "{\"a\":\"\\u00", "{\"a\":\"\\",
-                        "{\"a\":{\"b\":[{}", "{\"a\":\"\\ud83d", "{\"a\":\"\\ud83d\\u", "{\"a\":\"\xc3", "{\"a\":0"})
+  for (const char* s : {"",
+                        "  \n",
+                        "{",
+                        "{ \"a",
+                        "{\"a\"",
+                        "{\"a\":",
+                        "{\"a\": [1, 2",
+                        "{\"a\":-",
+                        "{\"a\":-0.",
+                        "{\"a\":-0.5e",
+                        "{\"a\":-0.5e+",
+                        "{\"a\":-0.5e+3",
+                        "{\"a\":tr",
+                        "{\"a\":\"\\u00",
+                        "{\"a\":\"\\",
+                        "{\"a\":{\"b\":[{}",
+                        "{\"a\":\"\\ud83d",
+                        "{\"a\":\"\\ud83d\\u",
+                        "{\"a\":\"\xc3",
+                        "{\"a\":0"})
     EXPECT_EQ(verdict(s), 0) << s;
   // Complete objects, trailing whitespace allowed.
-  for (const char* s : {"{}", " {} \n", "{\"a\":1}", "{\"a\":-0.5e+3}", "{\"a\":[true,false,null,{}]}",
-                        "{\"k\":\"\\\"\\\\\\/\\b\\f\\n\\r\\t\\u00e9\\ud83d\\ude00\"}", "{\"a\":0,\"b\":1E5}",
-                        "{\"\xc3\xa9\":\"\xf0\x9f\x98\x80\"}", "{\"a\":{\"b\":{\"c\":[[]]}}}\t"})
+  for (const char* s :
+       {"{}", " {} \n", "{\"a\":1}", "{\"a\":-0.5e+3}", "{\"a\":[true,false,null,{}]}",
+        "{\"k\":\"\\\"\\\\\\/\\b\\f\\n\\r\\t\\u00e9\\ud83d\\ude00\"}", "{\"a\":0,\"b\":1E5}",
+        "{\"\xc3\xa9\":\"\xf0\x9f\x98\x80\"}", "{\"a\":{\"b\":{\"c\":[[]]}}}\t"})
     EXPECT_EQ(verdict(s), 1) << s;
   // Dead ends.
-  for (const char* s : {"[", "1", "\"a\"", "{,", "{\"a\" 1", "{\"a\":01", "{\"a\":1.}", "{\"a\":.5", "{\"a\":1e}",
-                        "{\"a\":-}", "{\"a\":+1", "{\"a\":tru}", "{\"a\":1,}", "{\"a\":[1,]}", "{\"a\":[1}", "{\"a\":1]",
-                        "{}x", "{} {}", "{\"a\":\"\\x\"}", "{\"a\":\"\\u12g\"}", "{\"a\":\"\\udc00\"}",
-                        "{\"a\":\"\\ud83d\"}", "{\"a\":\"\\ud83dx", "{\"a\":\"\\ud83d\\u0041\"}", "{\"a\":\"\x01\"}",
-                        "{\"a\":\"\xc0\xaf\"}", "{\"a\":\"\xed\xa0\x80\"}", "{\"a\":\"\xf5\"}", "{\"a\":\"\xc3(\"}", "{'a':1}",
-                        "{\"a\":NaN}", "{\"a\":1 2}"})
+  for (const char* s : {"[",
+                        "1",
+                        "\"a\"",
+                        "{,",
+                        "{\"a\" 1",
+                        "{\"a\":01",
+                        "{\"a\":1.}",
+                        "{\"a\":.5",
+                        "{\"a\":1e}",
+                        "{\"a\":-}",
+                        "{\"a\":+1",
+                        "{\"a\":tru}",
+                        "{\"a\":1,}",
+                        "{\"a\":[1,]}",
+                        "{\"a\":[1}",
+                        "{\"a\":1]",
+                        "{}x",
+                        "{} {}",
+                        "{\"a\":\"\\x\"}",
+                        "{\"a\":\"\\u12g\"}",
+                        "{\"a\":\"\\udc00\"}",
+                        "{\"a\":\"\\ud83d\"}",
+                        "{\"a\":\"\\ud83dx",
+                        "{\"a\":\"\\ud83d\\u0041\"}",
+                        "{\"a\":\"\x01\"}",
+                        "{\"a\":\"\xc0\xaf\"}",
+                        "{\"a\":\"\xed\xa0\x80\"}",
+                        "{\"a\":\"\xf5\"}",
+                        "{\"a\":\"\xc3(\"}",
+                        "{'a':1}",
+                        "{\"a\":NaN}",
+                        "{\"a\":1 2}"})
     EXPECT_EQ(verdict(s), -1) << s;
 }
 
@@ -62,7 +107,8 @@ TEST(JsonPrefix, BlankRunsOutsideStringsCanBeCapped) {
   JsonPrefix unlimited;
   EXPECT_TRUE(unlimited.push(std::string(1000, ' ') + "{"));
   JsonPrefix capped(3);
-  EXPECT_TRUE(capped.push("   {   \"a  b    c\"   :1   }   "));  // runs of 3, longer ones inside the string
+  EXPECT_TRUE(
+      capped.push("   {   \"a  b    c\"   :1   }   "));  // runs of 3, longer ones inside the string
   EXPECT_TRUE(capped.complete());
   JsonPrefix over(3);
   EXPECT_TRUE(over.push("{\"a\":1   "));  // a number ended by whitespace counts it once
@@ -96,9 +142,11 @@ std::optional<bool> oracle(const std::string& s) {
 
 TEST(JsonPrefix, AgreesWithNlohmannOnRandomAndMutatedStrings) {
   std::mt19937 rng(1234);
-  const std::string alphabet = "{}[]:,\"\\ \n0123456789-+.eEtrufalsn ubd\x01\x7f\xc3\xa9\xed\xa0\xf0\x9f\x98\x80";
-  const std::vector<std::string> seeds = {"{\"a\":[1,-2.5e+3,true,null],\"b\":{\"c\":\"\\u00e9\\ud83d\\ude00x\"}}",
-                                          "{\"k\": \"v\", \"n\": 0.0, \"o\": {}}", "{}"};
+  const std::string alphabet =
+      "{}[]:,\"\\ \n0123456789-+.eEtrufalsn ubd\x01\x7f\xc3\xa9\xed\xa0\xf0\x9f\x98\x80";
+  const std::vector<std::string> seeds = {
+      "{\"a\":[1,-2.5e+3,true,null],\"b\":{\"c\":\"\\u00e9\\ud83d\\ude00x\"}}",
+      "{\"k\": \"v\", \"n\": 0.0, \"o\": {}}", "{}"};
   int agree_valid = 0, checked = 0;
   for (int iter = 0; iter < 40000; ++iter) {
     std::string s;
@@ -114,9 +162,14 @@ TEST(JsonPrefix, AgreesWithNlohmannOnRandomAndMutatedStrings) {
         const size_t at = rng() % s.size();
         const char c = alphabet[rng() % alphabet.size()];
         switch (rng() % 3) {
-          case 0: s[at] = c; break;
-          case 1: s.insert(s.begin() + static_cast<std::ptrdiff_t>(at), c); break;
-          default: s.erase(at, 1);
+          case 0:
+            s[at] = c;
+            break;
+          case 1:
+            s.insert(s.begin() + static_cast<std::ptrdiff_t>(at), c);
+            break;
+          default:
+            s.erase(at, 1);
         }
       }
     }
@@ -131,7 +184,8 @@ TEST(JsonPrefix, AgreesWithNlohmannOnRandomAndMutatedStrings) {
       for (size_t n = 0; n < s.size(); ++n) EXPECT_GE(verdict(s.substr(0, n)), 0) << s.substr(0, n);
     }
   }
-  EXPECT_GT(agree_valid, 1000) << "the generator should make plenty of valid objects (of " << checked << ")";
+  EXPECT_GT(agree_valid, 1000) << "the generator should make plenty of valid objects (of "
+                               << checked << ")";
 }
 
 // ---- the sampler constraint ------------------------------------------------
