@@ -3,14 +3,14 @@
 # a time budget (one process each, so the machine is not starved).
 # Usage: scripts/fuzz.sh [SECONDS]   (default 120)
 #   SECONDS is the total fuzzing time, split evenly across the targets, each
-#   getting at least 30 s (CI runs `scripts/fuzz.sh 60`: 4 targets x 30 s).
+#   getting at least 30 s (CI runs `scripts/fuzz.sh 60`: 5 targets x 30 s).
 # Each target starts from its seed corpus fuzz/corpus/<name> (copied: the repo
 # corpus stays small) and prints libFuzzer's final stats (execs, cov, ft).
 # A crash stops the script with the reproducer saved under build-fuzz/crashes/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 total=${1:-120}
-targets=(gguf tokenizer route_trace model_load)
+targets=(gguf tokenizer route_trace model_load json_prefix)
 scripts/deps.sh --with-fuzz
 cmake -S . -B build-fuzz -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DSLUICE_FUZZ=ON \
   -DSLUICE_TESTS=OFF -DSLUICE_BENCH=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null

@@ -24,7 +24,40 @@ double TokenDist::prob(int32_t id) const {
 }
 
 int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> history) {
+  if (allowed_) return sample_constrained(logits, history);
   return draw(distribution(logits, history));
+}
+
+int32_t Sampler::sample_constrained(std::span<const float> logits, std::span<const int32_t> history) {
+  TokenDist d = distribution(logits, history);
+  // Rejection: a refused token leaves the distribution, the rest keep their
+  // relative weights, so the accepted draw follows the masked distribution.
+  for (int rejected = 0; rejected < kMaxRejections && !d.ids.empty() && d.total > 0; ++rejected) {
+    const int32_t x = draw(d);
+    if (x < 0) break;
+    if (allowed_(x)) return x;
+    for (size_t i = 0; i < d.ids.size(); ++i) {
+      if (d.ids[i] != x) continue;
+      d.total -= d.w[i];
+      d.ids.erase(d.ids.begin() + static_cast<std::ptrdiff_t>(i));
+      d.w.erase(d.w.begin() + static_cast<std::ptrdiff_t>(i));
+      break;
+    }
+    if (d.ids.empty()) break;
+    // Recompute the sum: repeated subtraction could drift below the weights left.
+    d.total = 0;
+    for (double v : d.w) d.total += v;
+  }
+  // The kept candidates are exhausted (or refused too often): the most
+  // likely allowed token of the whole vocabulary (work_ holds the penalised
+  // logits distribution() used). For greedy this is exactly the masked argmax.
+  ids_.resize(work_.size());
+  std::iota(ids_.begin(), ids_.end(), 0);
+  std::sort(ids_.begin(), ids_.end(),
+            [&](int32_t a, int32_t b) { return work_[a] != work_[b] ? work_[a] > work_[b] : a < b; });
+  for (int32_t id : ids_)
+    if (allowed_(id)) return id;
+  return -1;
 }
 
 TokenDist Sampler::distribution(std::span<const float> logits, std::span<const int32_t> history) {

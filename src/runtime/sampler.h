@@ -5,9 +5,19 @@
 // positive logits divided, negative multiplied, over the last repeat_last_n
 // tokens) -> top-k -> softmax with temperature -> top-p -> min-p -> draw with a
 // seeded mt19937 (the same seed gives the same tokens).
+//
+// A constraint (set_constraint) restricts sample() to the tokens it allows:
+// a drawn token it refuses is removed from the distribution and the draw
+// repeated, which samples exactly the kept distribution masked to allowed
+// tokens and renormalised (greedy: the best allowed token). When the kept
+// candidates are all refused, or after kMaxRejections refusals, the whole
+// vocabulary is scanned once in logit order and the first allowed token
+// wins, so a step always ends. Without a constraint nothing changes: the
+// same draws from the same generator.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <random>
 #include <span>
 #include <vector>
@@ -42,7 +52,15 @@ class Sampler {
   explicit Sampler(const SamplerConfig& cfg);
   bool greedy() const { return cfg_.temperature <= 0.0f; }
   // `history`: tokens so far (prompt + generated), for the repetition penalty.
+  // With a constraint that allows no token at all: -1.
   int32_t sample(std::span<const float> logits, std::span<const int32_t> history);
+  // allowed(id): whether id may be the next token (called for candidates
+  // only, in draw order). An empty function removes the constraint.
+  // Speculative decoding (distribution/draw/accept_or_resample) ignores it;
+  // Session::generate samples a constrained sampler token by token.
+  void set_constraint(std::function<bool(int32_t)> allowed) { allowed_ = std::move(allowed); }
+  bool constrained() const { return static_cast<bool>(allowed_); }
+  static constexpr int kMaxRejections = 64;
   // The distribution sample() draws from, and the draw itself (sample() is
   // draw(distribution(...)); a greedy draw uses no randomness).
   TokenDist distribution(std::span<const float> logits, std::span<const int32_t> history);
@@ -62,6 +80,9 @@ class Sampler {
   std::mt19937_64 rng_;
   std::vector<float> work_;
   std::vector<int32_t> ids_;
+  std::function<bool(int32_t)> allowed_;
+
+  int32_t sample_constrained(std::span<const float> logits, std::span<const int32_t> history);
 };
 
 }  // namespace sluice::runtime

@@ -118,7 +118,9 @@ void Session::prefill_for_generate(std::span<const int32_t> prompt, GenerationSt
 
 GenerationStats Session::generate(std::span<const int32_t> prompt, int n_predict, Sampler& sampler,
                                   const std::function<bool(int32_t)>& on_token, std::span<const int32_t> stop_ids) {
-  if (mtp_.depth > 0) return generate_mtp(prompt, n_predict, sampler, on_token, stop_ids);
+  // A constrained sampler is asked token by token (the speculative path
+  // draws from distributions the constraint does not see).
+  if (mtp_.depth > 0 && !sampler.constrained()) return generate_mtp(prompt, n_predict, sampler, on_token, stop_ids);
   GenerationStats st;
   const auto t_start = std::chrono::steady_clock::now();
   prefill_for_generate(prompt, st);
@@ -126,6 +128,7 @@ GenerationStats Session::generate(std::span<const int32_t> prompt, int n_predict
   std::vector<int32_t> history = tokens_;
   for (int i = 0; n_predict < 0 || i < n_predict; ++i) {
     const int32_t id = sampler.sample(logits_, history);
+    if (id < 0) break;  // a constraint allows no token: nothing to hand on
     history.push_back(id);
     if (++st.generated == 1) {
       st.ttft_seconds = seconds_since(t_start);

@@ -82,7 +82,9 @@ class Session {
   // early). Stops at a token in `stop_ids` (which is still reported and
   // counted), and cleanly when the context has no room for the next token
   // (GenerationStats::context_full; the last token stays pending). A prompt
-  // that does not fit is an Error.
+  // that does not fit is an Error. A constrained sampler that allows no
+  // token (sample() -1) ends generation there, with nothing reported. With
+  // --mtp, a constrained sampler generates without drafts.
   GenerationStats generate(std::span<const int32_t> prompt, int n_predict, Sampler& sampler,
                            const std::function<bool(int32_t)>& on_token, std::span<const int32_t> stop_ids = {});
 

@@ -3,10 +3,14 @@
 #include <algorithm>
 #include <random>
 
+#include "runtime/json_prefix.h"
 #include "runtime/text_stream.h"
 #include "util/error.h"
 
 namespace sluice::server {
+namespace {
+constexpr size_t kJsonMaxBlankRun = 20;
+}  // namespace
 
 Engine::Engine(runtime::Session& session, ChatRenderer renderer)
     : session_(session),
@@ -59,30 +63,50 @@ GenerationResult Engine::generate(const GenerationRequest& r, const std::vector<
     const int room = n_ctx_ - static_cast<int>(prompt.size());  // > 0, checked by tokenize_prompt
     const int n_predict = r.max_tokens < 0 ? room : std::min(r.max_tokens, room);
     runtime::TextStream stream(r.stop);
-    bool cancelled = false, eog = false;
+    bool cancelled = false, eog = false, json_done = false, stuck = false;
     if (n_predict > 0) {
       runtime::SamplerConfig sc = r.sampler;
       if (r.random_seed) sc.seed = std::random_device{}();
       runtime::Sampler sampler(sc);
+      // The JSON text so far (r.json_object). Whitespace runs are capped as
+      // llama.cpp's JSON grammar caps them: a model may not pad forever.
+      runtime::JsonPrefix json(kJsonMaxBlankRun);
+      if (r.json_object) {
+        sampler.set_constraint([&](int32_t id) {
+          if (tok_.is_eog(id)) return json.complete();
+          if (tok_.is_control(id)) return false;
+          const std::string piece = tok_.token_to_piece(id, false);
+          if (piece.empty()) return false;  // no progress: could repeat forever
+          runtime::JsonPrefix next = json;
+          return next.push(piece);
+        });
+      }
       const std::span<const int32_t> suffix(prompt.data() + keep, prompt.size() - keep);
-      session_.generate(suffix, n_predict, sampler, [&](int32_t id) {
+      const runtime::GenerationStats st = session_.generate(suffix, n_predict, sampler, [&](int32_t id) {
         ++res.completion_tokens;
         if (tok_.is_eog(id)) {
           eog = true;
           return false;
         }
-        const std::string out = stream.push(tok_.token_to_piece(id, false));
+        const std::string piece = tok_.token_to_piece(id, false);
+        if (r.json_object) json_done = json.push(piece) && json.complete();
+        const std::string out = stream.push(piece);
         res.text += out;
         if (!out.empty() && !on_text(out)) {
           cancelled = true;
           return false;
         }
-        return !stream.stopped();
+        return !stream.stopped() && !json_done;
       });
+      // The only other way generate() ends early: the constraint allowed no token.
+      stuck = r.json_object && !cancelled && !eog && !json_done && !stream.stopped() && !st.context_full &&
+              res.completion_tokens < n_predict;
     }
+    if (stuck)
+      res.notice = "response_format: no token of the vocabulary continues the JSON object; generation ended early";
     if (cancelled) {
       res.finish_reason = "cancelled";
-    } else if (eog || stream.stopped()) {
+    } else if (eog || stream.stopped() || json_done || stuck) {
       res.finish_reason = "stop";
     } else {
       res.finish_reason = "length";

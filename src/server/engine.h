@@ -25,10 +25,13 @@ namespace sluice::server {
 
 struct GenerationResult {
   std::string text;            // the emitted text (stop strings cut off)
-  std::string finish_reason;   // "stop" (end of generation or a stop string), "length", or "cancelled"
+  std::string finish_reason;   // "stop" (end of generation, a stop string, a complete JSON object), "length", or "cancelled"
   int prompt_tokens = 0;
   int cached_tokens = 0;       // prompt tokens whose KV rows were reused from the previous request
   int completion_tokens = 0;   // tokens sampled
+  // Why generation ended early in a way finish_reason cannot say ("" when
+  // it did not): a JSON-constrained request that no token could continue.
+  std::string notice;
 };
 
 // Cumulative figures for /metrics. `run` is the session's summary as of the
@@ -64,6 +67,13 @@ class Engine {
   // text (see TextStream) and returns false when the client is gone, which
   // stops generation (finish_reason "cancelled"). Engine errors propagate
   // after the session is reset (the KV state is then unknown).
+  //
+  // r.json_object: every token must keep the text a prefix of one JSON
+  // object (runtime/json_prefix.h); special and control tokens never
+  // qualify, end-of-generation only once the object is complete, and
+  // generation stops ("stop") as soon as it is. When no token can continue
+  // the object, generation ends there: finish_reason "stop" and a notice.
+  // Stop strings still cut the text where they match.
   GenerationResult generate(const GenerationRequest& r, const std::vector<int32_t>& prompt,
                             const std::function<bool(const std::string&)>& on_text);
 

@@ -94,6 +94,38 @@ void parse_common(const json& body, const GenerationDefaults& d, GenerationReque
   if (auto it = body.find("n"); it != body.end() && !it->is_null()) {
     if (integer_field(*it, "n") != 1) bad("'n': only one choice per request is supported");
   }
+  if (auto it = body.find("response_format"); it != body.end() && !it->is_null()) {
+    auto type = it->is_object() ? it->find("type") : it->end();
+    if (!it->is_object() || type == it->end() || !type->is_string())
+      bad("'response_format' must be an object with a string 'type' (\"text\", \"json_object\" or \"json_schema\")");
+    const std::string t = type->get<std::string>();
+    // json_schema is served as json_object: the output is one valid JSON
+    // object, but the schema itself is not enforced (documented in the README).
+    if (t == "json_object" || t == "json_schema") {
+      r.json_object = true;
+    } else if (t != "text") {
+      bad("'response_format': unknown type \"" + t + "\" (expected \"text\", \"json_object\" or \"json_schema\")");
+    }
+  }
+}
+
+// tool_choice (see parse_chat_request's contract).
+void parse_tool_choice(const json& body, GenerationRequest& r) {
+  auto it = body.find("tool_choice");
+  if (it == body.end() || it->is_null()) return;
+  if (it->is_string()) {
+    const std::string c = it->get<std::string>();
+    if (c == "auto") return;
+    if (c == "none") {
+      r.tools = nullptr;
+      return;
+    }
+    if (c == "required") bad("'tool_choice': \"required\" is not supported (sluice cannot force a tool call; use \"auto\")");
+    bad("'tool_choice' must be \"auto\", \"none\" or \"required\" (got \"" + c + "\")");
+  }
+  if (it->is_object() && it->value("type", json()) == "function")
+    bad("'tool_choice': naming a function is not supported (sluice cannot force a tool call; use \"auto\")");
+  bad("'tool_choice' must be \"auto\", \"none\", \"required\" or {\"type\": \"function\", ...}");
 }
 
 void require_object(const json& body) {
@@ -147,6 +179,7 @@ GenerationRequest parse_chat_request(const json& body, const GenerationDefaults&
     if (!t->is_array()) bad("'tools' must be an array");
     r.tools = *t;
   }
+  parse_tool_choice(body, r);
   parse_common(body, d, r);
   return r;
 }

@@ -37,12 +37,15 @@ struct GenerationRequest {
   std::optional<std::string> prompt_text;
   std::optional<std::vector<int32_t>> prompt_ids;  // ids not yet range-checked against the vocab
   nlohmann::json messages;  // chat: the messages array (null otherwise)
-  nlohmann::json tools;     // chat: the tools array (null when absent)
+  nlohmann::json tools;     // chat: the tools array (null when absent, or tool_choice "none")
   int max_tokens = 128;     // -1: until the context is full
   runtime::SamplerConfig sampler;
   bool random_seed = false;  // seed -1: draw one per request
   std::vector<std::string> stop;  // stop strings (each non-empty)
   bool stream = false;
+  // response_format {"type": "json_object"} (or "json_schema", whose schema
+  // is not enforced: the output is constrained to one JSON object only).
+  bool json_object = false;
 };
 
 // POST /v1/completions: prompt (string, [string], or [int...]) plus the
@@ -50,6 +53,9 @@ struct GenerationRequest {
 GenerationRequest parse_completion_request(const nlohmann::json& body, const GenerationDefaults& d);
 // POST /v1/chat/completions: messages (non-empty array of objects with a
 // string role) plus the common fields; tools if present must be an array.
+// tool_choice: "auto" (default) or "none" (the tools are dropped before the
+// template sees them; the answer is still split for calls as with "auto"); "required" and a named function are refused (sluice
+// cannot force a call), anything else is a 400 naming 'tool_choice'.
 GenerationRequest parse_chat_request(const nlohmann::json& body, const GenerationDefaults& d);
 
 // Most stop strings a request may give (llama-server has no limit; OpenAI 4).

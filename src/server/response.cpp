@@ -42,12 +42,14 @@ json ResponseBuilder::whole(const GenerationResult& g) const {
   } else {
     choice = text_choice(g.text, g.finish_reason);
   }
-  return {{"id", info_.id},
-          {"object", info_.chat ? "chat.completion" : "text_completion"},
-          {"created", info_.created},
-          {"model", info_.model},
-          {"choices", json::array({std::move(choice)})},
-          {"usage", usage(g)}};
+  json body = {{"id", info_.id},
+               {"object", info_.chat ? "chat.completion" : "text_completion"},
+               {"created", info_.created},
+               {"model", info_.model},
+               {"choices", json::array({std::move(choice)})},
+               {"usage", usage(g)}};
+  if (!g.notice.empty()) body["notice"] = g.notice;
+  return body;
 }
 
 json ResponseBuilder::chunk(json choice) const {
@@ -90,6 +92,7 @@ std::vector<json> ResponseBuilder::stream_end(const GenerationResult& g) {
     last = chunk(text_choice("", g.finish_reason));
   }
   last["usage"] = usage(g);
+  if (!g.notice.empty()) last["notice"] = g.notice;
   events.push_back(std::move(last));
   return events;
 }

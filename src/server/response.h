@@ -6,7 +6,9 @@
 // stream sends delta.reasoning_content and delta.content chunks as they are
 // decided and each delta.tool_calls entry (with its index) once the call is
 // complete, so what a client accumulates from the stream equals the message.
-// finish_reason is "tool_calls" when the answer called a tool.
+// finish_reason is "tool_calls" when the answer called a tool. A generation
+// notice (GenerationResult::notice) is a top-level "notice" string in the
+// whole response and in the last streamed chunk.
 //
 // No HTTP here: server.cpp writes what these return.
 #pragma once

@@ -200,8 +200,10 @@ class ScriptedModel final : public model::Model {
   std::vector<int32_t> trunk_, head_;
 };
 
+// constrain_first: the first call's sampler has a (pass-all) token
+// constraint, which generates without drafts; the second call drafts again.
 std::vector<int32_t> generate_scripted(int depth, int n, runtime::MtpCounters* counters = nullptr,
-                                       int* forwards = nullptr) {
+                                       int* forwards = nullptr, bool constrain_first = false) {
   auto owned = std::make_unique<ScriptedModel>();
   ScriptedModel* m = owned.get();
   runtime::Session s(nullptr, std::move(owned));
@@ -211,10 +213,13 @@ std::vector<int32_t> generate_scripted(int depth, int n, runtime::MtpCounters* c
   runtime::Sampler greedy(runtime::SamplerConfig{});
   std::vector<int32_t> out;
   const std::vector<int32_t> prompt = {1, 2, 3};
-  s.generate(prompt, n, greedy, [&](int32_t id) {
+  runtime::Sampler constrained(runtime::SamplerConfig{});
+  constrained.set_constraint([](int32_t) { return true; });
+  s.generate(prompt, n, constrain_first ? constrained : greedy, [&](int32_t id) {
     out.push_back(id);
     return true;
   });
+  if (constrain_first && s.mtp_counters().drafted != 0) ADD_FAILURE() << "a constrained sampler must not draft";
   // A second call continues where the first stopped.
   s.generate(std::vector<int32_t>{}, n, greedy, [&](int32_t id) {
     out.push_back(id);
@@ -249,6 +254,14 @@ TEST(MtpDecoding, GreedyOutputIsIdenticalAndDraftsAreAcceptedWhereRight) {
     }
     EXPECT_EQ(sum, c.accepted);
   }
+}
+
+TEST(MtpDecoding, AConstrainedSamplerGeneratesWithoutDraftsAndDraftingResumesAfter) {
+  const std::vector<int32_t> plain = generate_scripted(0, 20);
+  runtime::MtpCounters c;
+  EXPECT_EQ(generate_scripted(3, 20, &c, nullptr, true), plain);
+  EXPECT_GT(c.drafted, 0u);  // the second, unconstrained call drafted
+  EXPECT_GT(c.accepted, 0u);
 }
 
 TEST(MtpDecoding, StoppingInsideAcceptedDraftsLeavesAConsistentSession) {

@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <iostream>
 #include <memory>
 #include <string>
 #include <thread>
@@ -18,6 +19,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "runtime/json_prefix.h"
 #include "runtime/session.h"
 #include "server/response.h"
 #include "server/engine.h"
@@ -116,6 +118,35 @@ TEST(ServeRequest, BadFieldsNameTheField) {
             "a message's 'content' must be a string, an array of parts, or null");
   EXPECT_EQ(parse_error({{"messages", {{{"role", "user"}, {"content", "x"}}}}, {"tools", "t"}}, true),
             "'tools' must be an array");
+}
+
+TEST(ServeRequest, ResponseFormatAndToolChoice) {
+  GenerationDefaults d;
+  EXPECT_FALSE(server::parse_completion_request({{"prompt", "x"}}, d).json_object);
+  EXPECT_FALSE(server::parse_completion_request({{"prompt", "x"}, {"response_format", {{"type", "text"}}}}, d).json_object);
+  EXPECT_TRUE(server::parse_completion_request({{"prompt", "x"}, {"response_format", {{"type", "json_object"}}}}, d).json_object);
+  // json_schema: served as json_object (the schema is not enforced).
+  EXPECT_TRUE(server::parse_completion_request(
+                  {{"prompt", "x"}, {"response_format", {{"type", "json_schema"}, {"json_schema", {{"name", "n"}}}}}}, d)
+                  .json_object);
+  EXPECT_EQ(parse_error({{"prompt", "x"}, {"response_format", "json"}}),
+            "'response_format' must be an object with a string 'type' (\"text\", \"json_object\" or \"json_schema\")");
+  EXPECT_EQ(parse_error({{"prompt", "x"}, {"response_format", {{"type", "xml"}}}}),
+            "'response_format': unknown type \"xml\" (expected \"text\", \"json_object\" or \"json_schema\")");
+
+  const json msgs = {{{"role", "user"}, {"content", "x"}}};
+  const json tools = {{{"type", "function"}, {"function", {{"name", "f"}}}}};
+  EXPECT_EQ(server::parse_chat_request({{"messages", msgs}, {"tools", tools}}, d).tools, tools);
+  EXPECT_EQ(server::parse_chat_request({{"messages", msgs}, {"tools", tools}, {"tool_choice", "auto"}}, d).tools, tools);
+  EXPECT_TRUE(server::parse_chat_request({{"messages", msgs}, {"tools", tools}, {"tool_choice", "none"}}, d).tools.is_null());
+  EXPECT_EQ(parse_error({{"messages", msgs}, {"tool_choice", "required"}}, true),
+            "'tool_choice': \"required\" is not supported (sluice cannot force a tool call; use \"auto\")");
+  EXPECT_EQ(parse_error({{"messages", msgs}, {"tool_choice", {{"type", "function"}, {"function", {{"name", "f"}}}}}}, true),
+            "'tool_choice': naming a function is not supported (sluice cannot force a tool call; use \"auto\")");
+  EXPECT_EQ(parse_error({{"messages", msgs}, {"tool_choice", "sometimes"}}, true),
+            "'tool_choice' must be \"auto\", \"none\" or \"required\" (got \"sometimes\")");
+  EXPECT_EQ(parse_error({{"messages", msgs}, {"tool_choice", 3}}, true),
+            "'tool_choice' must be \"auto\", \"none\", \"required\" or {\"type\": \"function\", ...}");
 }
 
 // ---- text stream -----------------------------------------------------------
@@ -413,6 +444,47 @@ TEST_F(ServeLive, CompletionMatchesTheSessionAndStreamingMatchesNonStreaming) {
   EXPECT_EQ(completion(ids_body)["choices"][0]["text"], text);
 }
 
+// A JSON-constrained answer: a whole object when it stopped, else (cut by
+// max_tokens) a valid prefix of one that used every token it was allowed.
+void expect_json_answer(const std::string& text, const std::string& finish, int completion_tokens, int max_tokens) {
+  runtime::JsonPrefix p;
+  EXPECT_TRUE(p.push(text)) << text;
+  if (finish == "stop") {
+    EXPECT_TRUE(p.complete()) << text;
+    const json j = json::parse(text, nullptr, false);
+    EXPECT_TRUE(j.is_object()) << text;
+  } else {
+    EXPECT_EQ(finish, "length") << text;
+    EXPECT_FALSE(p.complete()) << text;
+    EXPECT_EQ(completion_tokens, max_tokens) << text;
+  }
+}
+
+TEST_F(ServeLive, ResponseFormatJsonObjectGivesOneObjectStreamedOrNot) {
+  int stopped = 0;
+  for (const json& sampling : {json{{"temperature", 0}}, json{{"temperature", 1.0}, {"seed", 3}},
+                               json{{"temperature", 1.0}, {"seed", 11}, {"top_k", 0}, {"top_p", 1.0}, {"min_p", 0}}}) {
+    json body = {{"prompt", "The answer as JSON:"}, {"max_tokens", 64}, {"response_format", {{"type", "json_object"}}}};
+    body.update(sampling);
+    const json j = completion(body);
+    const std::string text = j["choices"][0]["text"];
+    const std::string finish = j["choices"][0]["finish_reason"];
+    expect_json_answer(text, finish, j["usage"]["completion_tokens"], 64);
+    EXPECT_FALSE(j.contains("notice")) << j.dump();
+    stopped += finish == "stop";
+    // Streamed: the same text and finish.
+    auto [streamed, last] = stream_text("/v1/completions", body);
+    EXPECT_EQ(streamed, text);
+    EXPECT_EQ(last["choices"][0]["finish_reason"], finish);
+  }
+  // Unconstrained, the same greedy request is not JSON at all.
+  const std::string free_text =
+      completion({{"prompt", "The answer as JSON:"}, {"max_tokens", 12}})["choices"][0]["text"];
+  runtime::JsonPrefix p;
+  EXPECT_FALSE(p.push(free_text)) << free_text;
+  std::cout << "[ json_object ] " << stopped << " of 3 answers completed an object within 64 tokens\n";
+}
+
 TEST_F(ServeLive, RepeatedPromptReusesTheKvPrefix) {
   const json body = {{"prompt", "One day, a little bird flew over the river"}, {"max_tokens", 4}};
   completion({{"prompt", "Something else entirely"}, {"max_tokens", 2}});
@@ -658,6 +730,29 @@ TEST(ServeAuthAndChat, ApiKeyIsRequiredAndChatUsesTheInjectedRenderer) {
   EXPECT_EQ(text, j["choices"][0]["message"]["content"]);
   EXPECT_EQ(json::parse(events[events.size() - 2])["choices"][0]["finish_reason"], "length");
   EXPECT_EQ(events.back(), "[DONE]");
+
+  // response_format on chat, streamed or not: the content is JSON.
+  json jchat = chat;
+  jchat["max_tokens"] = 40;
+  jchat["response_format"] = {{"type", "json_object"}};
+  auto jr = c.Post("/v1/chat/completions", jchat.dump(), "application/json");
+  ASSERT_TRUE(jr);
+  ASSERT_EQ(jr->status, 200) << jr->body;
+  const json jj = json::parse(jr->body);
+  const std::string content = jj["choices"][0]["message"]["content"];
+  expect_json_answer(content, jj["choices"][0]["finish_reason"], jj["usage"]["completion_tokens"], 40);
+  jchat["stream"] = true;
+  auto js = c.Post("/v1/chat/completions", jchat.dump(), "application/json");
+  ASSERT_TRUE(js);
+  const std::vector<std::string> jevents = sse_payloads(js->body);
+  ASSERT_GE(jevents.size(), 3u);
+  std::string jtext;
+  for (size_t i = 1; i + 2 < jevents.size(); ++i) {
+    const json delta = json::parse(jevents[i])["choices"][0]["delta"];
+    if (delta.contains("content")) jtext += delta["content"].get<std::string>();
+  }
+  EXPECT_EQ(jtext, content);
+  EXPECT_EQ(json::parse(jevents[jevents.size() - 2])["choices"][0]["finish_reason"], jj["choices"][0]["finish_reason"]);
 }
 
 // tests/serve/openai_client.mjs with the official `openai` npm package, when
