@@ -76,6 +76,22 @@ struct LaneResult {
   std::exception_ptr error;
 };
 
+// Fills a measured row's reads, bytes, rates and latency figures from its
+// per-read latencies (ns) and wall time; row.read_bytes must be set.
+void finish_row(IoBenchRow& row, std::vector<uint64_t>& lat_ns, double seconds) {  // sorts lat_ns
+  row.reads = lat_ns.size();
+  row.bytes = row.reads * row.read_bytes;
+  row.seconds = seconds;
+  if (row.seconds > 0) {
+    row.GBps = double(row.bytes) / row.seconds / 1e9;
+    row.iops = double(row.reads) / row.seconds;
+  }
+  const LatencySummary lat = summarize_latencies(lat_ns);
+  row.lat_us_mean = lat.mean_us;
+  row.lat_us_p50 = lat.p50_us;
+  row.lat_us_p99 = lat.p99_us;
+}
+
 IoBenchRow run_point(const io::FdFile& file, IoMode mode, uint64_t size, int lanes,
                      const IoBenchConfig& cfg, uint64_t point_seed) {
   const uint64_t read_bytes = io_read_bytes(mode, size);
@@ -147,17 +163,7 @@ IoBenchRow run_point(const io::FdFile& file, IoMode mode, uint64_t size, int lan
     all.insert(all.end(), r.lat_ns.begin(), r.lat_ns.end());
     last = std::max(last, r.stopped);
   }
-  row.reads = all.size();
-  row.bytes = row.reads * read_bytes;
-  row.seconds = seconds_since(start, last);
-  if (row.seconds > 0) {
-    row.GBps = double(row.bytes) / row.seconds / 1e9;
-    row.iops = double(row.reads) / row.seconds;
-  }
-  const LatencySummary lat = summarize_latencies(all);
-  row.lat_us_mean = lat.mean_us;
-  row.lat_us_p50 = lat.p50_us;
-  row.lat_us_p99 = lat.p99_us;
+  finish_row(row, all, seconds_since(start, last));
   return row;
 }
 
@@ -208,17 +214,7 @@ IoBenchRow run_point_uring(const io::FdFile& file, IoMode mode, uint64_t size, i
   row.size_bytes = size;
   row.read_bytes = read_bytes;
   row.lanes = depth;
-  row.reads = lat.size();
-  row.bytes = row.reads * read_bytes;
-  row.seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  if (row.seconds > 0) {
-    row.GBps = double(row.bytes) / row.seconds / 1e9;
-    row.iops = double(row.reads) / row.seconds;
-  }
-  const LatencySummary s = summarize_latencies(lat);
-  row.lat_us_mean = s.mean_us;
-  row.lat_us_p50 = s.p50_us;
-  row.lat_us_p99 = s.p99_us;
+  finish_row(row, lat, seconds_since(start));
   return row;
 }
 
