@@ -792,9 +792,10 @@ float x86_order_plain_dot(GgmlType t, int64_t n, const void* w, const void* act)
 // F32, F16 and BF16 dots give the same bits on every SIMD ISA that has them
 // (AVX2 on x86, NEON on AArch64): x86_order_plain_dot.
 TEST(KernelsLegacy, PlainDotsFollowTheX86OrderOnEverySimdIsa) {
-  if (cpu_features().neon)
+  if (cpu_features().neon) {
     for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::BF16})
       ASSERT_NE(kernels_for(t, Isa::Neon), nullptr) << ggml_type_name(t);
+  }
   std::mt19937 rng(16);
   int checked = 0;
   for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::BF16}) {

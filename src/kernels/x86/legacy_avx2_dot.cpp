@@ -11,6 +11,8 @@
 // FMA accumulators (float), scalar tail for n % 32.
 #if defined(__x86_64__)
 
+#include <cmath>
+
 #include "kernels/x86/legacy_avx2_common.h"
 #include "kernels/legacy_impl.h"
 
@@ -59,7 +61,10 @@ SLUICE_AVX2 float dot_plain(int64_t n, const void* w, const void* act) {
   }
   for (; i + 8 <= n; i += 8) acc0 = _mm256_fmadd_ps(L::load(x + i), L::load(y + i), acc0);
   float sum = hsum(_mm256_add_ps(_mm256_add_ps(acc0, acc1), _mm256_add_ps(acc2, acc3)));
-  for (; i < n; ++i) sum += L::scalar(x[i]) * L::scalar(y[i]);
+  // The tail fuses explicitly: left to the compiler (x86/ keeps
+  // -ffp-contract=fast), it was fused at -O2 but not at -O0, so Debug and
+  // Release builds gave different bits. NEON's tail is the same std::fma.
+  for (; i < n; ++i) sum = std::fma(L::scalar(x[i]), L::scalar(y[i]), sum);
   return sum;
 }
 
