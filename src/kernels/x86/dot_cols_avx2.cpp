@@ -8,6 +8,8 @@
 // (dot_cols_x86_body.h), which mirror the single-column loops on the float
 // side; the plain formats below mirror dot_plain. tests/unit/kernels_gemm_test.cpp
 // checks the bit-identity.
+#include <cmath>
+
 #include "kernels/kernel_table.h"
 
 #if defined(__x86_64__)
@@ -79,7 +81,7 @@ struct PlainCols {
         int64_t k = tail8;
         for (; k + 8 <= n; k += 8) a0[j] = _mm256_fmadd_ps(L::load(x + k), L::load(y[j] + k), a0[j]);
         float sum = hsum(_mm256_add_ps(_mm256_add_ps(a0[j], a1[j]), _mm256_add_ps(a2[j], a3[j])));
-        for (; k < n; ++k) sum += L::scalar(x[k]) * L::scalar(y[j][k]);
+        for (; k < n; ++k) sum = std::fma(L::scalar(x[k]), L::scalar(y[j][k]), sum);  // as vec_dot's tail
         out[j] = sum;
       }
     }
