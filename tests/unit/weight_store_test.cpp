@@ -258,6 +258,7 @@ TEST(WeightStoreUring, EveryExpertByteIdenticalToFile) {
 }
 
 TEST(WeightStoreUring, InjectedEioSurfacesThroughTheUringEngine) {
+  if (!io::uring_available()) GTEST_SKIP() << "this kernel gives no io_uring";  // qemu-user, seccomp
   // Wrapped (fault-injecting) files are not plain descriptors: the uring
   // thread reads them with read_exact, so faults surface as with pread.
   const gguf::GgufModel m = gguf::GgufModel::open(files().single);
