@@ -22,6 +22,8 @@ namespace {
 
 using avx2::dot_u8_i8;
 using avx2::hsum;
+using avx2::F16Load;
+using avx2::F32Load;
 
 SLUICE_AVX2 inline __m256i madd_acc(__m256i acc, __m256i s, __m256i p) {
   return _mm256_add_epi32(acc, _mm256_madd_epi16(s, p));
@@ -32,19 +34,6 @@ SLUICE_AVX2 inline __m256i madd_acc(__m256i acc, __m256i s, __m256i p) {
 #undef SLUICE_DOT_COLS_TARGET
 
 // ---- Plain formats (mirrors dot_plain: 4 accumulators per column) ----
-
-struct F32Load {
-  using Elem = float;
-  SLUICE_AVX2 static __m256 load(const float* p) { return _mm256_loadu_ps(p); }
-  static float scalar(float v) { return v; }
-};
-struct F16Load {
-  using Elem = uint16_t;
-  SLUICE_AVX2 static __m256 load(const uint16_t* p) {
-    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-  }
-  SLUICE_AVX2 static float scalar(uint16_t v) { return _cvtsh_ss(v); }
-};
 
 template <class L>
 struct PlainCols {

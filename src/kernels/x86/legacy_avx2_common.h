@@ -14,6 +14,7 @@
 #include "kernels/blocks_legacy.h"
 #include "kernels/tables.h"
 #include "kernels/x86/target.h"
+#include "util/fp16.h"
 
 
 namespace sluice::kernels::avx2 {
@@ -137,6 +138,29 @@ struct Q5_1Levels {
   }
   SLUICE_AVX2 static float scale(const Block& b) { return fp16_scalar(b.d); }
   SLUICE_AVX2 static float offset(const Block& b) { return fp16_scalar(b.m); }
+};
+
+// Plain types (the vec_dot and multi-column dots): load converts 8 elements
+// at p to floats, scalar one element (the tails).
+struct F32Load {
+  using Elem = float;
+  SLUICE_AVX2 static __m256 load(const float* p) { return _mm256_loadu_ps(p); }
+  static float scalar(float v) { return v; }
+};
+struct F16Load {
+  using Elem = uint16_t;
+  SLUICE_AVX2 static __m256 load(const uint16_t* p) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  }
+  SLUICE_AVX2 static float scalar(uint16_t v) { return _cvtsh_ss(v); }
+};
+struct Bf16Load {
+  using Elem = uint16_t;
+  SLUICE_AVX2 static __m256 load(const uint16_t* p) {
+    const __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
+  }
+  static float scalar(uint16_t v) { return bf16_to_fp32(v); }
 };
 
 }  // namespace sluice::kernels::avx2

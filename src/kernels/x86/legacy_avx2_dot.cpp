@@ -24,28 +24,6 @@ namespace {
 #include "kernels/x86/legacy_x86_dot_body.h"  // dot_symmetric, dot_offset over dot_i8 / dot_u8_i8
 #undef SLUICE_LEGACY_DOT_TARGET
 
-// Plain types: Load converts 8 elements at p to floats.
-struct F32Load {
-  using Elem = float;
-  SLUICE_AVX2 static __m256 load(const float* p) { return _mm256_loadu_ps(p); }
-  static float scalar(float v) { return v; }
-};
-struct F16Load {
-  using Elem = uint16_t;
-  SLUICE_AVX2 static __m256 load(const uint16_t* p) {
-    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-  }
-  SLUICE_AVX2 static float scalar(uint16_t v) { return _cvtsh_ss(v); }
-};
-struct Bf16Load {
-  using Elem = uint16_t;
-  SLUICE_AVX2 static __m256 load(const uint16_t* p) {
-    const __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-    return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
-  }
-  static float scalar(uint16_t v) { return bf16_to_fp32(v); }
-};
-
 template <class L>
 SLUICE_AVX2 float dot_plain(int64_t n, const void* w, const void* act) {
   const auto* x = static_cast<const typename L::Elem*>(w);
