@@ -75,6 +75,27 @@ struct alignas(64) TileLine {
 // TileLines prepare_tile writes for n-element rows (any n_act).
 size_t tile_prepared_lines(int64_t n);
 
+// Row-interleaved resident layout ("packed"): kPackRows consecutive weight
+// rows of one matrix re-laid into one group of exactly the same byte count, so
+// that one vector load feeds every row of the group and per-block scales of
+// all rows are combined in one vector op. Only weights that stay in memory are
+// packed (dense weights read into anonymous memory, cached and --load-all
+// experts), once, when they arrive; streamed weights stay plain. The layout is
+// private to the ISA that defines it: pack_rows and packed_dot always come from
+// one TypeKernels entry, and the bytes pack_rows writes are only ever read by
+// that entry's packed_dot.
+inline constexpr int kPackRows = 16;
+// Re-lays kPackRows plain rows of n elements (row r at src + r * row_bytes,
+// row_bytes = the type's row size for n) into dst, kPackRows * row_bytes bytes.
+// src and dst must not overlap. Pure; allocates nothing.
+using PackRowsFn = void (*)(int64_t n, const void* src, void* dst);
+// One packed group against up to kMaxDotCols activation rows:
+// out[j * out_stride + r] = vec_dot(n, plain row r, act[j]) for r < kPackRows,
+// 1 <= n_act <= kMaxDotCols, BIT-IDENTICAL to the vec_dot of the same entry
+// (same contract as vec_dot_cols), so packing never changes a result.
+using PackedDotFn = void (*)(int64_t n, const void* packed, const void* const* act, int n_act, float* out,
+                             int64_t out_stride);
+
 struct TypeKernels {
   DequantizeFn dequantize = nullptr;  // every supported weight type
   QuantizeFn quantize = nullptr;      // types we write, and every vec_dot_type
@@ -88,6 +109,9 @@ struct TypeKernels {
   // vec_dot_cols).
   PrepareTileFn prepare_tile = nullptr;
   TileGemmFn gemm_tile = nullptr;
+  // Optional packed layout (both or neither; same ISA as vec_dot).
+  PackRowsFn pack_rows = nullptr;
+  PackedDotFn packed_dot = nullptr;
 };
 
 // out[j] = k.vec_dot(n, w, act[j]) for j < n_act (any n_act >= 0), through

@@ -83,6 +83,8 @@ const Tables& tables() {
           t.best[ty].vec_dot_cols = k.vec_dot_cols;
           t.best[ty].prepare_tile = k.prepare_tile;
           t.best[ty].gemm_tile = k.gemm_tile;
+          t.best[ty].pack_rows = k.pack_rows;
+          t.best[ty].packed_dot = k.packed_dot;
           t.best_isa = static_cast<Isa>(i);
         }
       }
@@ -118,7 +120,7 @@ const TypeKernels* kernels_for(GgmlType t, Isa isa) {
   const uint32_t id = static_cast<uint32_t>(t);
   if (id >= kGgmlTypeCount || !isa_available(isa)) return nullptr;
   const TypeKernels& k = tables().per_isa[static_cast<int>(isa)].quant[id];
-  if (!k.dequantize && !k.quantize && !k.vec_dot && !k.vec_dot_cols && !k.gemm_tile) return nullptr;
+  if (!k.dequantize && !k.quantize && !k.vec_dot && !k.vec_dot_cols && !k.gemm_tile && !k.packed_dot) return nullptr;
   return &k;
 }
 
