@@ -23,7 +23,6 @@
 namespace sluice::io {
 
 inline constexpr uint64_t kIoAlign = 4096;
-inline constexpr size_t kHugePage = size_t{2} << 20;  // x86-64 and arm64 (4 KiB granule) THP size
 
 constexpr uint64_t align_down(uint64_t v, uint64_t a = kIoAlign) { return v - v % a; }
 constexpr uint64_t align_up(uint64_t v, uint64_t a = kIoAlign) { return align_down(v + a - 1, a); }
@@ -65,32 +64,12 @@ class AlignedBuffer {
   void allocate(size_t n) {
     if (n == 0) return;
     const size_t bytes = static_cast<size_t>(align_up(n));
-    // Buffers of 2 MiB or more start on a 2 MiB boundary and ask for
-    // transparent huge pages (MADV_HUGEPAGE; the kernel's default THP mode
-    // is "madvise", so without the hint they never get any). Why: these hold
-    // weights that GEMVs stream through once per token, and with 4 KiB pages
-    // every 4 KiB read is a TLB miss; on this project's 2-vCPU EPYC VM a
-    // 4 GiB sequential AVX-512 read ran at 10.7-11.6 GB/s with 4 KiB pages and
-    // 12.2-14.0 GB/s with 2 MiB pages (one core, interleaved runs). The
-    // alignment costs nothing: the slack around the aligned range is unmapped
-    // at once. The hint is advisory: where it is refused (no THP), nothing
-    // changes.
-    const size_t align = bytes >= kHugePage ? kHugePage : 0;
-    void* p = ::mmap(nullptr, bytes + align, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) {
       throw Error("cannot allocate " + std::to_string(bytes) + " bytes of aligned memory: " +
                   std::strerror(errno));
     }
-    auto* base = static_cast<uint8_t*>(p);
-    if (align != 0) {
-      const auto addr = reinterpret_cast<uintptr_t>(base);
-      const size_t head = static_cast<size_t>(align_up(addr, kHugePage) - addr);
-      if (head != 0) ::munmap(base, head);
-      if (align - head != 0) ::munmap(base + head + bytes, align - head);
-      base += head;
-      (void)::madvise(base, bytes, MADV_HUGEPAGE);
-    }
-    data_ = base;
+    data_ = static_cast<uint8_t*>(p);
     size_ = bytes;
   }
   void release() noexcept {

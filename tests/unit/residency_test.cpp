@@ -65,27 +65,6 @@ TEST(AlignedBuffer, AlignedZeroedAndGrowsOnlyWhenNeeded) {
   EXPECT_EQ(align_down(8191), 4096u);
 }
 
-// Weight-sized buffers start on a huge-page boundary (so THP can back them;
-// aligned_buffer.h says why), keep their exact rounded size, and are usable
-// end to end; the slack mapped to align them is gone (no second buffer can
-// overlap, which the neighbour check below would catch).
-TEST(AlignedBuffer, LargeBuffersStartOnAHugePageBoundary) {
-  const size_t n = 3 * (size_t{1} << 20) + 5000;
-  AlignedBuffer a(n), b(n);
-  for (AlignedBuffer* x : {&a, &b}) {
-    EXPECT_EQ(reinterpret_cast<uintptr_t>(x->data()) % kHugePage, 0u);
-    EXPECT_EQ(x->size(), align_up(n));
-    EXPECT_EQ(std::count(x->data(), x->data() + x->size(), 0), static_cast<std::ptrdiff_t>(x->size()));
-    std::memset(x->data(), 7, x->size());
-  }
-  const uintptr_t pa = reinterpret_cast<uintptr_t>(a.data()), pb = reinterpret_cast<uintptr_t>(b.data());
-  EXPECT_TRUE(pa + a.size() <= pb || pb + b.size() <= pa);
-  EXPECT_EQ(std::count(a.data(), a.data() + a.size(), 7), static_cast<std::ptrdiff_t>(a.size()));
-  // Below the huge-page size only the I/O alignment is promised.
-  AlignedBuffer small(kHugePage - kIoAlign);
-  EXPECT_EQ(reinterpret_cast<uintptr_t>(small.data()) % kIoAlign, 0u);
-}
-
 TEST(Residency, AnonymousPagesCountOnlyOnceTouched) {
   const size_t ps = page_size();
   AlignedBuffer b(16 * ps);
