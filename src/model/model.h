@@ -27,8 +27,7 @@
 
 namespace sluice::model {
 
-// ModelConfig::prefetch values for `--prefetch auto` and `--prefetch prefill`
-// (the default).
+// ModelConfig::prefetch values for `--prefetch auto` and `--prefetch prefill`.
 inline constexpr int kPrefetchAuto = -1;
 inline constexpr int kPrefetchPrefill = -2;
 
@@ -84,14 +83,16 @@ struct ModelConfig {
   // experts (its router applied to the current hidden state; under
   // route_replay, the replayed routing itself) and start reading them while
   // this layer's experts compute. Never changes results (see Transformer).
-  // Ignored (logged when asked for explicitly) where it cannot help or could
-  // change results: dense models, load_all, and --drop-cold-experts with an
-  // expert cache (drop-cold asks the cache, whose contents prefetch changes).
-  // Value: kPrefetchPrefill (the default) prefetches every predicted expert
-  // of micro-batches of more than one position (prefill: a layer's long
-  // expert GEMM hides the next layer's union reads) and nothing at decode;
-  // otherwise how many of each position's predicted experts to read ahead at
-  // every batch size, most probable first: 0 off, kPrefetchAuto half the
+  // Ignored (logged) where it cannot help or could change results: dense
+  // models, load_all, and --drop-cold-experts with an expert cache (drop-cold
+  // asks the cache, whose contents prefetch changes).
+  // Value: 0 off (the default: on the measured machine neither prefill nor
+  // decode won with it, bench/README.md "Prefill prefetch"); kPrefetchPrefill
+  // prefetches every predicted expert of micro-batches of more than one
+  // position (prefill: the next layer's union read while this layer's
+  // expert GEMM runs) and nothing at decode; otherwise how many of each
+  // position's predicted experts to read ahead at every batch size, most
+  // probable first: kPrefetchAuto half the
   // top-k (at least 1), N >= 1 capped at the top-k. Why a depth at decode:
   // the lanes idle only during the short non-expert part of a layer
   // (attention, router, the last expert's compute); the few most probable
@@ -99,7 +100,7 @@ struct ModelConfig {
   // prediction is the part that misses and wastes reads.
   // Memory: while layer l computes, the next layer's prefetch holds its own
   // slots (or pinned cache entries): moe::experts_in_flight_bytes.
-  int prefetch = kPrefetchPrefill;
+  int prefetch = 0;
   // --mtp: load the file's (first) NextN/MTP head so mtp_eval() can draft.
   // Error when the file has none.
   bool mtp = false;

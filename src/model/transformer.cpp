@@ -772,11 +772,12 @@ void Transformer::forward_layer(int il, int T, int pos0, KvCache& kv, int kv_lay
     src.store = store_.get();
     src.all_resident = cfg_.load_all;
     src.prefetched = mine ? &*mine : nullptr;
-    // Prefetch may run at every micro-batch size (the default: prefill only).
-    // Prefill gains the most: its long per-layer expert GEMM hides the next
-    // layer's union reads. Its price is memory: one more layer's predicted
-    // experts in flight (moe::experts_in_flight_bytes; decode: about k
-    // experts; a long prefill: up to the whole next layer).
+    // Prefetch may run at every micro-batch size, or (--prefetch=prefill) at
+    // prompt micro-batches only, where a layer's long expert GEMM can hide
+    // the next layer's union reads if they are slower than this layer's own.
+    // Its price is memory: one more layer's predicted experts in flight
+    // (moe::experts_in_flight_bytes; decode: about k experts; a long
+    // prefill: up to the whole next layer).
     const int depth = prefetch_depth_for_batch(prefetch_setting_, moe_k_, T);
     if (depth > 0) src.after_submit = [this, il, T, depth] { start_prefetch(il, T, depth); };
     moe_ffn_.run(il, L.experts, xn_.data(), routes_, drops_, src, tmp_.data(), pool_);
@@ -801,9 +802,8 @@ void Transformer::forward_layer(int il, int T, int pos0, KvCache& kv, int kv_lay
 
 int Transformer::resolve_prefetch() const {
   if (cfg_.prefetch == 0) return 0;
-  // The default turns itself off quietly; an explicit --prefetch says why.
   const auto say = [this](const std::string& line) {
-    if (cfg_.log && cfg_.prefetch != kPrefetchPrefill) cfg_.log(line);
+    if (cfg_.log) cfg_.log(line);
   };
   if (!hp_.is_moe()) {
     say("prefetch: off (dense model: no routed experts to read ahead)");

@@ -104,8 +104,7 @@ class Transformer final : public Model {
   void check_eval(std::span<const int32_t> tokens, int pos0, const KvCache& kv) const;
   void bind_mla(Binder& b, const std::string& prefix, Layer& L);
   void record_route(int il, int n_tokens, int pos0);  // --route-trace: appends to trace_buf_
-  // --prefetch: the setting in force after the load-time rules (0: off; logs
-  // why when the setting was asked for explicitly, not the default).
+  // --prefetch: the setting in force after the load-time rules (0: off; logs why).
   int resolve_prefetch() const;
   // --prefetch: predicts layer il+1's experts, each position's `depth` most
   // probable, and starts reading them into prefetch_. The prediction is the

@@ -43,7 +43,7 @@ struct EngineOptions {
   int64_t cache_ceil_mb = 0;         // --cache-ceil-mb (auto: upper clamp; 0 = every expert)
   std::string route_trace;           // --route-trace FILE (JSONL; empty: none)
   std::string route_replay;          // --route-replay TRACE (benchmark mode; empty: the router decides)
-  std::string prefetch = "prefill";  // --prefetch[=N|auto|prefill|off]: read the next layer's predicted experts early
+  std::string prefetch = "off";      // --prefetch[=N|auto|prefill|off]: read the next layer's predicted experts early
   // Files the command reads besides the model (a prompt file): the
   // --route-trace output refuses to be any of them, or any of the model's files.
   std::vector<std::string> extra_inputs;

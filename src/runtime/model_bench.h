@@ -62,7 +62,7 @@ struct ModelBenchConfig {
   std::vector<std::string> dense_weights = {"anon"};
   std::vector<int> moe_top_k = {0};            // --moe-top-k; 0 = the model's own k
   std::vector<std::string> cache_mb = {"off"};  // --cache-mb: "off", "auto" or MiB
-  std::vector<std::string> prefetch = {"prefill"};  // --prefetch: "prefill" (the engine's default), "off", "auto" or a depth N
+  std::vector<std::string> prefetch = {"off"};  // --prefetch: "off", "prefill", "auto" or a depth N
   std::vector<int> expert_budget = {0};         // --expert-budget (0 = off)
   std::vector<int> mtp = {0};                   // --mtp drafts per step (0 = off; needs a NextN block)
   // Fixed for the whole run.
@@ -94,7 +94,7 @@ struct BenchPoint {
   std::string dense_weights = "anon";
   int moe_top_k = 0;          // 0 = the model's own k
   std::string cache_mb = "off";
-  std::string prefetch = "prefill";  // --prefetch setting: prefill (the engine's default), off, auto or a depth N
+  std::string prefetch = "off";  // --prefetch setting: off, prefill, auto or a depth N
   int expert_budget = 0;         // --expert-budget (0 = off)
   int mtp = 0;                   // --mtp drafts per step (0 = off)
 };

@@ -310,7 +310,7 @@ std::string summary_human(const RunSummary& s) {
                 s.time.eval_s, s.time.expert_io_s, s.time.expert_matmul_s, s.time.attention_s, s.time.other_s());
   out += buf;
   if (s.prefetch > 0 || s.prefetch_counters.layers > 0) {
-    // The default prefetches prompt micro-batches only: "(prefill)".
+    // --prefetch=prefill prefetches prompt micro-batches only: "(prefill)".
     const model::PrefetchCounters& p = s.prefetch_counters;
     const std::string depth = s.prefetch > 0 ? "depth " + std::to_string(s.prefetch) : "prefill";
     std::snprintf(buf, sizeof buf,

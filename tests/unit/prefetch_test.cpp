@@ -399,8 +399,8 @@ TEST(Prefetch, RouteTraceIsUnchangedWithTheCacheOff) {
 
 // ---- flag and summary ---------------------------------------------------------
 
-TEST(Prefetch, FlagDefaultsToPrefillAndReachesModelConfig) {
-  const std::pair<std::string, int> cases[] = {{"", model::kPrefetchPrefill},
+TEST(Prefetch, FlagIsOffByDefaultAndReachesModelConfig) {
+  const std::pair<std::string, int> cases[] = {{"", 0},
                                                {"--prefetch=prefill ", model::kPrefetchPrefill},
                                                {"--prefetch ", model::kPrefetchAuto},
                                                {"--prefetch=auto ", model::kPrefetchAuto},

@@ -1,4 +1,4 @@
-// Prefill prefetch, ModelConfig::prefetch's default (kPrefetchPrefill): a
+// Prefill prefetch (--prefetch=prefill, ModelConfig::kPrefetchPrefill): a
 // micro-batch of more than one position reads layer l+1's predicted union
 // while layer l computes; decode prefetches nothing. It must change timing
 // only (bit-identical logits), its counters must be exact where the union is
@@ -71,8 +71,8 @@ std::vector<float> prefill_then_decode(model::Model& m, const std::vector<int32_
   return all;
 }
 
-TEST(PrefillPrefetch, IsTheDefaultForPromptBatchesOnly) {
-  EXPECT_EQ(model::ModelConfig{}.prefetch, model::kPrefetchPrefill);
+TEST(PrefillPrefetch, RunsForPromptBatchesOnly) {
+  EXPECT_EQ(model::ModelConfig{}.prefetch, 0) << "off by default (bench/README.md, \"Prefill prefetch\")";
   EXPECT_EQ(model::prefetch_depth_for_batch(model::kPrefetchPrefill, 8, 1), 0) << "decode: off";
   EXPECT_EQ(model::prefetch_depth_for_batch(model::kPrefetchPrefill, 8, 2), 8) << "prefill: every predicted expert";
   EXPECT_EQ(model::prefetch_depth_for_batch(model::kPrefetchPrefill, 8, 512), 8);
@@ -94,12 +94,13 @@ TEST(PrefillPrefetch, ReplayedPrefillPrefetchesExactlyTheNextLayersUnion) {
   const auto trace = small_trace();
   for (int ubatch : {512, 4}) {
     model::ModelConfig c = golden_config();
+    c.prefetch = model::kPrefetchPrefill;
     c.route_replay = trace;
     c.ubatch = ubatch;
     auto m = load(path, c);
     const model::HParams hp = m->hparams();
     const int n_layer = static_cast<int>(hp.n_layer), k = static_cast<int>(hp.n_expert_used);
-    ASSERT_EQ(m->stats().prefetch, 0) << "decode keeps prefetch off by default";
+    ASSERT_EQ(m->stats().prefetch, 0) << "no prefetch at decode";
     ASSERT_EQ(m->stats().prefill_prefetch, k);
     const moe::RouteReplay want(*trace, static_cast<int>(hp.n_expert), k);
     // Per micro-batch and layer, the replayed union of its positions.
@@ -151,6 +152,7 @@ TEST(PrefillPrefetch, LogitsAreBitIdenticalWithAndWithoutIt) {
     for (uint64_t cache : {uint64_t{0}, uint64_t{64} << 20})
       for (int threads : {1, 2}) {
         model::ModelConfig on = golden_config();
+        on.prefetch = model::kPrefetchPrefill;
         on.threads = threads;
         on.cache_bytes = cache;
         if (replay) on.route_replay = trace;
@@ -194,15 +196,17 @@ TEST(PrefillPrefetch, InFlightBytesHoldTwoLayers) {
   EXPECT_EQ(moe::experts_in_flight_bytes(mixed, 64, 2), 8 * e + 8 * 2 * e);
 }
 
-// A fixed cache must pin decode's in-flight experts: below them, an explicit
-// decode prefetch is an Error naming --cache-mb and the floor; the default
-// (no decode prefetch) keeps the one-layer floor.
+// A fixed cache must pin decode's in-flight experts: below them, a decode
+// prefetch is an Error naming --cache-mb and the floor; prefetch off or
+// prefill-only keeps the one-layer floor.
 TEST(PrefillPrefetch, TheCacheFloorCountsDecodesPrefetchedLayer) {
   REQUIRE_SHARED(kStoriesQ8);
   const std::string path = shared_path(kStoriesQ8);
   model::ModelConfig c = golden_config();
   c.cache_bytes = 4 * kStoriesExpertBytes;  // above 2 experts (one layer), below 6 (with depth 2)
   EXPECT_EQ(load(path, c)->stats().io.cache_budget_bytes, 4 * kStoriesExpertBytes);
+  c.prefetch = model::kPrefetchPrefill;
+  EXPECT_EQ(load(path, c)->stats().prefill_prefetch, 2);
   c.prefetch = 2;
   const std::string err = error_of([&] { load(path, c); });
   EXPECT_THAT(err, HasSubstr("--cache-mb"));
