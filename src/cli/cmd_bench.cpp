@@ -46,7 +46,7 @@ struct BenchOptions {
   std::string io_threads = "4";
   std::string dense_weights = "anon";
   std::string moe_top_k;          // "" = the model's own k
-  std::string prefetch = "off";   // off,auto,N
+  std::string prefetch = "off";   // off,prefill,auto,N
   std::string expert_budget;      // "" = off
   std::string mtp;                // "" = off
   std::string cache_mb = "off";
@@ -254,7 +254,9 @@ void register_bench(CLI::App& app) {
                   "caps the verify batch's union");
   cmd->add_option("--mtp", opts->mtp,
                   "-m: MTP drafts per step (0 = off), comma separated (swept); needs a model with a NextN block");
-  cmd->add_option("--prefetch", opts->prefetch, "-m: off|auto|N, comma separated (swept): read each position's N most probable next-layer experts early")
+  cmd->add_option("--prefetch", opts->prefetch, "-m: off|prefill|auto|N, comma separated (swept): read the next layer's predicted experts early "
+                  "(prefill: every predicted expert in prompt micro-batches, none at decode; N: each position's N "
+                  "most probable at every batch size)")
       ->capture_default_str();
   cmd->add_flag("--no-odirect", opts->no_odirect, "-m: read experts through the page cache");
   cmd->add_flag("--load-all", opts->load_all, "-m: keep every expert resident");

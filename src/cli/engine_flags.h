@@ -66,9 +66,11 @@ inline void add_engine_flags(CLI::App* cmd, runtime::EngineOptions& o) {
       ->capture_default_str()
       ->group(group);
   cmd->add_flag("--prefetch{auto}", o.prefetch,
-                "--prefetch[=N|auto|off]: after each MoE layer's attention, predict the next layer's experts "
-                "and start reading each position's N most probable early (bare --prefetch: auto = half the "
-                "top-k; results unchanged; off by default)")
+                "--prefetch[=N|auto|prefill|off]: after each MoE layer's attention, predict the next layer's "
+                "experts and start reading them while this layer computes; results unchanged; off by default. "
+                "prefill: prompt micro-batches read every predicted expert of the next layer, decode none; it "
+                "holds up to a second layer's union of experts in memory (two whole layers at a long prompt). N: "
+                "each position's N most probable at every batch size (bare --prefetch: auto = half the top-k)")
       ->capture_default_str()
       ->group(group);
   const TrimFlags trim_flags = add_trim_flags(cmd, o.trims);

@@ -27,6 +27,10 @@
 
 namespace sluice::model {
 
+// ModelConfig::prefetch values for `--prefetch auto` and `--prefetch prefill`.
+inline constexpr int kPrefetchAuto = -1;
+inline constexpr int kPrefetchPrefill = -2;
+
 struct ModelConfig {
   moe::DenseMode dense_mode = moe::DenseMode::Anon;  // how non-expert tensors are made resident
   bool odirect = true;     // O_DIRECT reads (dense anon mode and experts)
@@ -69,24 +73,33 @@ struct ModelConfig {
   // --route-replay (a benchmark mode): a recorded routing trace replaces the
   // router's choices in every MoE layer, mapped as moe/route_replay.h says
   // (Error for a dense model). Logits then depend on the trace, but still
-  // never on threads, I/O settings or the cache. --prefetch is off with it
-  // (its predictions come from the router, which the replay overrides).
+  // never on threads, I/O settings or the cache. --prefetch then reads the
+  // next layer's REPLAYED experts (an exact prediction, for measuring overlap).
   std::shared_ptr<const moe::RouteTrace> route_replay;
   // Diagnostics at load (how the cache was sized, demand warnings): one line
   // per call, no trailing newline. Null: silent.
   std::function<void(const std::string&)> log;
-  // --prefetch: after a MoE layer's attention, route the hidden state through
-  // the NEXT layer's router and start reading its predicted experts while this
-  // layer's experts compute. Never changes results (see Transformer). Ignored
-  // (logged) where it cannot help or could change results: dense models,
-  // load_all, and --drop-cold-experts with an expert cache (drop-cold asks the
-  // cache, whose contents prefetch changes).
-  // Value: how many of each position's predicted experts to read ahead, most
-  // probable first: 0 off, kPrefetchAuto half the top-k (at least 1), N >= 1
-  // capped at the top-k. Why a depth: the lanes idle only during the short
-  // non-expert part of a layer (attention, router, the last expert's compute);
-  // the few most probable predictions fill it and are nearly always right,
-  // while the tail of the prediction is the part that misses and wastes reads.
+  // --prefetch: after a MoE layer's attention, predict the NEXT layer's
+  // experts (its router applied to the current hidden state; under
+  // route_replay, the replayed routing itself) and start reading them while
+  // this layer's experts compute. Never changes results (see Transformer).
+  // Ignored (logged) where it cannot help or could change results: dense
+  // models, load_all, and --drop-cold-experts with an expert cache (drop-cold
+  // asks the cache, whose contents prefetch changes).
+  // Value: 0 off (the default: on the measured machine neither prefill nor
+  // decode won with it, bench/README.md "Prefill prefetch"); kPrefetchPrefill
+  // prefetches every predicted expert of micro-batches of more than one
+  // position (prefill: the next layer's union read while this layer's
+  // expert GEMM runs) and nothing at decode; otherwise how many of each
+  // position's predicted experts to read ahead at every batch size, most
+  // probable first: kPrefetchAuto half the
+  // top-k (at least 1), N >= 1 capped at the top-k. Why a depth at decode:
+  // the lanes idle only during the short non-expert part of a layer
+  // (attention, router, the last expert's compute); the few most probable
+  // predictions fill it and are nearly always right, while the tail of the
+  // prediction is the part that misses and wastes reads.
+  // Memory: while layer l computes, the next layer's prefetch holds its own
+  // slots (or pinned cache entries): moe::experts_in_flight_bytes.
   int prefetch = 0;
   // --mtp: load the file's (first) NextN/MTP head so mtp_eval() can draft.
   // Error when the file has none.
@@ -127,15 +140,18 @@ struct TimeProfile {
   double other_s() const { return eval_s - expert_io_s - expert_matmul_s - attention_s; }
 };
 
-// ModelConfig::prefetch value for `--prefetch auto`.
-inline constexpr int kPrefetchAuto = -1;
 
-// The --prefetch depth in force for a layer top-k of `top_k`: 0 for off,
-// half the top-k (at least 1) for kPrefetchAuto, else min(setting, top_k).
+// The --prefetch depth in force for a micro-batch of `n_tokens` positions and
+// a layer top-k of `top_k`: 0 for off; kPrefetchPrefill: top_k when
+// n_tokens > 1, else 0; kPrefetchAuto: half the top-k (at least 1); else
+// min(setting, top_k). Error for any other negative setting.
+int prefetch_depth_for_batch(int setting, int top_k, int n_tokens);
+// The depth in force at decode (one position): prefetch_depth_for_batch(setting, top_k, 1).
 int resolve_prefetch_depth(int setting, int top_k);
 
 // --prefetch accounting, over the MoE layer batches that had a prefetch
-// (every MoE layer but the first of each ubatch, when prefetch is on).
+// (every MoE layer but the first of each ubatch, at batch sizes where
+// prefetch is in force: prefill micro-batches included).
 // Invariant: experts == used + wasted.
 struct PrefetchCounters {
   uint64_t layers = 0;   // layer batches that had a prefetch
@@ -163,7 +179,8 @@ struct ModelStats {
   TimeProfile time;
   moe::TrimStats trims;   // routing-table entries, summed over positions x MoE layers
   int expert_budget = 0;  // --expert-budget in force (0 = off), for the summary
-  int prefetch = 0;       // --prefetch depth in force (after the load-time rules; 0: off)
+  int prefetch = 0;       // --prefetch depth in force at decode (after the load-time rules; 0: off)
+  int prefill_prefetch = 0;  // the depth in force for micro-batches of more than one position
   PrefetchCounters prefetch_counters;
   std::string route_replay;  // RouteReplay::describe() when --route-replay is on; empty otherwise
 };

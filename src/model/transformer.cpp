@@ -118,8 +118,10 @@ constexpr uint64_t kScratchAllowance = uint64_t{64} << 20;
 
 // Resolves the expert cache budget once, at load (see ModelConfig). `layers`
 // holds every MoE layer's shape; decode micro-batch 1 sets the floor.
+// `decode_prefetch`: the --prefetch depth in force at decode; the floor is what
+// decode holds at once, the next layer's prefetch included.
 uint64_t resolve_cache_bytes(const ModelConfig& cfg, std::span<const moe::MoeLayerShape> layers, uint64_t dense_bytes,
-                             uint64_t kv_bytes) {
+                             uint64_t kv_bytes, int decode_prefetch) {
   const auto say = [&cfg](const std::string& line) {
     if (cfg.log) cfg.log(line);
   };
@@ -139,7 +141,7 @@ uint64_t resolve_cache_bytes(const ModelConfig& cfg, std::span<const moe::MoeLay
     in.dense_bytes = dense_bytes;
     in.kv_bytes = kv_bytes;
     in.scratch_bytes = kScratchAllowance;
-    in.floor_bytes = std::max(moe::cache_floor_bytes(layers, kUbatch), cfg.cache_floor_bytes);
+    in.floor_bytes = std::max(moe::experts_in_flight_bytes(layers, kUbatch, decode_prefetch), cfg.cache_floor_bytes);
     in.ceil_bytes = cfg.cache_ceil_bytes > 0 ? std::min(cfg.cache_ceil_bytes, all_experts) : all_experts;
     const moe::AutoCacheBudget b = moe::auto_cache_budget(cfg.cache_meminfo, in);
     say("cache: " + b.how + " (dense " + (cfg.dense_mode == moe::DenseMode::Anon ? "anon buffers" : "page cache") +
@@ -148,8 +150,13 @@ uint64_t resolve_cache_bytes(const ModelConfig& cfg, std::span<const moe::MoeLay
     bytes = b.bytes;
   } else if (bytes > 0) {
     moe::check_cache_floor(bytes, layers, kUbatch);
-    say("cache: " + moe::format_mib(bytes) + " (--cache-mb; floor " +
-        moe::format_mib(moe::cache_floor_bytes(layers, kUbatch)) + ", token demand " +
+    const uint64_t floor = moe::experts_in_flight_bytes(layers, kUbatch, decode_prefetch);
+    if (bytes < floor)
+      throw Error("--cache-mb " + moe::format_mib(bytes) + " is below the floor of " + moe::format_mib(floor) +
+                  " with --prefetch at decode (depth " + std::to_string(decode_prefetch) +
+                  "): a layer's experts and the next layer's predicted ones are pinned at once; raise --cache-mb "
+                  "or use --prefetch=prefill");
+    say("cache: " + moe::format_mib(bytes) + " (--cache-mb; floor " + moe::format_mib(floor) + ", token demand " +
         moe::format_mib(moe::token_demand_bytes(layers)) + ")");
   }
   const std::string warning = moe::cache_demand_warning(bytes, layers);
@@ -240,6 +247,7 @@ Transformer::Transformer(std::shared_ptr<const gguf::GgufModel> gguf, const Mode
     throw Error("-c " + std::to_string(n_ctx) + ": could not allocate the KV cache (" +
                 moe::format_mib(kv_bytes.value_or(0)) + "); lower -c");
   }
+  prefetch_setting_ = resolve_prefetch();
   if (hp_.is_moe()) {
     moe::ExpertStoreConfig sc;
     sc.odirect = cfg.odirect;
@@ -250,7 +258,8 @@ Transformer::Transformer(std::shared_ptr<const gguf::GgufModel> gguf, const Mode
     sc.wrap_file = cfg.wrap_expert_file;
     const std::vector<moe::MoeLayerShape> shapes =
         moe::moe_layer_shapes(experts, static_cast<int>(hp_.n_expert_used));
-    sc.cache_bytes = resolve_cache_bytes(cfg, shapes, dense_->bytes(), kv_->bytes());
+    sc.cache_bytes = resolve_cache_bytes(cfg, shapes, dense_->bytes(), kv_->bytes(),
+                                         prefetch_depth_for_batch(prefetch_setting_, moe_k_, 1));
     store_ = std::make_unique<moe::ExpertStore>(*gguf_, std::move(experts), sc);
   }
   if (cfg.route_replay) {
@@ -260,7 +269,6 @@ Transformer::Transformer(std::shared_ptr<const gguf::GgufModel> gguf, const Mode
     replay_ = std::make_unique<moe::RouteReplay>(*cfg.route_replay, static_cast<int>(hp_.n_expert), moe_k_);
     if (cfg.log) cfg.log(replay_->describe());
   }
-  prefetch_depth_ = resolve_prefetch(store_ ? store_->stats().cache_budget_bytes : 0);
 }
 
 Transformer::~Transformer() = default;
@@ -408,7 +416,8 @@ ModelStats Transformer::stats() const {
   s.time.expert_matmul_s = moe_ffn_.matmul_seconds();
   s.trims = trim_stats_;
   s.expert_budget = cfg_.trims.expert_budget;
-  s.prefetch = prefetch_depth_;
+  s.prefetch = prefetch_depth_for_batch(prefetch_setting_, moe_k_, 1);
+  s.prefill_prefetch = prefetch_depth_for_batch(prefetch_setting_, moe_k_, 2);
   s.prefetch_counters = moe_ffn_.prefetch_counters();
   if (replay_) s.route_replay = replay_->describe();
   return s;
@@ -763,11 +772,14 @@ void Transformer::forward_layer(int il, int T, int pos0, KvCache& kv, int kv_lay
     src.store = store_.get();
     src.all_resident = cfg_.load_all;
     src.prefetched = mine ? &*mine : nullptr;
-    // Prefetch runs for every micro-batch size: prefill gains the most (its
-    // long per-layer compute hides the next layer's reads entirely). Its price
-    // is memory: one more layer's predicted experts in flight (decode: about k
-    // experts; a long prefill: up to the whole next layer).
-    if (prefetch_depth_ > 0) src.after_submit = [this, il, T] { start_prefetch(il, T); };
+    // Prefetch may run at every micro-batch size, or (--prefetch=prefill) at
+    // prompt micro-batches only, where a layer's long expert GEMM can hide
+    // the next layer's union reads if they are slower than this layer's own.
+    // Its price is memory: one more layer's predicted experts in flight
+    // (moe::experts_in_flight_bytes; decode: about k experts; a long
+    // prefill: up to the whole next layer).
+    const int depth = prefetch_depth_for_batch(prefetch_setting_, moe_k_, T);
+    if (depth > 0) src.after_submit = [this, il, T, depth] { start_prefetch(il, T, depth); };
     moe_ffn_.run(il, L.experts, xn_.data(), routes_, drops_, src, tmp_.data(), pool_);
     if (cfg_.route_trace) record_route(il, T, pos0);
     if (il < static_cast<int>(hp_.n_layer)) {
@@ -788,12 +800,12 @@ void Transformer::forward_layer(int il, int T, int pos0, KvCache& kv, int kv_lay
   for (size_t i = 0; i < x_.size(); ++i) x_[i] += tmp_[i];
 }
 
-int Transformer::resolve_prefetch(uint64_t cache_bytes) const {
+int Transformer::resolve_prefetch() const {
   if (cfg_.prefetch == 0) return 0;
   const auto say = [this](const std::string& line) {
     if (cfg_.log) cfg_.log(line);
   };
-  if (!store_) {
+  if (!hp_.is_moe()) {
     say("prefetch: off (dense model: no routed experts to read ahead)");
     return 0;
   }
@@ -801,39 +813,46 @@ int Transformer::resolve_prefetch(uint64_t cache_bytes) const {
     say("prefetch: off (--load-all keeps every expert resident)");
     return 0;
   }
-  if (replay_) {
-    say("prefetch: off (--route-replay: the router's predictions do not see the replayed routing)");
-    return 0;
-  }
-  if (cfg_.trims.drop_cold > 0.0f && cache_bytes > 0) {
+  if (cfg_.trims.drop_cold > 0.0f && (cfg_.cache_auto || cfg_.cache_bytes > 0)) {
     // drop-cold routes by what the cache holds; prefetched (possibly
     // mispredicted) experts would change that, and with it the results.
     say("prefetch: off (--drop-cold-experts with an expert cache: prefetching would change what is cached, "
         "and so which experts are dropped)");
     return 0;
   }
-  return resolve_prefetch_depth(cfg_.prefetch, moe_k_);
+  prefetch_depth_for_batch(cfg_.prefetch, moe_k_, 1);  // Error for a setting it does not know
+  return cfg_.prefetch;
 }
 
-void Transformer::start_prefetch(int il, int T) {
+void Transformer::start_prefetch(int il, int T, int depth) {
   const int nl = il + 1;
   if (nl >= static_cast<int>(hp_.n_layer) || !layers_[nl].moe) return;  // trunk layers only
   const Layer& next = layers_[nl];
   const int64_t n_embd = hp_.n_embd;
   const int n_expert = static_cast<int>(hp_.n_expert);
   try {
-    // x_ is layer il's hidden state after attention; layer nl will route
-    // rms_norm(x after its own attention): the prediction skips il's FFN and
-    // nl's attention, both residual updates.
-    pf_xn_.resize(static_cast<size_t>(T) * n_embd);
-    rms_norm_rows(x_.data(), next.ffn_norm, T, n_embd, hp_.rms_eps, pf_xn_.data());
-    router_logits(next, pf_xn_.data(), T, pf_logits_);
-    // Each position's prefetch_depth_ most probable experts (slot order is
-    // descending weight), so the reads that fill the lanes' idle time are the
-    // predictions most likely to be right.
-    route_topk(next.desc->ffn.router, next.selection_bias, pf_logits_.data(), T, n_expert, prefetch_depth_,
-               pf_routing_);
-    std::vector<int> experts(pf_routing_.experts.begin(), pf_routing_.experts.end());
+    std::vector<int> experts;
+    if (replay_) {
+      // The replay knows layer nl's routing of these positions: its first
+      // `depth` slots are the most weighted, as the router's would be.
+      experts.reserve(static_cast<size_t>(T) * depth);
+      for (int t = 0; t < T; ++t) {
+        const int32_t* row = replay_->experts(tokens_evaluated_ + static_cast<uint64_t>(t), nl);
+        experts.insert(experts.end(), row, row + depth);
+      }
+    } else {
+      // x_ is layer il's hidden state after attention; layer nl will route
+      // rms_norm(x after its own attention): the prediction skips il's FFN and
+      // nl's attention, both residual updates.
+      pf_xn_.resize(static_cast<size_t>(T) * n_embd);
+      rms_norm_rows(x_.data(), next.ffn_norm, T, n_embd, hp_.rms_eps, pf_xn_.data());
+      router_logits(next, pf_xn_.data(), T, pf_logits_);
+      // Each position's `depth` most probable experts (slot order is
+      // descending weight), so the reads that fill the lanes' idle time are
+      // the predictions most likely to be right.
+      route_topk(next.desc->ffn.router, next.selection_bias, pf_logits_.data(), T, n_expert, depth, pf_routing_);
+      experts.assign(pf_routing_.experts.begin(), pf_routing_.experts.end());
+    }
     std::sort(experts.begin(), experts.end());
     experts.erase(std::unique(experts.begin(), experts.end()), experts.end());
     moe::ExpertStore::Batch batch = store_->fetch(nl, experts);

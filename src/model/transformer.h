@@ -104,12 +104,14 @@ class Transformer final : public Model {
   void check_eval(std::span<const int32_t> tokens, int pos0, const KvCache& kv) const;
   void bind_mla(Binder& b, const std::string& prefix, Layer& L);
   void record_route(int il, int n_tokens, int pos0);  // --route-trace: appends to trace_buf_
-  // --prefetch: the depth in force after the load-time rules (0: off; logs why).
-  int resolve_prefetch(uint64_t cache_bytes) const;
-  // --prefetch: predicts layer il+1's experts from the current hidden state x_
-  // (after layer il's attention) and starts reading them into prefetch_.
-  // Never throws: a prefetch that cannot start is simply not there.
-  void start_prefetch(int il, int n_tokens);
+  // --prefetch: the setting in force after the load-time rules (0: off; logs why).
+  int resolve_prefetch() const;
+  // --prefetch: predicts layer il+1's experts, each position's `depth` most
+  // probable, and starts reading them into prefetch_. The prediction is the
+  // next layer's router applied to the current hidden state x_ (after layer
+  // il's attention), or under --route-replay the next layer's replayed
+  // routing itself. Never throws: a prefetch that cannot start is simply not there.
+  void start_prefetch(int il, int n_tokens, int depth);
 
   std::shared_ptr<const gguf::GgufModel> gguf_;
   ModelConfig cfg_;
@@ -155,10 +157,11 @@ class Transformer final : public Model {
   moe::TrimStats trim_stats_;
   RouteDrops drops_;            // distinct experts the trims removed from the current layer batch
   std::vector<moe::RouteRecord> trace_buf_;  // --route-trace: this eval's records, written token-major
-  // --prefetch: the depth in force after the load-time rules (0: off); the
-  // next layer's experts in flight (reset at the end of each ubatch and on
-  // errors); prediction scratch.
-  int prefetch_depth_ = 0;
+  // --prefetch: the setting in force after the load-time rules (0: off;
+  // model::prefetch_depth_for_batch turns it into a depth per micro-batch);
+  // the next layer's experts in flight (reset at the end of each ubatch and
+  // on errors); prediction scratch.
+  int prefetch_setting_ = 0;
   // --route-replay: the trace mapped onto this model (null: the router decides).
   // Position t of a ubatch replays token tokens_evaluated_ + t.
   std::unique_ptr<moe::RouteReplay> replay_;

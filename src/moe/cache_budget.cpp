@@ -74,6 +74,26 @@ uint64_t cache_floor_bytes(std::span<const MoeLayerShape> layers, int ubatch) {
   return floor;
 }
 
+uint64_t experts_in_flight_bytes(std::span<const MoeLayerShape> layers, int ubatch, int prefetch_depth) {
+  if (prefetch_depth <= 0) return cache_floor_bytes(layers, ubatch);
+  const uint64_t u = static_cast<uint64_t>(ubatch);
+  const uint64_t d = static_cast<uint64_t>(prefetch_depth);
+  const auto live = [](const MoeLayerShape& l) { return l.expert_bytes > 0 && l.n_expert > 0 && l.top_k > 0; };
+  // Experts of `l` among `per_position` * ubatch routed ones, in bytes.
+  const auto bytes = [u](const MoeLayerShape& l, uint64_t per_position) {
+    return std::min(per_position * u, static_cast<uint64_t>(l.n_expert)) * l.expert_bytes;
+  };
+  uint64_t most = cache_floor_bytes(layers, ubatch);  // a layer with no MoE layer after it
+  for (size_t i = 0; i + 1 < layers.size(); ++i) {
+    const MoeLayerShape& cur = layers[i];
+    const MoeLayerShape& next = layers[i + 1];
+    if (!live(cur) || !live(next)) continue;  // prefetch runs only from a MoE layer into the next one
+    const uint64_t depth = std::min<uint64_t>(d, static_cast<uint64_t>(next.top_k));
+    most = std::max(most, bytes(cur, static_cast<uint64_t>(cur.top_k) + depth) + bytes(next, depth));
+  }
+  return most;
+}
+
 uint64_t token_demand_bytes(std::span<const MoeLayerShape> layers) {
   uint64_t total = 0;
   for (const MoeLayerShape& l : layers) {

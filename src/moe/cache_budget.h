@@ -45,6 +45,18 @@ struct CacheMbSetting {
 CacheMbSetting parse_cache_mb(const std::string& text);  // throws Error naming --cache-mb
 
 uint64_t cache_floor_bytes(std::span<const MoeLayerShape> layers, int ubatch);
+
+// The most expert bytes a micro-batch of `ubatch` positions holds at once
+// (slots with the cache off, pinned entries with it) when each MoE layer
+// prefetches the next one's predicted experts at `prefetch_depth` per
+// position (0: no prefetch; then this is cache_floor_bytes). While layer l
+// computes it holds its own batches, whose distinct experts are the
+// prefetched ones (right or wrong) plus the needed ones the prefetch missed,
+// at most min((top_k + depth) * ubatch, n_expert), and layer l+1's prefetch,
+// at most min(depth * ubatch, n_expert): the maximum over adjacent MoE layer
+// pairs. So prefill (ubatch * top_k >= n_expert) holds two whole layers, and
+// decode at full depth 3 * top_k experts.
+uint64_t experts_in_flight_bytes(std::span<const MoeLayerShape> layers, int ubatch, int prefetch_depth);
 uint64_t token_demand_bytes(std::span<const MoeLayerShape> layers);
 
 // Throws Error naming --cache-mb and the floor in MiB when 0 < budget < floor.

@@ -41,12 +41,13 @@ int default_thread_count() {
 int parse_prefetch(const std::string& value, const std::string& flag) {
   if (value == "off") return 0;
   if (value == "auto") return model::kPrefetchAuto;
+  if (value == "prefill") return model::kPrefetchPrefill;
   constexpr int kMaxDepth = 1024;  // above any real top-k; capped at the top-k at load anyway
   int n = -1;
   const char* end = value.data() + value.size();
   const auto [p, ec] = std::from_chars(value.data(), end, n);
   if (value.empty() || ec != std::errc() || p != end || n < 0 || n > kMaxDepth)
-    throw Error(flag + ": expected off, auto or a number of experts 0.." + std::to_string(kMaxDepth) + " (got '" +
+    throw Error(flag + ": expected off, prefill, auto or a number of experts 0.." + std::to_string(kMaxDepth) + " (got '" +
                 value + "')");
   return n;
 }

@@ -15,8 +15,9 @@ namespace sluice::runtime {
 // Online CPUs (std::thread::hardware_concurrency), at least 1: the -t default.
 int default_thread_count();
 
-// --prefetch value -> ModelConfig::prefetch: "off" or "0" -> 0, "auto" ->
-// model::kPrefetchAuto, N (1..1024, capped at the layer's top-k at load) -> N.
+// --prefetch value -> ModelConfig::prefetch: "off" or "0" -> 0, "prefill" ->
+// model::kPrefetchPrefill, "auto" -> model::kPrefetchAuto, N (1..1024, capped
+// at the layer's top-k at load) -> N.
 // Error names `flag` and the value otherwise.
 int parse_prefetch(const std::string& value, const std::string& flag = "--prefetch");
 
@@ -42,7 +43,7 @@ struct EngineOptions {
   int64_t cache_ceil_mb = 0;         // --cache-ceil-mb (auto: upper clamp; 0 = every expert)
   std::string route_trace;           // --route-trace FILE (JSONL; empty: none)
   std::string route_replay;          // --route-replay TRACE (benchmark mode; empty: the router decides)
-  std::string prefetch = "off";      // --prefetch[=N|auto|off]: read the next layer's predicted experts early
+  std::string prefetch = "off";      // --prefetch[=N|auto|prefill|off]: read the next layer's predicted experts early
   // Files the command reads besides the model (a prompt file): the
   // --route-trace output refuses to be any of them, or any of the model's files.
   std::vector<std::string> extra_inputs;

@@ -178,6 +178,7 @@ ModelBenchRow run_point(const ModelBenchConfig& cfg, const BenchPoint& pt, std::
 
   std::vector<double> pp_tps, tg_tps;
   model::PrefetchCounters decode_pf;  // decode's share, summed over reps (used, needed, experts)
+  model::PrefetchCounters prefill_pf;  // prefill's share, likewise
   uint64_t mtp_drafted = 0, mtp_accepted = 0, mtp_forwards = 0;  // --mtp, summed over reps
   for (int rep = 0; rep < cfg.reps; ++rep) {
     // Same prompts for every configuration: the RNG depends on (seed, rep) only.
@@ -194,6 +195,7 @@ ModelBenchRow run_point(const ModelBenchConfig& cfg, const BenchPoint& pt, std::
     double pp_s = 0, tg_s = 0;
     int decoded = cfg.n_gen;
     model::ModelStats stats_before;
+    const model::ModelStats stats_start = session.model().stats();
     if (pt.mtp == 0) {
       auto t0 = std::chrono::steady_clock::now();
       std::span<const float> logits = session.feed(prompt);
@@ -230,6 +232,10 @@ ModelBenchRow run_point(const ModelBenchConfig& cfg, const BenchPoint& pt, std::
     decode_pf.used += stats_after.prefetch_counters.used - stats_before.prefetch_counters.used;
     decode_pf.needed += stats_after.prefetch_counters.needed - stats_before.prefetch_counters.needed;
     decode_pf.experts += stats_after.prefetch_counters.experts - stats_before.prefetch_counters.experts;
+    prefill_pf.used += stats_before.prefetch_counters.used - stats_start.prefetch_counters.used;
+    prefill_pf.needed += stats_before.prefetch_counters.needed - stats_start.prefetch_counters.needed;
+    row.prefill_stall_s += stats_before.time.expert_io_s - stats_start.time.expert_io_s;
+    row.prefill_matmul_s += stats_before.time.expert_matmul_s - stats_start.time.expert_matmul_s;
 
     pp_tps.push_back(pp_s > 0 ? cfg.n_prompt / pp_s : kNaN);
     tg_tps.push_back(tg_s > 0 ? decoded / tg_s : kNaN);
@@ -250,6 +256,11 @@ ModelBenchRow run_point(const ModelBenchConfig& cfg, const BenchPoint& pt, std::
   mean_sd(tg_tps, row.decode_tps, row.decode_tps_sd);
   row.peak_rss_MiB = peak_rss_mib();
   row.prefetch_depth = session.model().stats().prefetch;
+  row.prefill_prefetch_depth = session.model().stats().prefill_prefetch;
+  row.prefill_stall_s /= cfg.reps;
+  row.prefill_matmul_s /= cfg.reps;
+  row.prefill_prefetch_coverage_pct =
+      row.prefill_prefetch_depth > 0 && prefill_pf.needed ? 100.0 * prefill_pf.coverage() : kNaN;
   // NaN (not 0) where prefetch was off or had nothing to count.
   const bool pf = row.prefetch_depth > 0;
   row.prefetch_precision_pct = pf && decode_pf.experts ? 100.0 * decode_pf.precision() : kNaN;
@@ -483,7 +494,10 @@ std::vector<std::string> parse_prefetch_list(std::string_view csv) {
   std::vector<std::string> out;
   for (const std::string& part : split_list(csv, "--prefetch")) {
     const int depth = parse_prefetch(part);
-    out.push_back(depth == model::kPrefetchAuto ? "auto" : depth == 0 ? "off" : std::to_string(depth));
+    out.push_back(depth == model::kPrefetchPrefill ? "prefill"
+                  : depth == model::kPrefetchAuto  ? "auto"
+                  : depth == 0                     ? "off"
+                                                   : std::to_string(depth));
   }
   return out;
 }

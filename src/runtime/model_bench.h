@@ -62,7 +62,7 @@ struct ModelBenchConfig {
   std::vector<std::string> dense_weights = {"anon"};
   std::vector<int> moe_top_k = {0};            // --moe-top-k; 0 = the model's own k
   std::vector<std::string> cache_mb = {"off"};  // --cache-mb: "off", "auto" or MiB
-  std::vector<std::string> prefetch = {"off"};  // --prefetch: "off", "auto" or a depth N
+  std::vector<std::string> prefetch = {"off"};  // --prefetch: "off", "prefill", "auto" or a depth N
   std::vector<int> expert_budget = {0};         // --expert-budget (0 = off)
   std::vector<int> mtp = {0};                   // --mtp drafts per step (0 = off; needs a NextN block)
   // Fixed for the whole run.
@@ -94,7 +94,7 @@ struct BenchPoint {
   std::string dense_weights = "anon";
   int moe_top_k = 0;          // 0 = the model's own k
   std::string cache_mb = "off";
-  std::string prefetch = "off";  // --prefetch setting: off, auto or a depth N
+  std::string prefetch = "off";  // --prefetch setting: off, prefill, auto or a depth N
   int expert_budget = 0;         // --expert-budget (0 = off)
   int mtp = 0;                   // --mtp drafts per step (0 = off)
 };
@@ -153,6 +153,14 @@ struct ModelBenchRow {
   double prefetch_coverage_pct = 0;  // decode: prefetched experts used / experts needed (NaN: prefetch off)
   double cache_MiB = 0;              // resolved expert cache budget; 0 = off
   double mem_cap_MiB = 0;            // NaN when the process has no memory limit
+  // Prefill (the prompt's eval), means per rep: where its time went
+  // (TimeProfile's expert_io_s and expert_matmul_s), and the prefetch in
+  // force for prefill micro-batches and the share of prefill's needed experts
+  // it delivered (NaN: no prefill prefetch ran).
+  int prefill_prefetch_depth = 0;
+  double prefill_stall_s = 0;
+  double prefill_matmul_s = 0;
+  double prefill_prefetch_coverage_pct = 0;
 };
 
 // Fills the derived figures (mib_read_per_token, read_GBps, read_GBps_io,
@@ -196,7 +204,7 @@ std::vector<std::string> parse_dense_list(std::string_view csv, const std::strin
 // "auto", "off" (for "off" and "0") or the MiB number without leading zeros.
 std::vector<std::string> parse_cache_mb_list(std::string_view csv);
 // Comma list of --prefetch settings, each parsed by the engine's
-// runtime::parse_prefetch and written canonically: "off" (for "off" and "0"),
+// runtime::parse_prefetch and written canonically: "prefill", "off" (for "off" and "0"),
 // "auto" or the depth without leading zeros.
 std::vector<std::string> parse_prefetch_list(std::string_view csv);
 

@@ -65,6 +65,13 @@ const ExtraColumn kExtraColumns[] = {
     // The routing trace replayed instead of the router (--route-replay); off: the router.
     {"route_replay", "route replay", "off",
      [](const ModelBenchRow& r) { return r.route_replay.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.route_replay); }},
+    // Prefill: the prefetch depth in force for its micro-batches, the share of
+    // its needed experts the prefetch delivered, and its expert I/O wait and
+    // expert matmul milliseconds per rep (seconds at one decimal hide them).
+    {"prefill_prefetch", "pp prefetch", "n/a", [](const ModelBenchRow& r) { return nlohmann::json(r.prefill_prefetch_depth); }},
+    {"prefill_pf_cov_pct", "pp pf cov %", "n/a", [](const ModelBenchRow& r) { return num(r.prefill_prefetch_coverage_pct); }},
+    {"prefill_stall_ms", "pp stall ms", "n/a", [](const ModelBenchRow& r) { return num(1e3 * r.prefill_stall_s); }},
+    {"prefill_matmul_ms", "pp matmul ms", "n/a", [](const ModelBenchRow& r) { return num(1e3 * r.prefill_matmul_s); }},
 };
 
 // A value as CSV / markdown text: integers in full, other numbers with one

@@ -309,13 +309,15 @@ std::string summary_human(const RunSummary& s) {
                 "sluice: time %.3f s = expert I/O wait %.3f + expert matmul %.3f + attention %.3f + other %.3f\n",
                 s.time.eval_s, s.time.expert_io_s, s.time.expert_matmul_s, s.time.attention_s, s.time.other_s());
   out += buf;
-  if (s.prefetch > 0) {
+  if (s.prefetch > 0 || s.prefetch_counters.layers > 0) {
+    // --prefetch=prefill prefetches prompt micro-batches only: "(prefill)".
     const model::PrefetchCounters& p = s.prefetch_counters;
+    const std::string depth = s.prefetch > 0 ? "depth " + std::to_string(s.prefetch) : "prefill";
     std::snprintf(buf, sizeof buf,
-                  "sluice: prefetch (depth %d): %" PRIu64 " experts predicted, %" PRIu64
+                  "sluice: prefetch (%s): %" PRIu64 " experts predicted, %" PRIu64
                   " used (%.1f%% precise, %.1f%% of %" PRIu64 " needed), %" PRIu64
                   " wasted (%.1f MiB, %.2f MiB/token), %" PRIu64 " failed reads re-read\n",
-                  s.prefetch, p.experts, p.used, 100.0 * p.precision(), 100.0 * p.coverage(), p.needed, p.wasted,
+                  depth.c_str(), p.experts, p.used, 100.0 * p.precision(), 100.0 * p.coverage(), p.needed, p.wasted,
                   static_cast<double>(p.wasted_bytes) / kMiB, s.prefetch_wasted_mib_per_tok(), p.failed);
     out += buf;
   }

@@ -78,6 +78,10 @@ ModelBenchRow hand_row() {
   r.prefetch_depth = 4;
   r.prefetch_precision_pct = 96.88;
   r.prefetch_coverage_pct = 48.44;
+  r.prefill_prefetch_depth = 8;
+  r.prefill_prefetch_coverage_pct = 90.0;
+  r.prefill_stall_s = 1.5;
+  r.prefill_matmul_s = 4.0;
   return r;
 }
 
@@ -91,6 +95,8 @@ ModelBenchRow hand_row_uncached() {
   r.prefetch_depth = 0;
   r.prefetch_precision_pct = std::nan("");
   r.prefetch_coverage_pct = std::nan("");
+  r.prefill_prefetch_depth = 0;
+  r.prefill_prefetch_coverage_pct = std::nan("");
   return r;
 }
 
@@ -166,7 +172,8 @@ TEST(ModelBenchConfig, PrefetchIsTheInnermostAxis) {
 }
 
 TEST(ModelBenchConfig, PrefetchListIsParsedByTheEngine) {
-  EXPECT_EQ(parse_prefetch_list("off,0,auto,3,007"), (std::vector<std::string>{"off", "off", "auto", "3", "7"}));
+  EXPECT_EQ(parse_prefetch_list("off,0,auto,3,007,prefill"),
+            (std::vector<std::string>{"off", "off", "auto", "3", "7", "prefill"}));
   for (const char* bad : {"1,x", "on", "-2", "1,,2"}) {
     const std::string err = test::error_of([&] { parse_prefetch_list(bad); });
     EXPECT_EQ(err.rfind("--prefetch: ", 0), 0u) << bad << ": " << err;
@@ -230,10 +237,11 @@ TEST(ModelBenchFormat, MarkdownExact) {
   const std::string expected_head =
       "| model | threads | io-threads | dense | pp tok/s | tg tok/s | MiB/tok | read GB/s | read GB/s (io) | hit % "
       "| peak RSS MiB | io eff | roofline eff | top-k | cache | cache MiB | cap MiB | prefetch | pf prec % | pf cov % | lanes busy % "
-      "| budget | experts/tok | mtp | mtp accept % | tok/forward | io engine | route replay |\n"
-      "|---|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n"
+      "| budget | experts/tok | mtp | mtp accept % | tok/forward | io engine | route replay | pp prefetch | pp pf cov % "
+      "| pp stall ms | pp matmul ms |\n"
+      "|---|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n"
       "| m.gguf | 2 | 4 | anon | 100.50 ± 2.25 | 10.00 ± 0.50 | 3.00 | 0.031 | 0.252 | 25.0 | 123.5 | 12.6% | 1.6% "
-      "| 8 | auto | 5685.0 | 8192.0 | 4 | 96.9 | 48.4 | 12.5 | 0 | 0.0 | 0 | 0.0 | 0.0 | pread | off |\n";
+      "| 8 | auto | 5685.0 | 8192.0 | 4 | 96.9 | 48.4 | 12.5 | 0 | 0.0 | 0 | 0.0 | 0.0 | pread | off | 8 | 90.0 | 1500.0 | 4000.0 |\n";
   EXPECT_EQ(md.substr(0, expected_head.size()), expected_head);
   EXPECT_NE(md.find("> pp: 16-token random prompt; tg: 4 decode steps; 2 rep(s)"), std::string::npos) << md;
 
@@ -242,7 +250,7 @@ TEST(ModelBenchFormat, MarkdownExact) {
   derive_figures(no_ceiling, {});
   const std::string md2 = format_bench_markdown({no_ceiling});
   EXPECT_NE(md2.find("| 123.5 | n/a | n/a | 8 | off | 0.0 | none | 0 | n/a | n/a | 12.5 | 0 | 0.0 | 0 | 0.0 | 0.0 "
-                     "| pread | gsm8k_2_routing.jsonl |\n"),
+                     "| pread | gsm8k_2_routing.jsonl | 0 | n/a | 1500.0 | 4000.0 |\n"),
             std::string::npos)
       << md2;
 }
@@ -258,10 +266,11 @@ TEST(ModelBenchFormat, CsvExact) {
             "model,threads,io_threads,dense_weights,odirect,load_all,cold,n_prompt,n_gen,reps,prefill_tps,"
             "prefill_tps_sd,decode_tps,decode_tps_sd,mib_read_per_token,read_GBps,read_GBps_io,cache_hit_pct,"
             "peak_rss_MiB,ceiling_GBps,io_efficiency,roofline_efficiency,moe_top_k,cache,cache_MiB,mem_cap_MiB,prefetch,"
-            "prefetch_prec_pct,prefetch_cov_pct,lane_busy_pct,expert_budget,experts_per_tok,mtp,mtp_accept_pct,tok_per_forward,io_engine,route_replay\n"
+            "prefetch_prec_pct,prefetch_cov_pct,lane_busy_pct,expert_budget,experts_per_tok,mtp,mtp_accept_pct,tok_per_forward,io_engine,route_replay,"
+            "prefill_prefetch,prefill_pf_cov_pct,prefill_stall_ms,prefill_matmul_ms\n"
             "m.gguf,2,4,anon,1,0,0,16,4,2,100.500,2.250,10.000,0.500,3.0000,0.0315,0.2517,25.00,123.5,2.0000,0.1258,"
-            "0.0157,8,auto,5685.0,8192.0,4,96.9,48.4,12.5,0,0.0,0,0.0,0.0,pread,\n"
-            "m.gguf,2,4,anon,1,0,0,16,4,2,100.500,2.250,10.000,0.500,3.0000,0.0315,0.2517,25.00,123.5,,,,8,off,0.0,,0,,,12.5,0,0.0,0,0.0,0.0,pread,t.jsonl\n");
+            "0.0157,8,auto,5685.0,8192.0,4,96.9,48.4,12.5,0,0.0,0,0.0,0.0,pread,,8,90.0,1500.0,4000.0\n"
+            "m.gguf,2,4,anon,1,0,0,16,4,2,100.500,2.250,10.000,0.500,3.0000,0.0315,0.2517,25.00,123.5,,,,8,off,0.0,,0,,,12.5,0,0.0,0,0.0,0.0,pread,t.jsonl,0,,1500.0,4000.0\n");
   // A model path with a comma or quote stays one field (RFC 4180 quoting).
   n.model = "runs/a,b \"q\".gguf";
   const std::string csv = format_bench_csv({n});
@@ -426,8 +435,12 @@ TEST(ModelBenchRun, TinyRealRunOnStories) {
     EXPECT_DOUBLE_EQ(r.io_efficiency, r.read_GBps_io / 2.0);
     EXPECT_GT(r.lane_busy_pct, 0.0);
     EXPECT_LE(r.lane_busy_pct, 100.0) << "a lane cannot be busy longer than the decode ran";
-    EXPECT_EQ(r.prefetch_depth, 0);
+    EXPECT_EQ(r.prefetch_depth, 0) << "decode does not prefetch by default";
     EXPECT_TRUE(std::isnan(r.prefetch_precision_pct)) << "prefetch off: no precision";
+    EXPECT_EQ(r.prefill_prefetch_depth, 0);
+    EXPECT_TRUE(std::isnan(r.prefill_prefetch_coverage_pct)) << "no prefill prefetch: no coverage";
+    EXPECT_GT(r.prefill_matmul_s, 0.0);
+    EXPECT_GE(r.prefill_stall_s, 0.0);
     EXPECT_EQ(r.moe_top_k, 2) << "the model's own top-2";
     EXPECT_EQ(r.point.cache_mb, "off");
     EXPECT_DOUBLE_EQ(r.cache_MiB, 0.0);
@@ -515,6 +528,7 @@ TEST(ModelBenchRun, RouteReplayReadsOnlyTheTracesExperts) {
   }
   ModelBenchConfig cfg = stories_bench(4, 6, 2);
   cfg.cache_mb = {"off", "auto"};
+  cfg.prefetch = {"prefill"};  // replayed: the prompt's prefetch reads the next layer's replayed union
   cfg.route_replay = trace.string();
   const std::filesystem::path usage_file = trace.string() + ".usage.json";
   cfg.save_usage = usage_file.string();
@@ -529,7 +543,10 @@ TEST(ModelBenchRun, RouteReplayReadsOnlyTheTracesExperts) {
     for (const ModelBenchRow& r : rows) {
       EXPECT_EQ(r.route_replay, trace.filename().string());
       EXPECT_EQ(r.decode_tokens, 12u);
+      EXPECT_EQ(r.prefill_prefetch_depth, k);
     }
+    // The replay predicts exactly: prefill's prefetch delivered every needed expert.
+    EXPECT_DOUBLE_EQ(rows[0].prefill_prefetch_coverage_pct, 100.0);
     const uint64_t requests = 12u * 5u * static_cast<uint64_t>(k);  // tokens x layers x k
     EXPECT_EQ(rows[0].decode_experts_read, requests);  // cache off: every request reads
     EXPECT_EQ(rows[0].decode_experts_hit, 0u);

@@ -401,6 +401,7 @@ TEST(Prefetch, RouteTraceIsUnchangedWithTheCacheOff) {
 
 TEST(Prefetch, FlagIsOffByDefaultAndReachesModelConfig) {
   const std::pair<std::string, int> cases[] = {{"", 0},
+                                               {"--prefetch=prefill ", model::kPrefetchPrefill},
                                                {"--prefetch ", model::kPrefetchAuto},
                                                {"--prefetch=auto ", model::kPrefetchAuto},
                                                {"--prefetch=3 ", 3},
@@ -418,7 +419,7 @@ TEST(Prefetch, FlagIsOffByDefaultAndReachesModelConfig) {
     o.model_path = "x.gguf";
     o.prefetch = bad;
     const std::string err = test::error_of([&] { o.to_model_config(); });
-    EXPECT_NE(err.find("--prefetch: expected off, auto or a number"), std::string::npos) << bad << ": " << err;
+    EXPECT_NE(err.find("--prefetch: expected off, prefill, auto or a number"), std::string::npos) << bad << ": " << err;
   }
 }
 
