@@ -49,6 +49,8 @@ model and tools
                       (step 'llama', added to the default steps); one cold repetition per
                       process, -r processes per point and metric
   --llama-args ARGS   extra llama-bench arguments, split on spaces (e.g. '-fa on')
+  --llama-timeout S   stop a llama-bench process after S seconds and record it as failed
+                      (default 1200; under a cap just below its footprint it thrashes)
 output
   --out DIR           CSVs, ceiling.json, machine.txt, logs (default: bench/results)
   --png PATH          the plot (default: bench/figures.png)
@@ -74,7 +76,7 @@ p=16 n=16 r=2 tiny_p=128 tiny_n=128 tiny_r=3
 threads=$(nproc) io_threads=4
 cache_list="0,1000,2000,4000,auto" sweep_cap=8G caps="4G,8G,16G,none"
 steps="ceiling,cache,cap,cold,tiny,plot" steps_given=0 skip_capped=0
-llama_bench="" llama_args=""
+llama_bench="" llama_args="" llama_timeout=1200
 
 need_arg() { [[ $# -ge 2 && -n $2 ]] || die "$1 needs a value (see --help)"; }
 while [[ $# -gt 0 ]]; do
@@ -99,13 +101,15 @@ while [[ $# -gt 0 ]]; do
     --steps) need_arg "$@"; steps=$2; steps_given=1; shift 2 ;;
     --llama-bench) need_arg "$@"; llama_bench=$2; shift 2 ;;
     --llama-args) need_arg "$@"; llama_args=$2; shift 2 ;;
+    --llama-timeout) need_arg "$@"; llama_timeout=$2; shift 2 ;;
     --skip-capped) skip_capped=1; shift ;;
     -h|--help) usage; exit 0 ;;
     *) usage >&2; die "unknown argument '$1'" ;;
   esac
 done
 
-for flag_var in -p:p -n:n -r:r --tiny-p:tiny_p --tiny-n:tiny_n --tiny-r:tiny_r --io-threads:io_threads; do
+for flag_var in -p:p -n:n -r:r --tiny-p:tiny_p --tiny-n:tiny_n --tiny-r:tiny_r --io-threads:io_threads \
+                --llama-timeout:llama_timeout; do
   v=${flag_var#*:}
   [[ ${!v} =~ ^[1-9][0-9]*$ ]] || die "${flag_var%%:*} must be a positive integer (got '${!v}')"
 done
@@ -125,6 +129,8 @@ mkdir -p "$out" || die "--out: cannot create '$out'"
 [[ -w $out ]] || die "--out: '$out' is not writable"
 log="$out/figures.log"
 lowram="$repo/scripts/lowram.sh"
+# shellcheck source=bench/llama_common.sh
+source "$repo/bench/llama_common.sh"
 
 # ---- inputs ----------------------------------------------------------------------
 needs_30b=0
@@ -274,55 +280,32 @@ fi
 # the page cache the first one filled; and under a memory cgroup, pages cached
 # before the process started are not charged to it, so the cap would not bite.
 # Hence: one repetition per process (-r 1, --no-warmup: llama-bench's warm-up
-# pass would pre-read the weights), the page cache dropped before each process,
-# -r processes per cap and metric; the mean and sample sd are over processes.
-#   prefill: llama-bench -p P -n 0          pp P: a P-token prompt, tok/s = P / its wall time
-#   decode:  llama-bench -p 0 -n N -d P     tg N at depth P: an untimed P-token prefill, then N
-#            timed one-token steps, tok/s = N / their wall time; as sluice's decode_tps,
-#            which times the N steps that follow its P-token prefill.
+# pass would pre-read the weights), the page cache dropped before each process
+# (drop_page_cache in bench/llama_common.sh, which says what happens where that is
+# not permitted), -r processes per cap and metric; the mean and sample sd are
+# over processes. Prefill is pp P, decode tg N at depth P: bench/llama_common.sh
+# says why those mean what sluice's prefill_tps and decode_tps mean.
 # Threads are -t; -lm mmap states the load mode (llama-bench's "auto" is mmap on CPU).
-# A failed process (OOM-killed under a cap, typically) skips the rest of that cap
-# with a warning and is listed in llama_failed.csv, which the plot marks.
-#
-# Dropping the page cache: `sync; echo 3 >/proc/sys/vm/drop_caches` (root).
-# Where that is not permitted (no root, or /proc/sys read-only in a container),
-# the model file's own pages are dropped instead with `dd iflag=nocache count=0`
-# (posix_fadvise DONTNEED on the whole file: no root needed; it drops the clean
-# pages no process maps, which is every page of the model once llama-bench has
-# exited), with one warning. figures.log records how many of the model's pages
-# were still cached after each drop (fincore, where util-linux has it).
-drop_warned=0
-drop_page_cache() {
-  sync
-  if ! { echo 3 >/proc/sys/vm/drop_caches; } 2>/dev/null; then
-    dd if="$model" iflag=nocache count=0 status=none ||
-      die "cannot drop the page cache: /proc/sys/vm/drop_caches is not writable and 'dd iflag=nocache' failed on '$model'"
-    if ((!drop_warned)); then
-      warn "/proc/sys/vm/drop_caches is not writable (not root?): dropping only the model file's cached pages (dd iflag=nocache) before each llama-bench process"
-      drop_warned=1
-    fi
-  fi
-  if command -v fincore >/dev/null; then
-    echo "page cache after the drop: $(fincore -n -o RES "$model" 2>&1) of the model resident" >>"$log"
-  fi
-}
+# A failed process (OOM-killed under a cap, or stopped after --llama-timeout
+# seconds: see bench/llama_common.sh) skips the rest of that cap with a warning
+# and is listed in llama_failed.csv, which the plot marks.
 
 # llama_one CAP KIND RAW: one cold llama-bench process (KIND pp or tg) under CAP,
 # its CSV rows appended to RAW (llama-bench's own format, header once).
 # Returns non-zero when llama-bench failed; llama_why says why.
 llama_one() {
   local cap=$1 kind=$2 raw=$3 rc=0
-  local cmd=("$llama_bench" -m "$model" -t "$threads" -r 1 --no-warmup -lm mmap -o csv)
-  if [[ $kind == pp ]]; then cmd+=(-p "$p" -n 0); else cmd+=(-p 0 -n "$n" -d "$p"); fi
-  cmd+=("${llama_extra[@]}")
+  llama_test_args "$kind" "$p" "$n"
+  local cmd=("$llama_bench" -m "$model" -t "$threads" -r 1 --no-warmup -lm mmap -o csv "${LLAMA_TEST_ARGS[@]}"
+             "${llama_extra[@]}")
   [[ $cap == none ]] || cmd=("$lowram" "$cap" -- "${cmd[@]}")
-  drop_page_cache
+  cmd=(timeout --kill-after=30 "$llama_timeout" "${cmd[@]}")
+  drop_page_cache "$model"
   echo "### $(date +%T) llama.cpp cap $cap $kind: ${cmd[*]}" >>"$log"
   "${cmd[@]}" >"$out/llama.out.tmp" 2>"$out/llama.err.tmp" || rc=$?
   cat "$out/llama.err.tmp" >>"$log"
   if ((rc != 0)); then
-    llama_why="exit status $rc"
-    grep -q "OOM-killed" "$out/llama.err.tmp" && llama_why="OOM-killed"
+    llama_why=$(llama_failure_reason "$out/llama.err.tmp" "$rc" "$llama_timeout")
     grep -q "cannot cap memory" "$out/llama.err.tmp" && die "scripts/lowram.sh cannot cap memory; see $log"
     rm -f "$out/llama.out.tmp" "$out/llama.err.tmp"
     return 1
@@ -347,23 +330,7 @@ llama_convert() {
     cap_mib=$("$lowram" --bytes "$cap") || die "--caps: '$cap' is not a size"
     cap_mib=$((cap_mib / 1048576))
   fi
-  awk -v cap_mib="$cap_mib" '
-    # llama-bench quotes every CSV value and doubles quotes inside.
-    function split_csv(line, f,    n, i, c, q, cur) {
-      n = 0; cur = ""; q = 0
-      for (i = 1; i <= length(line); ++i) {
-        c = substr(line, i, 1)
-        if (q) {
-          if (c != "\"") cur = cur c
-          else if (substr(line, i + 1, 1) == "\"") { cur = cur c; ++i }
-          else q = 0
-        } else if (c == "\"") q = 1
-        else if (c == ",") { f[++n] = cur; cur = "" }
-        else cur = cur c
-      }
-      f[++n] = cur
-      return n
-    }
+  awk -v cap_mib="$cap_mib" "$LLAMA_CSV_AWK"'
     function stats(key, kind,    k, m, ss, c) {
       c = cnt[key, kind]; m = 0; ss = 0
       if (c == 0) { mean = ""; sd = ""; return }
