@@ -57,8 +57,7 @@ usage: bench/vs_llama.sh --model GGUF [options]
 
   --model PATH        the GGUF both engines run (required)
   --sluice PATH       sluice binary (default: build/sluice)
-  --llama-bench PATH  llama.cpp's llama-bench (default: \$LLAMA_BENCH, else
-                      /work/llama.cpp/build/bin/llama-bench)
+  --llama-bench PATH  llama.cpp's llama-bench (default: \$LLAMA_BENCH, else llama-bench on PATH)
   --rounds N          interleaved rounds (default 3)
   -t N                compute threads, both engines (default 2)
   -p N                prompt tokens: pp N, and the depth of tg (default 64)
@@ -76,7 +75,7 @@ The table (markdown) goes to stdout; progress to stderr.
 EOF
 }
 
-model="" sluice="$repo/build/sluice" llama_bench=${LLAMA_BENCH:-/work/llama.cpp/build/bin/llama-bench}
+model="" sluice="$repo/build/sluice" llama_bench=${LLAMA_BENCH:-$(command -v llama-bench || true)}
 rounds=3 threads=2 p=64 n=16 r=2 cap="" warm=1 sluice_args="" llama_args="" out="" timeout_s=1800
 
 need_arg() { [[ $# -ge 2 && -n $2 ]] || die "$1 needs a value (see --help)"; }
@@ -108,6 +107,7 @@ done
 [[ -n $model ]] || die "--model is required (see --help)"
 [[ -f $model && -r $model ]] || die "--model: '$model' is not a readable file"
 [[ -x $sluice && ! -d $sluice ]] || die "--sluice: '$sluice' is not an executable file (build it: scripts/build.sh)"
+[[ -n $llama_bench ]] || die "no llama-bench on PATH: pass --llama-bench PATH (bench/README.md, 'llama.cpp side by side')"
 [[ -x $llama_bench && ! -d $llama_bench ]] ||
   die "--llama-bench: '$llama_bench' is not an executable file (build it: bench/README.md, 'llama.cpp side by side')"
 ((warm)) || [[ -n $cap ]] || die "--skip-warm leaves nothing to measure without --cap SIZE"

@@ -231,7 +231,8 @@ TEST(BenchLlamaScripts, BadFlagsEndInOneMessageNamingTheFlag) {
        "vs_llama.sh: error: --rounds must be a positive integer"},
       {"bench/vs_llama.sh --model " + tmp.file("none"),
        "vs_llama.sh: error: --model: '" + tmp.file("none") + "' is not a readable file"},
-      {"bench/vs_llama.sh --model " + model + " --llama-bench " + tmp.file("none"),
+      {"bench/vs_llama.sh --model " + model + " --sluice /bin/true --llama-bench " +
+           tmp.file("none"),
        "vs_llama.sh: error: --llama-bench: '" + tmp.file("none") + "' is not an executable file"},
       {"bench/vs_llama.sh --model " + model +
            " --skip-warm --llama-bench /bin/true --sluice /bin/true",
