@@ -2,7 +2,8 @@
 # bench/figures.sh derives from the merged bench CSV (see plot_data there).
 #
 # Variables (gnuplot -e "..."):
-#   dir       folder holding plot_cache.dat, plot_cap_off.dat, plot_cap_auto.dat
+#   dir       folder holding plot_cache.dat, plot_cap_off.dat, plot_cap_auto.dat and, from
+#             figures.sh --llama-bench, plot_cap_llama.dat and plot_cap_llama_failed.dat
 #   png       output file
 #   model     model file name (title)
 #   settings  one line describing -p/-n/-r/-t (title)
@@ -11,7 +12,10 @@
 #   Left:  decode tok/s against the resolved expert cache budget (MiB), under
 #          the cache sweep's cap; the auto point is labelled.
 #   Right: decode tok/s against the memory cap (GiB), cache off and auto; an
-#          uncapped run sits at the machine's RAM and is labelled "none".
+#          uncapped run sits at the machine's RAM and is labelled "none". With
+#          llama.cpp rows, llama-bench (mmap, cold per process) is a third series,
+#          and caps where it failed (plot_cap_llama_failed.dat: cap_GiB reason,
+#          e.g. OOM-killed) are marked on the x axis with the reason.
 
 if (!exists("dir")) dir = "bench/results"
 if (!exists("png")) png = "bench/figures.png"
@@ -22,6 +26,8 @@ if (!exists("sweep_cap")) sweep_cap = "?"
 cache_dat = dir . "/plot_cache.dat"
 off_dat = dir . "/plot_cap_off.dat"
 auto_dat = dir . "/plot_cap_auto.dat"
+llama_dat = dir . "/plot_cap_llama.dat"
+llama_failed_dat = dir . "/plot_cap_llama_failed.dat"
 
 # An empty panel saying why (gnuplot cannot plot an empty table).
 empty_panel(why) = sprintf("set label 1 '%s' at graph 0.5, graph 0.5 center; " . \
@@ -58,10 +64,24 @@ set xrange [*:*]
 set xlabel "memory cap (GiB; 'none' = uncapped, at RAM size)"
 n_off = rows(off_dat)
 n_auto = rows(auto_dat)
-if (n_off + n_auto > 0) {
-  off_plot = sprintf("'%s' using 1:2:3:xtic(4) with yerrorlines lw 2 pt 7 title 'cache off'", off_dat)
-  auto_plot = sprintf("'%s' using 1:2:3:xtic(4) with yerrorlines lw 2 pt 5 title '--cache-mb auto'", auto_dat)
-  eval "plot " . (n_off > 0 ? off_plot : "") . (n_off > 0 && n_auto > 0 ? ", " : "") . (n_auto > 0 ? auto_plot : "")
+n_llama = rows(llama_dat)
+n_failed = rows(llama_failed_dat)
+if (n_off + n_auto + n_llama + n_failed > 0) {
+  series = ""
+  engine = n_llama + n_failed > 0 ? "sluice, " : ""  # names the engine only beside llama.cpp
+  if (n_off > 0) {
+    series = series . sprintf("'%s' using 1:2:3:xtic(4) with yerrorlines lw 2 pt 7 title '%scache off', ", off_dat, engine)
+  }
+  if (n_auto > 0) {
+    series = series . sprintf("'%s' using 1:2:3:xtic(4) with yerrorlines lw 2 pt 5 title '%s--cache-mb auto', ", auto_dat, engine)
+  }
+  if (n_llama > 0) {
+    series = series . sprintf("'%s' using 1:2:3:xtic(4) with yerrorlines lw 2 pt 9 dt 2 title 'llama.cpp (mmap, cold per process)', ", llama_dat)
+  }
+  if (n_failed > 0) {
+    series = series . sprintf("'%s' using 1:(0):(sprintf('llama.cpp: %%s', strcol(2))):xtic(1) with labels point pt 2 ps 2 offset 0,1.5 rotate by 90 left noenhanced notitle, ", llama_failed_dat)
+  }
+  eval "plot " . series[1:strlen(series) - 2]
 } else {
   eval empty_panel("no cap sweep rows")
 }

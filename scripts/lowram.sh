@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # lowram.sh SIZE -- CMD [ARGS...]
+# lowram.sh --bytes SIZE     prints SIZE in bytes (for scripts that record the cap)
 #
 # Runs CMD with its memory (anonymous + page cache) capped at SIZE and no swap,
 # to reproduce "model bigger than RAM" on a large machine. SIZE is bytes or a
@@ -20,11 +21,17 @@ set -euo pipefail
 
 prog=lowram.sh
 die() { echo "$prog: $*" >&2; exit 125; }
-usage() { echo "usage: $prog SIZE -- CMD [ARGS...]   (SIZE: bytes or e.g. 512M, 2G)" >&2; exit 125; }
+usage() { echo "usage: $prog SIZE -- CMD [ARGS...] | $prog --bytes SIZE   (SIZE: bytes or e.g. 512M, 2G)" >&2; exit 125; }
 
-[[ $# -ge 3 && $2 == "--" ]] || usage
-size_arg=$1
-shift 2
+if [[ $# -eq 2 && $1 == --bytes ]]; then
+  print_bytes=1
+  size_arg=$2
+else
+  [[ $# -ge 3 && $2 == "--" ]] || usage
+  print_bytes=0
+  size_arg=$1
+  shift 2
+fi
 
 to_bytes() {
   local s=${1^^} n mult=1
@@ -37,6 +44,10 @@ to_bytes() {
 }
 bytes=$(to_bytes "$size_arg") || die "SIZE '$size_arg' is not a size (expected bytes or e.g. 512M, 2G)"
 ((bytes >= 4 * 1024 * 1024)) || die "SIZE '$size_arg' is below 4 MiB; nothing useful runs in that"
+if ((print_bytes)); then
+  echo "$bytes"
+  exit 0
+fi
 
 cg=""          # the cgroup directory we created
 cg_kind=""     # v2 | v1
