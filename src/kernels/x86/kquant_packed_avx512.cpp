@@ -1,0 +1,374 @@
+// AVX-512 VNNI packed (row-interleaved) kernels of Q4_K, Q5_K and Q6_K:
+// TypeKernels::pack_rows / packed_dot (quant.h) for kPackRows = 16 rows.
+//
+// Layout (private to this file). A row of nb super-blocks, 16 rows, becomes
+// nb * 16 * block_bytes bytes:
+//   - first, per super-block, every 32-bit word of the block other than its
+//     fp16 fields, in block order, word t of the 16 rows together (64 bytes,
+//     row r at bytes 4r): 64-byte-aligned loads when the buffer is;
+//   - then, per super-block, each fp16 field (Q4_K/Q5_K: d then dmin; Q6_K: d)
+//     as 16 halves in row order (one vcvtph2ps converts the field of every row).
+// So one zmm load gives word t of every row with row r in int32 lane r, and
+// the kernels work "vertically": lane r computes exactly row r's vec_dot.
+//
+// Contract: out[j * out_stride + r] is bit-identical to this ISA's vec_dot
+// (kquant_avx512.cpp = the shared 256-bit loops of kquant_x86_dot_body.h, and
+// bit-identical to Avx2) of plain row r against act[j]. Those loops form per
+// super-block eight int32 lanes
+//   sumi[m] = sum over 32-element runs R of scale(R, m) * D(R, m),
+// D(R, m) = sum of quant * activation over elements 4m..4m+3 of run R (what
+// maddubs + madd by a broadcast scale put in lane m), then do
+//   acc[m] = fma(y.d * d, float(sumi[m]), acc[m])   (8 lanes)
+// (Q4_K/Q5_K also acc_min[k] = fma(y.d * dmin, float(mins term k), acc_min[k]),
+// 4 lanes) and finally hsum(acc) = ((a0+a4)+(a2+a6)) + ((a1+a5)+(a3+a7)), minus
+// (l0+l2)+(l1+l3). Here word (chunk, m) of a row's quants holds the bytes of
+// elements 4m..4m+3 of its runs, so maddubs against the 4 activation bytes
+// broadcast, then vpdpwssd by the row's (scale, scale) int16 pair, gives
+// D(R, m) * scale in each row's lane: the same integers (integer sums are
+// exact in any order), then the same float operations per row, in the same
+// order, on one zmm per (lane m, column). tests/unit/kernels_packed_kquant_test.cpp
+// checks it bit for bit.
+//
+// On AMX machines the Amx entry sets Q4_K's vec_dot (its own rounding), the
+// registry then pairs Amx's (absent) packed functions with it: no packed Q4_K
+// there, by design. Q5_K and Q6_K keep these.
+#include "kernels/kernel_table.h"
+
+#if defined(__x86_64__)
+
+// GCC 12 false positives on the undefined pass-through operands of its own
+// AVX-512 intrinsics (see dot_cols_avx512.cpp).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+
+#include <immintrin.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "kernels/blocks_kquant.h"
+#include "kernels/x86/target.h"
+
+namespace sluice::kernels {
+namespace packed_avx512 {
+namespace {
+
+constexpr int kRows = kPackRows;
+static_assert(kRows == 16, "one zmm int32/float lane per row");
+
+// Where a block's fp16 fields and its 32-bit words are.
+struct BlockShape {
+  size_t block_bytes;
+  int n_halves;            // fp16 fields, packed after all the words
+  size_t half_offsets[2];  // their offsets in the plain block
+  size_t words_begin;      // the words: [words_begin, words_end) of the block
+  size_t words_end;
+};
+constexpr BlockShape kQ4KShape{sizeof(BlockQ4K), 2, {0, 2}, 4, sizeof(BlockQ4K)};
+constexpr BlockShape kQ5KShape{sizeof(BlockQ5K), 2, {0, 2}, 4, sizeof(BlockQ5K)};
+constexpr BlockShape kQ6KShape{sizeof(BlockQ6K), 1, {offsetof(BlockQ6K, d), 0}, 0, offsetof(BlockQ6K, d)};
+static_assert((kQ4KShape.words_end - kQ4KShape.words_begin) % 4 == 0);
+static_assert((kQ5KShape.words_end - kQ5KShape.words_begin) % 4 == 0);
+static_assert((kQ6KShape.words_end - kQ6KShape.words_begin) % 4 == 0);
+
+// Bytes of one super-block's words / fp16 fields in the packed layout.
+template <const BlockShape& S>
+constexpr size_t words_bytes() {
+  return (S.words_end - S.words_begin) * kRows;
+}
+template <const BlockShape& S>
+constexpr size_t halves_bytes() {
+  return static_cast<size_t>(S.n_halves) * 2 * kRows;
+}
+static_assert(words_bytes<kQ4KShape>() + halves_bytes<kQ4KShape>() == kRows * sizeof(BlockQ4K));
+static_assert(words_bytes<kQ5KShape>() + halves_bytes<kQ5KShape>() == kRows * sizeof(BlockQ5K));
+static_assert(words_bytes<kQ6KShape>() + halves_bytes<kQ6KShape>() == kRows * sizeof(BlockQ6K));
+
+template <const BlockShape& S>
+void pack(int64_t n, const void* src, void* dst) {
+  const auto* in = static_cast<const uint8_t*>(src);
+  auto* out = static_cast<uint8_t*>(dst);
+  const int64_t blocks = n / kQK_K;
+  const size_t row_bytes = static_cast<size_t>(blocks) * S.block_bytes;
+  const size_t words = (S.words_end - S.words_begin) / 4;
+  uint8_t* halves = out + static_cast<size_t>(blocks) * words_bytes<S>();
+  for (int64_t i = 0; i < blocks; ++i) {
+    uint8_t* wg = out + static_cast<size_t>(i) * words_bytes<S>();
+    uint8_t* hg = halves + static_cast<size_t>(i) * halves_bytes<S>();
+    for (int r = 0; r < kRows; ++r) {
+      const uint8_t* blk = in + r * row_bytes + static_cast<size_t>(i) * S.block_bytes;
+      for (size_t t = 0; t < words; ++t) std::memcpy(wg + t * 4 * kRows + 4 * r, blk + S.words_begin + 4 * t, 4);
+      for (int f = 0; f < S.n_halves; ++f) std::memcpy(hg + f * 2 * kRows + 2 * r, blk + S.half_offsets[f], 2);
+    }
+  }
+}
+
+SLUICE_AVX512VNNI inline __m512i word(const uint8_t* words, int t) { return _mm512_loadu_si512(words + 64 * t); }
+
+// The 4 activation bytes at p in every int32 lane.
+SLUICE_AVX512VNNI inline __m512i bcast4(const int8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return _mm512_set1_epi32(v);
+}
+
+// pshufb control: in each int32 lane (row), int16 0 = byte b0 of that lane,
+// int16 1 = byte b1, zero-extended (hi = false) or in the high byte (hi =
+// true, for a sign-extending arithmetic shift afterwards).
+SLUICE_AVX512VNNI inline __m512i pick_pair(int b0, int b1, bool hi) {
+  auto lane = [&](int i) {
+    const uint32_t x0 = static_cast<uint32_t>(4 * i + b0), x1 = static_cast<uint32_t>(4 * i + b1);
+    return static_cast<int>(hi ? (0x80u | x0 << 8 | 0x80u << 16 | x1 << 24) : (x0 | 0x80u << 8 | x1 << 16 | 0x80u << 24));
+  };
+  return _mm512_set4_epi32(lane(3), lane(2), lane(1), lane(0));
+}
+
+// Per row: hsum(acc) as avx2::hsum adds (same operands of every add).
+SLUICE_AVX512VNNI inline __m512 hsum8(const __m512* a) {
+  const __m512 t0 = _mm512_add_ps(a[0], a[4]), t1 = _mm512_add_ps(a[1], a[5]);
+  const __m512 t2 = _mm512_add_ps(a[2], a[6]), t3 = _mm512_add_ps(a[3], a[7]);
+  return _mm512_add_ps(_mm512_add_ps(t0, t2), _mm512_add_ps(t1, t3));
+}
+
+// Q4_K (kFiveBit = false) and Q5_K, N columns: mirrors dot_k4_style.
+template <bool kFiveBit, int N>
+SLUICE_AVX512VNNI void k4_packed(int64_t n, const uint8_t* packed, const void* const* act, float* out,
+                                 int64_t out_stride) {
+  constexpr const BlockShape& S = kFiveBit ? kQ5KShape : kQ4KShape;
+  // Word indices: scales 0..2, (Q5_K: qh 3..10), qs.
+  constexpr int kQhWord = 3, kQsWord = kFiveBit ? 11 : 3;
+  const BlockQ8K* y[N];
+  #pragma GCC unroll 8
+  for (int j = 0; j < N; ++j) y[j] = static_cast<const BlockQ8K*>(act[j]);
+  const __m512i m4 = _mm512_set1_epi8(0x0F);
+  const __m512i one = _mm512_set1_epi8(1);
+  __m512 acc[N][8], acc_min[N][4];
+  #pragma GCC unroll 8
+  for (int j = 0; j < N; ++j) {
+    #pragma GCC unroll 8
+    for (int m = 0; m < 8; ++m) acc[j][m] = _mm512_setzero_ps();
+    #pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k) acc_min[j][k] = _mm512_setzero_ps();
+  }
+  const int64_t blocks = n / kQK_K;
+  for (int64_t i = 0; i < blocks; ++i) {
+    const uint8_t* words = packed + i * static_cast<int64_t>(words_bytes<S>());
+    const uint8_t* halves = packed + blocks * static_cast<int64_t>(words_bytes<S>()) + i * static_cast<int64_t>(halves_bytes<S>());
+    const __m512 wd = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(halves)));
+    const __m512 wdmin = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(halves + 32)));
+    // unpack_k4_scales on every row at once: bytes of lane r = row r's
+    // scales 0..3 (s_lo), 4..7 (s_hi), mins 0..3 (m_lo), 4..7 (m_hi).
+    const __m512i w0 = word(words, 0), w1 = word(words, 1), w2 = word(words, 2);
+    const __m512i low6 = _mm512_set1_epi32(0x3f3f3f3f), low4 = _mm512_set1_epi32(0x0f0f0f0f),
+                  low2 = _mm512_set1_epi32(0x03030303);
+    const __m512i s_lo = _mm512_and_si512(w0, low6);
+    const __m512i m_lo = _mm512_and_si512(w1, low6);
+    const __m512i s_hi = _mm512_or_si512(_mm512_and_si512(w2, low4),
+                                         _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(w0, 6), low2), 4));
+    const __m512i m_hi =
+        _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(w2, 4), low4),
+                        _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(w1, 6), low2), 4));
+    // sc[s]: (scale s, scale s) as int16 in each row's lane.
+    __m512i sc[8];
+    #pragma GCC unroll 8
+    for (int s = 0; s < 4; ++s) {
+      sc[s] = _mm512_shuffle_epi8(s_lo, pick_pair(s, s, false));
+      sc[s + 4] = _mm512_shuffle_epi8(s_hi, pick_pair(s, s, false));
+    }
+    // mins k: (min 2k, min 2k+1) as int16 in each row's lane.
+    const __m512i mins[4] = {_mm512_shuffle_epi8(m_lo, pick_pair(0, 1, false)),
+                             _mm512_shuffle_epi8(m_lo, pick_pair(2, 3, false)),
+                             _mm512_shuffle_epi8(m_hi, pick_pair(0, 1, false)),
+                             _mm512_shuffle_epi8(m_hi, pick_pair(2, 3, false))};
+    __m512 d[N];
+    #pragma GCC unroll 8
+    for (int j = 0; j < N; ++j) {
+      const BlockQ8K& yb = y[j][i];
+      const __m512 yd = _mm512_set1_ps(yb.d);
+      d[j] = _mm512_mul_ps(yd, wd);
+      const __m512 dmin = _mm512_mul_ps(yd, wdmin);
+      // dot_k4_style's min lane k: m_2k * S_2k + m_2k+1 * S_2k+1, S_s = the
+      // sum of bsums 2s, 2s+1 (hadd), as one madd per row lane.
+      const __m128i sub_sums =
+          _mm_hadd_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(yb.bsums)),
+                         _mm_loadu_si128(reinterpret_cast<const __m128i*>(yb.bsums + 8)));
+      alignas(16) int32_t ss[4];
+      _mm_store_si128(reinterpret_cast<__m128i*>(ss), sub_sums);
+      #pragma GCC unroll 4
+      for (int k = 0; k < 4; ++k) {
+        const __m512i prod = _mm512_madd_epi16(mins[k], _mm512_set1_epi32(ss[k]));
+        acc_min[j][k] = _mm512_fmadd_ps(dmin, _mm512_cvtepi32_ps(prod), acc_min[j][k]);
+      }
+    }
+    const uint8_t* qs_words = words + 64 * kQsWord;
+    #pragma GCC unroll 8
+    for (int m = 0; m < 8; ++m) {
+      __m512i sum[N];
+      #pragma GCC unroll 8
+      for (int j = 0; j < N; ++j) sum[j] = _mm512_setzero_si512();
+      __m512i hbits = _mm512_setzero_si512();
+      if constexpr (kFiveBit) hbits = word(words, kQhWord + m);
+      #pragma GCC unroll 4
+      for (int c = 0; c < 4; ++c) {
+        // Bytes 4m..4m+3 of chunk c of every row: low nibbles = elements
+        // 4m.. of sub-block 2c, high nibbles = of sub-block 2c + 1.
+        const __m512i bits = word(qs_words, 8 * c + m);
+        __m512i q_lo = _mm512_and_si512(bits, m4);
+        __m512i q_hi = _mm512_and_si512(_mm512_srli_epi16(bits, 4), m4);
+        if constexpr (kFiveBit) {
+          const __m512i h_lo = _mm512_and_si512(_mm512_srli_epi16(hbits, 2 * c), one);
+          const __m512i h_hi = _mm512_and_si512(_mm512_srli_epi16(hbits, 2 * c + 1), one);
+          q_lo = _mm512_or_si512(q_lo, _mm512_slli_epi16(h_lo, 4));
+          q_hi = _mm512_or_si512(q_hi, _mm512_slli_epi16(h_hi, 4));
+        }
+        #pragma GCC unroll 8
+        for (int j = 0; j < N; ++j) {
+          const int8_t* a = y[j][i].qs + 64 * c + 4 * m;
+          sum[j] = _mm512_dpwssd_epi32(sum[j], sc[2 * c], _mm512_maddubs_epi16(q_lo, bcast4(a)));
+          sum[j] = _mm512_dpwssd_epi32(sum[j], sc[2 * c + 1], _mm512_maddubs_epi16(q_hi, bcast4(a + 32)));
+        }
+      }
+      #pragma GCC unroll 8
+      for (int j = 0; j < N; ++j) acc[j][m] = _mm512_fmadd_ps(d[j], _mm512_cvtepi32_ps(sum[j]), acc[j][m]);
+    }
+  }
+  #pragma GCC unroll 8
+  for (int j = 0; j < N; ++j) {
+    const __m512 mn = _mm512_add_ps(_mm512_add_ps(acc_min[j][0], acc_min[j][2]),
+                                    _mm512_add_ps(acc_min[j][1], acc_min[j][3]));
+    _mm512_storeu_ps(out + j * out_stride, _mm512_sub_ps(hsum8(acc[j]), mn));
+  }
+}
+
+// Q6_K, N columns: mirrors dot_q6_k. Words: ql 0..31, qh 32..47, scales
+// 48..51 (int8 scales 4t..4t+3 in word t - 48).
+template <int N>
+SLUICE_AVX512VNNI void q6k_packed(int64_t n, const uint8_t* packed, const void* const* act, float* out,
+                                  int64_t out_stride) {
+  constexpr int kQlWord = 0, kQhWord = 32, kScaleWord = 48;
+  const BlockQ8K* y[N];
+  #pragma GCC unroll 8
+  for (int j = 0; j < N; ++j) y[j] = static_cast<const BlockQ8K*>(act[j]);
+  const __m512i m4 = _mm512_set1_epi8(0x0F);
+  const __m512i m_b01 = _mm512_set1_epi8(0x03), m_b23 = _mm512_set1_epi8(0x0C), m_b45 = _mm512_set1_epi8(0x30);
+  __m512 acc[N][8];
+  #pragma GCC unroll 8
+  for (int j = 0; j < N; ++j)
+    #pragma GCC unroll 8
+    for (int m = 0; m < 8; ++m) acc[j][m] = _mm512_setzero_ps();
+  const int64_t blocks = n / kQK_K;
+  for (int64_t i = 0; i < blocks; ++i) {
+    const uint8_t* words = packed + i * static_cast<int64_t>(words_bytes<kQ6KShape>());
+    const uint8_t* halves = packed + blocks * static_cast<int64_t>(words_bytes<kQ6KShape>()) +
+                            i * static_cast<int64_t>(halves_bytes<kQ6KShape>());
+    const __m512 wd = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(halves)));
+    __m512i scw[4];
+    #pragma GCC unroll 4
+    for (int t = 0; t < 4; ++t) scw[t] = word(words, kScaleWord + t);
+    __m512 d[N];
+    #pragma GCC unroll 8
+    for (int j = 0; j < N; ++j) d[j] = _mm512_mul_ps(_mm512_set1_ps(y[j][i].d), wd);
+    // Lanes 0..3 use the even sub-blocks of each run, lanes 4..7 the odd ones.
+    #pragma GCC unroll 2
+    for (int odd = 0; odd < 2; ++odd) {
+      // sc[s]: (scale 2s+odd, same) as int16 per row (sign-extended).
+      __m512i sc[8];
+      #pragma GCC unroll 8
+      for (int s = 0; s < 8; ++s) {
+        const int sub = 2 * s + odd;
+        sc[s] = _mm512_srai_epi16(_mm512_shuffle_epi8(scw[sub / 4], pick_pair(sub % 4, sub % 4, true)), 8);
+      }
+      #pragma GCC unroll 8
+      for (int m = 4 * odd; m < 4 * odd + 4; ++m) {
+        // The q - 32 offset of lane m: -32 * (scale 2m * bsum 2m + scale 2m+1 * bsum 2m+1).
+        const __m512i sc_pair = _mm512_shuffle_epi8(scw[m / 2], pick_pair(2 * m % 4, 2 * m % 4 + 1, true));
+        const __m512i neg32 = _mm512_sub_epi16(_mm512_setzero_si512(), _mm512_srai_epi16(sc_pair, 3));
+        __m512i sum[N];
+        #pragma GCC unroll 8
+        for (int j = 0; j < N; ++j) {
+          int32_t b;
+          std::memcpy(&b, y[j][i].bsums + 2 * m, 4);
+          sum[j] = _mm512_madd_epi16(neg32, _mm512_set1_epi32(b));
+        }
+        #pragma GCC unroll 2
+        for (int half = 0; half < 2; ++half) {
+          const __m512i ql0 = word(words, kQlWord + 16 * half + m);
+          const __m512i ql1 = word(words, kQlWord + 16 * half + 8 + m);
+          const __m512i qh = word(words, kQhWord + 8 * half + m);
+          __m512i q[4];
+          q[0] = _mm512_or_si512(_mm512_and_si512(ql0, m4), _mm512_slli_epi16(_mm512_and_si512(qh, m_b01), 4));
+          q[1] = _mm512_or_si512(_mm512_and_si512(ql1, m4), _mm512_slli_epi16(_mm512_and_si512(qh, m_b23), 2));
+          q[2] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql0, 4), m4), _mm512_and_si512(qh, m_b45));
+          q[3] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql1, 4), m4),
+                                 _mm512_and_si512(_mm512_srli_epi16(qh, 2), m_b45));
+          #pragma GCC unroll 4
+          for (int k = 0; k < 4; ++k) {
+            // Run k of this half: sub-blocks 8 half + 2k (lanes 0..3) and + 1 (4..7).
+            const __m512i s = sc[4 * half + k];
+            #pragma GCC unroll 8
+            for (int j = 0; j < N; ++j) {
+              const int8_t* a = y[j][i].qs + 128 * half + 32 * k + 4 * m;
+              sum[j] = _mm512_dpwssd_epi32(sum[j], s, _mm512_maddubs_epi16(q[k], bcast4(a)));
+            }
+          }
+        }
+        #pragma GCC unroll 8
+        for (int j = 0; j < N; ++j) acc[j][m] = _mm512_fmadd_ps(d[j], _mm512_cvtepi32_ps(sum[j]), acc[j][m]);
+      }
+    }
+  }
+  #pragma GCC unroll 8
+  for (int j = 0; j < N; ++j) _mm512_storeu_ps(out + j * out_stride, hsum8(acc[j]));
+}
+
+// K<N>::run(n, packed, act, out, out_stride) for n_act = N in 1..kMaxDotCols.
+// (Splitting 8 columns into two passes of 4, which avoids spilling, measured
+// no faster: the weights' decode is then done twice.)
+template <template <int> class K>
+SLUICE_AVX512VNNI void dispatch(int64_t n, const void* packed, const void* const* act, int n_act, float* out,
+                                int64_t out_stride) {
+  static_assert(kMaxDotCols == 8, "dispatch covers 1..8 columns");
+  const auto* p = static_cast<const uint8_t*>(packed);
+  switch (n_act) {
+    case 1: K<1>::run(n, p, act, out, out_stride); break;
+    case 2: K<2>::run(n, p, act, out, out_stride); break;
+    case 3: K<3>::run(n, p, act, out, out_stride); break;
+    case 4: K<4>::run(n, p, act, out, out_stride); break;
+    case 5: K<5>::run(n, p, act, out, out_stride); break;
+    case 6: K<6>::run(n, p, act, out, out_stride); break;
+    case 7: K<7>::run(n, p, act, out, out_stride); break;
+    default: K<8>::run(n, p, act, out, out_stride); break;
+  }
+}
+
+template <int N>
+struct Q4K {
+  static constexpr auto run = k4_packed<false, N>;
+};
+template <int N>
+struct Q5K {
+  static constexpr auto run = k4_packed<true, N>;
+};
+template <int N>
+struct Q6K {
+  static constexpr auto run = q6k_packed<N>;
+};
+
+}  // namespace
+}  // namespace packed_avx512
+
+void fill_kquant_packed_avx512(KernelTable& table) {
+  using namespace packed_avx512;
+  auto set = [&](GgmlType t, PackRowsFn pack_fn, PackedDotFn dot_fn) {
+    table[static_cast<uint32_t>(t)].pack_rows = pack_fn;
+    table[static_cast<uint32_t>(t)].packed_dot = dot_fn;
+  };
+  set(GgmlType::Q4_K, &pack<kQ4KShape>, &dispatch<Q4K>);
+  set(GgmlType::Q5_K, &pack<kQ5KShape>, &dispatch<Q5K>);
+  set(GgmlType::Q6_K, &pack<kQ6KShape>, &dispatch<Q6K>);
+}
+
+}  // namespace sluice::kernels
+
+#endif  // __x86_64__
