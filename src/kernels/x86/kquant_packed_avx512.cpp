@@ -70,7 +70,8 @@ struct BlockShape {
 };
 constexpr BlockShape kQ4KShape{sizeof(BlockQ4K), 2, {0, 2}, 4, sizeof(BlockQ4K)};
 constexpr BlockShape kQ5KShape{sizeof(BlockQ5K), 2, {0, 2}, 4, sizeof(BlockQ5K)};
-constexpr BlockShape kQ6KShape{sizeof(BlockQ6K), 1, {offsetof(BlockQ6K, d), 0}, 0, offsetof(BlockQ6K, d)};
+constexpr BlockShape kQ6KShape{
+    sizeof(BlockQ6K), 1, {offsetof(BlockQ6K, d), 0}, 0, offsetof(BlockQ6K, d)};
 static_assert((kQ4KShape.words_end - kQ4KShape.words_begin) % 4 == 0);
 static_assert((kQ5KShape.words_end - kQ5KShape.words_begin) % 4 == 0);
 static_assert((kQ6KShape.words_end - kQ6KShape.words_begin) % 4 == 0);
@@ -101,8 +102,10 @@ void pack(int64_t n, const void* src, void* dst) {
     uint8_t* hg = halves + static_cast<size_t>(i) * halves_bytes<S>();
     for (int r = 0; r < kRows; ++r) {
       const uint8_t* blk = in + r * row_bytes + static_cast<size_t>(i) * S.block_bytes;
-      for (size_t t = 0; t < words; ++t) std::memcpy(wg + t * 4 * kRows + 4 * r, blk + S.words_begin + 4 * t, 4);
-      for (int f = 0; f < S.n_halves; ++f) std::memcpy(hg + f * 2 * kRows + 2 * r, blk + S.half_offsets[f], 2);
+      for (size_t t = 0; t < words; ++t)
+        std::memcpy(wg + t * 4 * kRows + 4 * r, blk + S.words_begin + 4 * t, 4);
+      for (int f = 0; f < S.n_halves; ++f)
+        std::memcpy(hg + f * 2 * kRows + 2 * r, blk + S.half_offsets[f], 2);
     }
   }
 }
@@ -140,13 +143,16 @@ void pack_q6k(int64_t n, const void* src, void* dst) {
         }
       }
       for (int t = 0; t < 4; ++t)
-        std::memcpy(wg + (kQ6ScaleWord + t) * 4 * kRows + 4 * r, reinterpret_cast<const uint8_t*>(b.scales) + 4 * t, 4);
+        std::memcpy(wg + (kQ6ScaleWord + t) * 4 * kRows + 4 * r,
+                    reinterpret_cast<const uint8_t*>(b.scales) + 4 * t, 4);
       std::memcpy(halves + static_cast<size_t>(i) * halves_bytes<kQ6KShape>() + 2 * r, &b.d, 2);
     }
   }
 }
 
-SLUICE_AVX512VNNI inline __m512i word(const uint8_t* words, int t) { return _mm512_loadu_si512(words + 64 * t); }
+SLUICE_AVX512VNNI inline __m512i word(const uint8_t* words, int t) {
+  return _mm512_loadu_si512(words + 64 * t);
+}
 
 // The 4 activation bytes at p in every int32 lane.
 SLUICE_AVX512VNNI inline __m512i bcast4(const int8_t* p) {
@@ -161,7 +167,8 @@ SLUICE_AVX512VNNI inline __m512i bcast4(const int8_t* p) {
 SLUICE_AVX512VNNI inline __m512i pick_pair(int b0, int b1, bool hi) {
   auto lane = [&](int i) {
     const uint32_t x0 = static_cast<uint32_t>(4 * i + b0), x1 = static_cast<uint32_t>(4 * i + b1);
-    return static_cast<int>(hi ? (0x80u | x0 << 8 | 0x80u << 16 | x1 << 24) : (x0 | 0x80u << 8 | x1 << 16 | 0x80u << 24));
+    return static_cast<int>(hi ? (0x80u | x0 << 8 | 0x80u << 16 | x1 << 24)
+                               : (x0 | 0x80u << 8 | x1 << 16 | 0x80u << 24));
   };
   return _mm512_set4_epi32(lane(3), lane(2), lane(1), lane(0));
 }
@@ -175,30 +182,32 @@ SLUICE_AVX512VNNI inline __m512 hsum8(const __m512* a) {
 
 // Q4_K (kFiveBit = false) and Q5_K, N columns: mirrors dot_k4_style.
 template <bool kFiveBit, int N>
-SLUICE_AVX512VNNI void k4_packed(int64_t n, const uint8_t* packed, const void* const* act, float* out,
-                                 int64_t out_stride) {
+SLUICE_AVX512VNNI void k4_packed(int64_t n, const uint8_t* packed, const void* const* act,
+                                 float* out, int64_t out_stride) {
   constexpr const BlockShape& S = kFiveBit ? kQ5KShape : kQ4KShape;
   // Word indices: scales 0..2, (Q5_K: qh 3..10), qs.
   constexpr int kQhWord = 3, kQsWord = kFiveBit ? 11 : 3;
   const BlockQ8K* y[N];
-  #pragma GCC unroll 8
+#pragma GCC unroll 8
   for (int j = 0; j < N; ++j) y[j] = static_cast<const BlockQ8K*>(act[j]);
   const __m512i m4 = _mm512_set1_epi8(0x0F);
   const __m512i one = _mm512_set1_epi8(1);
   __m512 acc[N][8], acc_min[N][4];
-  #pragma GCC unroll 8
+#pragma GCC unroll 8
   for (int j = 0; j < N; ++j) {
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int m = 0; m < 8; ++m) acc[j][m] = _mm512_setzero_ps();
-    #pragma GCC unroll 4
+#pragma GCC unroll 4
     for (int k = 0; k < 4; ++k) acc_min[j][k] = _mm512_setzero_ps();
   }
   const int64_t blocks = n / kQK_K;
   for (int64_t i = 0; i < blocks; ++i) {
     const uint8_t* words = packed + i * static_cast<int64_t>(words_bytes<S>());
-    const uint8_t* halves = packed + blocks * static_cast<int64_t>(words_bytes<S>()) + i * static_cast<int64_t>(halves_bytes<S>());
+    const uint8_t* halves = packed + blocks * static_cast<int64_t>(words_bytes<S>()) +
+                            i * static_cast<int64_t>(halves_bytes<S>());
     const __m512 wd = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(halves)));
-    const __m512 wdmin = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(halves + 32)));
+    const __m512 wdmin =
+        _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(halves + 32)));
     // unpack_k4_scales on every row at once: bytes of lane r = row r's
     // scales 0..3 (s_lo), 4..7 (s_hi), mins 0..3 (m_lo), 4..7 (m_hi).
     const __m512i w0 = word(words, 0), w1 = word(words, 1), w2 = word(words, 2);
@@ -206,14 +215,15 @@ SLUICE_AVX512VNNI void k4_packed(int64_t n, const uint8_t* packed, const void* c
                   low2 = _mm512_set1_epi32(0x03030303);
     const __m512i s_lo = _mm512_and_si512(w0, low6);
     const __m512i m_lo = _mm512_and_si512(w1, low6);
-    const __m512i s_hi = _mm512_or_si512(_mm512_and_si512(w2, low4),
-                                         _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(w0, 6), low2), 4));
+    const __m512i s_hi =
+        _mm512_or_si512(_mm512_and_si512(w2, low4),
+                        _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(w0, 6), low2), 4));
     const __m512i m_hi =
         _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(w2, 4), low4),
                         _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(w1, 6), low2), 4));
     // sc[s]: (scale s, scale s) as int16 in each row's lane.
     __m512i sc[8];
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int s = 0; s < 4; ++s) {
       sc[s] = _mm512_shuffle_epi8(s_lo, pick_pair(s, s, false));
       sc[s + 4] = _mm512_shuffle_epi8(s_hi, pick_pair(s, s, false));
@@ -224,7 +234,7 @@ SLUICE_AVX512VNNI void k4_packed(int64_t n, const uint8_t* packed, const void* c
                              _mm512_shuffle_epi8(m_hi, pick_pair(0, 1, false)),
                              _mm512_shuffle_epi8(m_hi, pick_pair(2, 3, false))};
     __m512 d[N];
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int j = 0; j < N; ++j) {
       const BlockQ8K& yb = y[j][i];
       const __m512 yd = _mm512_set1_ps(yb.d);
@@ -237,21 +247,21 @@ SLUICE_AVX512VNNI void k4_packed(int64_t n, const uint8_t* packed, const void* c
                          _mm_loadu_si128(reinterpret_cast<const __m128i*>(yb.bsums + 8)));
       alignas(16) int32_t ss[4];
       _mm_store_si128(reinterpret_cast<__m128i*>(ss), sub_sums);
-      #pragma GCC unroll 4
+#pragma GCC unroll 4
       for (int k = 0; k < 4; ++k) {
         const __m512i prod = _mm512_madd_epi16(mins[k], _mm512_set1_epi32(ss[k]));
         acc_min[j][k] = _mm512_fmadd_ps(dmin, _mm512_cvtepi32_ps(prod), acc_min[j][k]);
       }
     }
     const uint8_t* qs_words = words + 64 * kQsWord;
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int m = 0; m < 8; ++m) {
       __m512i sum[N];
-      #pragma GCC unroll 8
+#pragma GCC unroll 8
       for (int j = 0; j < N; ++j) sum[j] = _mm512_setzero_si512();
       __m512i hbits = _mm512_setzero_si512();
       if constexpr (kFiveBit) hbits = word(words, kQhWord + m);
-      #pragma GCC unroll 4
+#pragma GCC unroll 4
       for (int c = 0; c < 4; ++c) {
         // Bytes 4m..4m+3 of chunk c of every row: low nibbles = elements
         // 4m.. of sub-block 2c, high nibbles = of sub-block 2c + 1.
@@ -264,18 +274,20 @@ SLUICE_AVX512VNNI void k4_packed(int64_t n, const uint8_t* packed, const void* c
           q_lo = _mm512_or_si512(q_lo, _mm512_slli_epi16(h_lo, 4));
           q_hi = _mm512_or_si512(q_hi, _mm512_slli_epi16(h_hi, 4));
         }
-        #pragma GCC unroll 8
+#pragma GCC unroll 8
         for (int j = 0; j < N; ++j) {
           const int8_t* a = y[j][i].qs + 64 * c + 4 * m;
           sum[j] = _mm512_dpwssd_epi32(sum[j], sc[2 * c], _mm512_maddubs_epi16(q_lo, bcast4(a)));
-          sum[j] = _mm512_dpwssd_epi32(sum[j], sc[2 * c + 1], _mm512_maddubs_epi16(q_hi, bcast4(a + 32)));
+          sum[j] = _mm512_dpwssd_epi32(sum[j], sc[2 * c + 1],
+                                       _mm512_maddubs_epi16(q_hi, bcast4(a + 32)));
         }
       }
-      #pragma GCC unroll 8
-      for (int j = 0; j < N; ++j) acc[j][m] = _mm512_fmadd_ps(d[j], _mm512_cvtepi32_ps(sum[j]), acc[j][m]);
+#pragma GCC unroll 8
+      for (int j = 0; j < N; ++j)
+        acc[j][m] = _mm512_fmadd_ps(d[j], _mm512_cvtepi32_ps(sum[j]), acc[j][m]);
     }
   }
-  #pragma GCC unroll 8
+#pragma GCC unroll 8
   for (int j = 0; j < N; ++j) {
     const __m512 mn = _mm512_add_ps(_mm512_add_ps(acc_min[j][0], acc_min[j][2]),
                                     _mm512_add_ps(acc_min[j][1], acc_min[j][3]));
@@ -285,17 +297,17 @@ SLUICE_AVX512VNNI void k4_packed(int64_t n, const uint8_t* packed, const void* c
 
 // Q6_K, N columns: mirrors dot_q6_k (layout: pack_q6k).
 template <int N>
-SLUICE_AVX512VNNI void q6k_packed(int64_t n, const uint8_t* packed, const void* const* act, float* out,
-                                  int64_t out_stride) {
+SLUICE_AVX512VNNI void q6k_packed(int64_t n, const uint8_t* packed, const void* const* act,
+                                  float* out, int64_t out_stride) {
   const BlockQ8K* y[N];
-  #pragma GCC unroll 8
+#pragma GCC unroll 8
   for (int j = 0; j < N; ++j) y[j] = static_cast<const BlockQ8K*>(act[j]);
   const __m512i m4 = _mm512_set1_epi8(0x0F);
   const __m512i m6 = _mm512_set1_epi8(0x3F), m_b67 = _mm512_set1_epi8(static_cast<char>(0xC0));
   __m512 acc[N][8];
-  #pragma GCC unroll 8
+#pragma GCC unroll 8
   for (int j = 0; j < N; ++j)
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int m = 0; m < 8; ++m) acc[j][m] = _mm512_setzero_ps();
   const int64_t blocks = n / kQK_K;
   for (int64_t i = 0; i < blocks; ++i) {
@@ -304,34 +316,37 @@ SLUICE_AVX512VNNI void q6k_packed(int64_t n, const uint8_t* packed, const void* 
                             i * static_cast<int64_t>(halves_bytes<kQ6KShape>());
     const __m512 wd = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(halves)));
     __m512i scw[4];
-    #pragma GCC unroll 4
+#pragma GCC unroll 4
     for (int t = 0; t < 4; ++t) scw[t] = word(words, kQ6ScaleWord + t);
     __m512 d[N];
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int j = 0; j < N; ++j) d[j] = _mm512_mul_ps(_mm512_set1_ps(y[j][i].d), wd);
-    // Lanes 0..3 use the even sub-blocks of each run, lanes 4..7 the odd ones.
-    #pragma GCC unroll 2
+// Lanes 0..3 use the even sub-blocks of each run, lanes 4..7 the odd ones.
+#pragma GCC unroll 2
     for (int odd = 0; odd < 2; ++odd) {
       // sc[s]: (scale 2s+odd, same) as int16 per row (sign-extended).
       __m512i sc[8];
-      #pragma GCC unroll 8
+#pragma GCC unroll 8
       for (int s = 0; s < 8; ++s) {
         const int sub = 2 * s + odd;
-        sc[s] = _mm512_srai_epi16(_mm512_shuffle_epi8(scw[sub / 4], pick_pair(sub % 4, sub % 4, true)), 8);
+        sc[s] = _mm512_srai_epi16(
+            _mm512_shuffle_epi8(scw[sub / 4], pick_pair(sub % 4, sub % 4, true)), 8);
       }
-      #pragma GCC unroll 8
+#pragma GCC unroll 8
       for (int m = 4 * odd; m < 4 * odd + 4; ++m) {
         // The q - 32 offset of lane m: -32 * (scale 2m * bsum 2m + scale 2m+1 * bsum 2m+1).
-        const __m512i sc_pair = _mm512_shuffle_epi8(scw[m / 2], pick_pair(2 * m % 4, 2 * m % 4 + 1, true));
-        const __m512i neg32 = _mm512_sub_epi16(_mm512_setzero_si512(), _mm512_srai_epi16(sc_pair, 3));
+        const __m512i sc_pair =
+            _mm512_shuffle_epi8(scw[m / 2], pick_pair(2 * m % 4, 2 * m % 4 + 1, true));
+        const __m512i neg32 =
+            _mm512_sub_epi16(_mm512_setzero_si512(), _mm512_srai_epi16(sc_pair, 3));
         __m512i sum[N];
-        #pragma GCC unroll 8
+#pragma GCC unroll 8
         for (int j = 0; j < N; ++j) {
           int32_t b;
           std::memcpy(&b, y[j][i].bsums + 2 * m, 4);
           sum[j] = _mm512_madd_epi16(neg32, _mm512_set1_epi32(b));
         }
-        #pragma GCC unroll 2
+#pragma GCC unroll 2
         for (int half = 0; half < 2; ++half) {
           const __m512i x0 = word(words, 3 * (8 * half + m));
           const __m512i x1 = word(words, 3 * (8 * half + m) + 1);
@@ -341,26 +356,28 @@ SLUICE_AVX512VNNI void q6k_packed(int64_t n, const uint8_t* packed, const void* 
           __m512i q[4];
           q[0] = _mm512_and_si512(x0, m6);
           q[1] = _mm512_and_si512(x1, m6);
-          q[2] = _mm512_ternarylogic_epi32(lo, m4, _mm512_srli_epi16(_mm512_and_si512(x0, m_b67), 2), 0xEA);
+          q[2] = _mm512_ternarylogic_epi32(lo, m4,
+                                           _mm512_srli_epi16(_mm512_and_si512(x0, m_b67), 2), 0xEA);
           q[3] = _mm512_ternarylogic_epi32(_mm512_srli_epi16(lo, 4), m4,
                                            _mm512_srli_epi16(_mm512_and_si512(x1, m_b67), 2), 0xEA);
-          #pragma GCC unroll 4
+#pragma GCC unroll 4
           for (int k = 0; k < 4; ++k) {
             // Run k of this half: sub-blocks 8 half + 2k (lanes 0..3) and + 1 (4..7).
             const __m512i s = sc[4 * half + k];
-            #pragma GCC unroll 8
+#pragma GCC unroll 8
             for (int j = 0; j < N; ++j) {
               const int8_t* a = y[j][i].qs + 128 * half + 32 * k + 4 * m;
               sum[j] = _mm512_dpwssd_epi32(sum[j], s, _mm512_maddubs_epi16(q[k], bcast4(a)));
             }
           }
         }
-        #pragma GCC unroll 8
-        for (int j = 0; j < N; ++j) acc[j][m] = _mm512_fmadd_ps(d[j], _mm512_cvtepi32_ps(sum[j]), acc[j][m]);
+#pragma GCC unroll 8
+        for (int j = 0; j < N; ++j)
+          acc[j][m] = _mm512_fmadd_ps(d[j], _mm512_cvtepi32_ps(sum[j]), acc[j][m]);
       }
     }
   }
-  #pragma GCC unroll 8
+#pragma GCC unroll 8
   for (int j = 0; j < N; ++j) _mm512_storeu_ps(out + j * out_stride, hsum8(acc[j]));
 }
 
@@ -368,19 +385,35 @@ SLUICE_AVX512VNNI void q6k_packed(int64_t n, const uint8_t* packed, const void* 
 // (Splitting 8 columns into two passes of 4, which avoids spilling, measured
 // no faster: the weights' decode is then done twice.)
 template <template <int> class K>
-SLUICE_AVX512VNNI void dispatch(int64_t n, const void* packed, const void* const* act, int n_act, float* out,
-                                int64_t out_stride) {
+SLUICE_AVX512VNNI void dispatch(int64_t n, const void* packed, const void* const* act, int n_act,
+                                float* out, int64_t out_stride) {
   static_assert(kMaxDotCols == 8, "dispatch covers 1..8 columns");
   const auto* p = static_cast<const uint8_t*>(packed);
   switch (n_act) {
-    case 1: K<1>::run(n, p, act, out, out_stride); break;
-    case 2: K<2>::run(n, p, act, out, out_stride); break;
-    case 3: K<3>::run(n, p, act, out, out_stride); break;
-    case 4: K<4>::run(n, p, act, out, out_stride); break;
-    case 5: K<5>::run(n, p, act, out, out_stride); break;
-    case 6: K<6>::run(n, p, act, out, out_stride); break;
-    case 7: K<7>::run(n, p, act, out, out_stride); break;
-    default: K<8>::run(n, p, act, out, out_stride); break;
+    case 1:
+      K<1>::run(n, p, act, out, out_stride);
+      break;
+    case 2:
+      K<2>::run(n, p, act, out, out_stride);
+      break;
+    case 3:
+      K<3>::run(n, p, act, out, out_stride);
+      break;
+    case 4:
+      K<4>::run(n, p, act, out, out_stride);
+      break;
+    case 5:
+      K<5>::run(n, p, act, out, out_stride);
+      break;
+    case 6:
+      K<6>::run(n, p, act, out, out_stride);
+      break;
+    case 7:
+      K<7>::run(n, p, act, out, out_stride);
+      break;
+    default:
+      K<8>::run(n, p, act, out, out_stride);
+      break;
   }
 }
 
