@@ -1,18 +1,14 @@
 // AVX-512 VNNI packed (row-interleaved) kernels of Q4_K, Q5_K and Q6_K:
 // TypeKernels::pack_rows / packed_dot (quant.h) for kPackRows = 16 rows.
 //
-// Layout (private to this file). A row of nb super-blocks, 16 rows, becomes
-// nb * 16 * block_bytes bytes:
-//   - first, per super-block, every 32-bit word of the block other than its
-//     fp16 fields, in block order, word t of the 16 rows together (64 bytes,
-//     row r at bytes 4r; Q6_K's quant words re-encoded, see pack_q6k):
-//     64-byte-aligned loads when the group is (Q4_K/Q5_K groups are multiples
-//     of 64 bytes, Q6_K's for an even block count; misaligned groups work but
-//     split cache lines, measured a third slower at one column);
-//   - then, per super-block, each fp16 field (Q4_K/Q5_K: d then dmin; Q6_K: d)
-//     as 16 halves in row order (one vcvtph2ps converts the field of every row).
-// So one zmm load gives word t of every row with row r in int32 lane r, and
-// the kernels work "vertically": lane r computes exactly row r's vec_dot.
+// Layout (private to this file; pack_k4 and pack_q6k say it exactly): the 16
+// rows' blocks of each super-block together, their 32-bit words transposed
+// (word t of the 16 rows in one 64-byte line, row r at bytes 4r) and in the
+// order the kernels read them, each fp16 field as 16 halves (one vcvtph2ps
+// converts it for every row). So one zmm load gives a word of every row with
+// row r in int32 lane r, and the kernels work "vertically": lane r computes
+// exactly row r's vec_dot. Loads are 64-byte aligned when the group is
+// (misaligned groups work but split cache lines: a third slower at one column).
 //
 // Contract: out[j * out_stride + r] is bit-identical to this ISA's vec_dot
 // (kquant_avx512.cpp = the shared 256-bit loops of kquant_x86_dot_body.h, and
@@ -60,98 +56,111 @@ namespace {
 constexpr int kRows = kPackRows;
 static_assert(kRows == 16, "one zmm int32/float lane per row");
 
-// Where a block's fp16 fields and its 32-bit words are.
-struct BlockShape {
-  size_t block_bytes;
-  int n_halves;            // fp16 fields, packed after all the words
-  size_t half_offsets[2];  // their offsets in the plain block
-  size_t words_begin;      // the words: [words_begin, words_end) of the block
-  size_t words_end;
-};
-constexpr BlockShape kQ4KShape{sizeof(BlockQ4K), 2, {0, 2}, 4, sizeof(BlockQ4K)};
-constexpr BlockShape kQ5KShape{sizeof(BlockQ5K), 2, {0, 2}, 4, sizeof(BlockQ5K)};
-constexpr BlockShape kQ6KShape{
-    sizeof(BlockQ6K), 1, {offsetof(BlockQ6K, d), 0}, 0, offsetof(BlockQ6K, d)};
-static_assert((kQ4KShape.words_end - kQ4KShape.words_begin) % 4 == 0);
-static_assert((kQ5KShape.words_end - kQ5KShape.words_begin) % 4 == 0);
-static_assert((kQ6KShape.words_end - kQ6KShape.words_begin) % 4 == 0);
-
-// Bytes of one super-block's words / fp16 fields in the packed layout.
-template <const BlockShape& S>
-constexpr size_t words_bytes() {
-  return (S.words_end - S.words_begin) * kRows;
+// Plain row r of a group starts at src + r * row_bytes(n).
+inline const uint8_t* plain_block(const void* src, int64_t n, size_t block_bytes, int r,
+                                  int64_t i) {
+  const size_t row_bytes = static_cast<size_t>(n / kQK_K) * block_bytes;
+  return static_cast<const uint8_t*>(src) + r * row_bytes + static_cast<size_t>(i) * block_bytes;
 }
-template <const BlockShape& S>
-constexpr size_t halves_bytes() {
-  return static_cast<size_t>(S.n_halves) * 2 * kRows;
-}
-static_assert(words_bytes<kQ4KShape>() + halves_bytes<kQ4KShape>() == kRows * sizeof(BlockQ4K));
-static_assert(words_bytes<kQ5KShape>() + halves_bytes<kQ5KShape>() == kRows * sizeof(BlockQ5K));
-static_assert(words_bytes<kQ6KShape>() + halves_bytes<kQ6KShape>() == kRows * sizeof(BlockQ6K));
 
-template <const BlockShape& S>
-void pack(int64_t n, const void* src, void* dst) {
-  const auto* in = static_cast<const uint8_t*>(src);
-  auto* out = static_cast<uint8_t*>(dst);
-  const int64_t blocks = n / kQK_K;
-  const size_t row_bytes = static_cast<size_t>(blocks) * S.block_bytes;
-  const size_t words = (S.words_end - S.words_begin) / 4;
-  uint8_t* halves = out + static_cast<size_t>(blocks) * words_bytes<S>();
-  for (int64_t i = 0; i < blocks; ++i) {
-    uint8_t* wg = out + static_cast<size_t>(i) * words_bytes<S>();
-    uint8_t* hg = halves + static_cast<size_t>(i) * halves_bytes<S>();
+// Q4_K / Q5_K group, per super-block (16 * block_bytes bytes, a multiple of
+// 64): the 16 rows' d (fp16, row order), their dmin, then 64-byte words, word t
+// = 4 bytes of each row (row r at bytes 4r):
+//   words 0..2        the 12 scale bytes (unpack_k4_scales' w[0..2])
+//   Q5_K: 3..10       qh bytes 4m..4m+3, m = 0..7
+//   kQsWord + 4m + c  qs bytes 32c + 4m..32c + 4m + 3 (chunk c, elements 4m..
+//                     of sub-blocks 2c (low nibbles) and 2c + 1 (high))
+// in the order the kernel reads them (m outer, c inner).
+template <bool kFiveBit>
+constexpr size_t k4_block_bytes = kFiveBit ? sizeof(BlockQ5K) : sizeof(BlockQ4K);
+template <bool kFiveBit>
+constexpr int k4_qs_word = kFiveBit ? 11 : 3;
+constexpr int kK4QhWord = 3;
+constexpr size_t kK4WordsOffset = 4 * kRows;  // after d and dmin
+static_assert(kK4WordsOffset + (3 + 32) * 4 * kRows == kRows * sizeof(BlockQ4K));
+static_assert(kK4WordsOffset + (3 + 8 + 32) * 4 * kRows == kRows * sizeof(BlockQ5K));
+
+template <bool kFiveBit>
+void pack_k4(int64_t n, const void* src, void* dst) {
+  constexpr size_t bb = k4_block_bytes<kFiveBit>;
+  constexpr size_t kQsOffset = 4 + kKScaleBytes + (kFiveBit ? kQK_K / 8 : 0);
+  for (int64_t i = 0; i < n / kQK_K; ++i) {
+    uint8_t* g = static_cast<uint8_t*>(dst) + static_cast<size_t>(i) * kRows * bb;
+    uint8_t* words = g + kK4WordsOffset;
     for (int r = 0; r < kRows; ++r) {
-      const uint8_t* blk = in + r * row_bytes + static_cast<size_t>(i) * S.block_bytes;
-      for (size_t t = 0; t < words; ++t)
-        std::memcpy(wg + t * 4 * kRows + 4 * r, blk + S.words_begin + 4 * t, 4);
-      for (int f = 0; f < S.n_halves; ++f)
-        std::memcpy(hg + f * 2 * kRows + 2 * r, blk + S.half_offsets[f], 2);
+      const uint8_t* blk = plain_block(src, n, bb, r, i);
+      std::memcpy(g + 2 * r, blk, 2);                  // d
+      std::memcpy(g + 2 * kRows + 2 * r, blk + 2, 2);  // dmin
+      for (int t = 0; t < k4_qs_word<kFiveBit>; ++t)   // scales (and qh)
+        std::memcpy(words + t * 4 * kRows + 4 * r, blk + 4 + 4 * t, 4);
+      for (int c = 0; c < 4; ++c)
+        for (int m = 0; m < 8; ++m)
+          std::memcpy(words + (k4_qs_word<kFiveBit> + 4 * m + c) * 4 * kRows + 4 * r,
+                      blk + kQsOffset + 32 * c + 4 * m, 4);
     }
   }
 }
 
-// Q6_K's quants are re-encoded so a row's four 6-bit values of one element
+// Q6_K group: first, per super-block, 52 64-byte words (word t = 4 bytes of
+// each row, row r at bytes 4r; 3328 bytes, so 64-byte-aligned loads when the
+// group is):
+//   words 0..3               the int8 scales 4t..4t + 3
+//   word 4 + 3(2m + h) + x   the quants of elements 4m..4m + 3 of the four
+//                            32-element runs of half h, re-encoded (below)
+// in the order the kernel reads them; then, per super-block, the 16 rows' d.
+// The quants are re-encoded so a row's four 6-bit values of one element
 // position decode in 9 vector ops instead of the 17 of ggml's ql/qh split
-// (measured about 10% faster at one column, where decode is not shared).
-// For half h and l = 4m + b (b = 0..3) of each row, with q_k the 6-bit
-// quant of element 128h + 32k + l (run k):
-//   word 3(8h+m)     byte b: q_0 | (q_2 >> 4) << 6
-//   word 3(8h+m) + 1 byte b: q_1 | (q_3 >> 4) << 6
-//   word 3(8h+m) + 2 byte b: (q_2 & 15) | (q_3 & 15) << 4
-// then words 48..51: the int8 scales 4t..4t+3 (t = word - 48), then d.
-constexpr int kQ6ScaleWord = 48;
+// (measured about 10% faster at one column, where decode is not shared). With
+// q_k the 6-bit quant of element 128h + 32k + 4m + b of the block (run k),
+// byte b of
+//   x = 0: q_0 | (q_2 >> 4) << 6
+//   x = 1: q_1 | (q_3 >> 4) << 6
+//   x = 2: (q_2 & 15) | (q_3 & 15) << 4
+constexpr int kQ6QuantWord = 4;
+constexpr size_t kQ6WordsBytes = (kQ6QuantWord + 48) * 4 * kRows;
+static_assert(kQ6WordsBytes + 2 * kRows == kRows * sizeof(BlockQ6K));
+
 void pack_q6k(int64_t n, const void* src, void* dst) {
-  const auto* in = static_cast<const uint8_t*>(src);
-  auto* out = static_cast<uint8_t*>(dst);
   const int64_t blocks = n / kQK_K;
-  const size_t row_bytes = static_cast<size_t>(blocks) * sizeof(BlockQ6K);
-  uint8_t* halves = out + static_cast<size_t>(blocks) * words_bytes<kQ6KShape>();
+  uint8_t* halves = static_cast<uint8_t*>(dst) + static_cast<size_t>(blocks) * kQ6WordsBytes;
   for (int64_t i = 0; i < blocks; ++i) {
-    uint8_t* wg = out + static_cast<size_t>(i) * words_bytes<kQ6KShape>();
+    uint8_t* words = static_cast<uint8_t*>(dst) + static_cast<size_t>(i) * kQ6WordsBytes;
     for (int r = 0; r < kRows; ++r) {
       BlockQ6K b;
-      std::memcpy(&b, in + r * row_bytes + static_cast<size_t>(i) * sizeof(BlockQ6K), sizeof b);
+      std::memcpy(&b, plain_block(src, n, sizeof(BlockQ6K), r, i), sizeof b);
+      for (int t = 0; t < 4; ++t)
+        std::memcpy(words + t * 4 * kRows + 4 * r,
+                    reinterpret_cast<const uint8_t*>(b.scales) + 4 * t, 4);
       for (int h = 0; h < 2; ++h) {
         for (int l = 0; l < 32; ++l) {
           const uint8_t ql0 = b.ql[64 * h + l], ql1 = b.ql[64 * h + 32 + l], qh = b.qh[32 * h + l];
           const int q0 = (ql0 & 15) | (qh & 3) << 4, q1 = (ql1 & 15) | (qh >> 2 & 3) << 4;
           const int q2 = (ql0 >> 4) | (qh >> 4 & 3) << 4, q3 = (ql1 >> 4) | (qh >> 6 & 3) << 4;
-          uint8_t* w = wg + 3 * (8 * h + l / 4) * 4 * kRows + 4 * r + l % 4;
+          uint8_t* w = words + (kQ6QuantWord + 3 * (2 * (l / 4) + h)) * 4 * kRows + 4 * r + l % 4;
           w[0] = static_cast<uint8_t>(q0 | (q2 >> 4) << 6);
           w[4 * kRows] = static_cast<uint8_t>(q1 | (q3 >> 4) << 6);
           w[8 * kRows] = static_cast<uint8_t>((q2 & 15) | (q3 & 15) << 4);
         }
       }
-      for (int t = 0; t < 4; ++t)
-        std::memcpy(wg + (kQ6ScaleWord + t) * 4 * kRows + 4 * r,
-                    reinterpret_cast<const uint8_t*>(b.scales) + 4 * t, 4);
-      std::memcpy(halves + static_cast<size_t>(i) * halves_bytes<kQ6KShape>() + 2 * r, &b.d, 2);
+      std::memcpy(halves + static_cast<size_t>(i) * 2 * kRows + 2 * r, &b.d, 2);
     }
   }
 }
 
 SLUICE_AVX512VNNI inline __m512i word(const uint8_t* words, int t) {
   return _mm512_loadu_si512(words + 64 * t);
+}
+
+// Software prefetch of the super-block kPrefetchBlocks ahead (its `bytes`
+// bytes at p). Without it the one-column kernels, which consume a super-block
+// several times faster than the plain vec_dot, read DRAM-resident weights
+// slower than it does (measured ~12 vs ~17 GB/s here); with it, as fast or
+// faster. Past the group's end it touches the next group, which callers read
+// next (a prefetch never faults).
+constexpr int64_t kPrefetchBlocks = 2;
+SLUICE_AVX512VNNI inline void prefetch(const uint8_t* p, size_t bytes) {
+  for (size_t off = 0; off < bytes; off += 64)
+    _mm_prefetch(reinterpret_cast<const char*>(p + off), _MM_HINT_T0);
 }
 
 // The 4 activation bytes at p in every int32 lane.
@@ -184,9 +193,7 @@ SLUICE_AVX512VNNI inline __m512 hsum8(const __m512* a) {
 template <bool kFiveBit, int N>
 SLUICE_AVX512VNNI void k4_packed(int64_t n, const uint8_t* packed, const void* const* act,
                                  float* out, int64_t out_stride) {
-  constexpr const BlockShape& S = kFiveBit ? kQ5KShape : kQ4KShape;
-  // Word indices: scales 0..2, (Q5_K: qh 3..10), qs.
-  constexpr int kQhWord = 3, kQsWord = kFiveBit ? 11 : 3;
+  constexpr int kQsWord = k4_qs_word<kFiveBit>;
   const BlockQ8K* y[N];
 #pragma GCC unroll 8
   for (int j = 0; j < N; ++j) y[j] = static_cast<const BlockQ8K*>(act[j]);
@@ -200,14 +207,14 @@ SLUICE_AVX512VNNI void k4_packed(int64_t n, const uint8_t* packed, const void* c
 #pragma GCC unroll 4
     for (int k = 0; k < 4; ++k) acc_min[j][k] = _mm512_setzero_ps();
   }
-  const int64_t blocks = n / kQK_K;
-  for (int64_t i = 0; i < blocks; ++i) {
-    const uint8_t* words = packed + i * static_cast<int64_t>(words_bytes<S>());
-    const uint8_t* halves = packed + blocks * static_cast<int64_t>(words_bytes<S>()) +
-                            i * static_cast<int64_t>(halves_bytes<S>());
-    const __m512 wd = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(halves)));
+  for (int64_t i = 0; i < n / kQK_K; ++i) {
+    const uint8_t* g = packed + i * static_cast<int64_t>(kRows * k4_block_bytes<kFiveBit>);
+    const __m512 wd = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(g)));
     const __m512 wdmin =
-        _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(halves + 32)));
+        _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(g + 2 * kRows)));
+    const uint8_t* words = g + kK4WordsOffset;
+    prefetch(g + kPrefetchBlocks * kRows * k4_block_bytes<kFiveBit>,
+             kRows * k4_block_bytes<kFiveBit>);
     // unpack_k4_scales on every row at once: bytes of lane r = row r's
     // scales 0..3 (s_lo), 4..7 (s_hi), mins 0..3 (m_lo), 4..7 (m_hi).
     const __m512i w0 = word(words, 0), w1 = word(words, 1), w2 = word(words, 2);
@@ -253,19 +260,18 @@ SLUICE_AVX512VNNI void k4_packed(int64_t n, const uint8_t* packed, const void* c
         acc_min[j][k] = _mm512_fmadd_ps(dmin, _mm512_cvtepi32_ps(prod), acc_min[j][k]);
       }
     }
-    const uint8_t* qs_words = words + 64 * kQsWord;
 #pragma GCC unroll 8
     for (int m = 0; m < 8; ++m) {
       __m512i sum[N];
 #pragma GCC unroll 8
       for (int j = 0; j < N; ++j) sum[j] = _mm512_setzero_si512();
       __m512i hbits = _mm512_setzero_si512();
-      if constexpr (kFiveBit) hbits = word(words, kQhWord + m);
+      if constexpr (kFiveBit) hbits = word(words, kK4QhWord + m);
 #pragma GCC unroll 4
       for (int c = 0; c < 4; ++c) {
         // Bytes 4m..4m+3 of chunk c of every row: low nibbles = elements
         // 4m.. of sub-block 2c, high nibbles = of sub-block 2c + 1.
-        const __m512i bits = word(qs_words, 8 * c + m);
+        const __m512i bits = word(words, kQsWord + 4 * m + c);
         __m512i q_lo = _mm512_and_si512(bits, m4);
         __m512i q_hi = _mm512_and_si512(_mm512_srli_epi16(bits, 4), m4);
         if constexpr (kFiveBit) {
@@ -311,13 +317,13 @@ SLUICE_AVX512VNNI void q6k_packed(int64_t n, const uint8_t* packed, const void* 
     for (int m = 0; m < 8; ++m) acc[j][m] = _mm512_setzero_ps();
   const int64_t blocks = n / kQK_K;
   for (int64_t i = 0; i < blocks; ++i) {
-    const uint8_t* words = packed + i * static_cast<int64_t>(words_bytes<kQ6KShape>());
-    const uint8_t* halves = packed + blocks * static_cast<int64_t>(words_bytes<kQ6KShape>()) +
-                            i * static_cast<int64_t>(halves_bytes<kQ6KShape>());
+    const uint8_t* words = packed + i * static_cast<int64_t>(kQ6WordsBytes);
+    prefetch(words + kPrefetchBlocks * kQ6WordsBytes, kQ6WordsBytes);
+    const uint8_t* halves = packed + blocks * static_cast<int64_t>(kQ6WordsBytes) + i * 2 * kRows;
     const __m512 wd = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(halves)));
     __m512i scw[4];
 #pragma GCC unroll 4
-    for (int t = 0; t < 4; ++t) scw[t] = word(words, kQ6ScaleWord + t);
+    for (int t = 0; t < 4; ++t) scw[t] = word(words, t);
     __m512 d[N];
 #pragma GCC unroll 8
     for (int j = 0; j < N; ++j) d[j] = _mm512_mul_ps(_mm512_set1_ps(y[j][i].d), wd);
@@ -348,9 +354,10 @@ SLUICE_AVX512VNNI void q6k_packed(int64_t n, const uint8_t* packed, const void* 
         }
 #pragma GCC unroll 2
         for (int half = 0; half < 2; ++half) {
-          const __m512i x0 = word(words, 3 * (8 * half + m));
-          const __m512i x1 = word(words, 3 * (8 * half + m) + 1);
-          const __m512i lo = word(words, 3 * (8 * half + m) + 2);
+          const int q_word = kQ6QuantWord + 3 * (2 * m + half);
+          const __m512i x0 = word(words, q_word);
+          const __m512i x1 = word(words, q_word + 1);
+          const __m512i lo = word(words, q_word + 2);
           // (a & b) | c: vpternlogd 0xEA. Masking bits 6-7 before the 16-bit
           // shift keeps the neighbouring byte's bits out.
           __m512i q[4];
@@ -439,8 +446,8 @@ void fill_kquant_packed_avx512(KernelTable& table) {
     table[static_cast<uint32_t>(t)].pack_rows = pack_fn;
     table[static_cast<uint32_t>(t)].packed_dot = dot_fn;
   };
-  set(GgmlType::Q4_K, &pack<kQ4KShape>, &dispatch<Q4K>);
-  set(GgmlType::Q5_K, &pack<kQ5KShape>, &dispatch<Q5K>);
+  set(GgmlType::Q4_K, &pack_k4<false>, &dispatch<Q4K>);
+  set(GgmlType::Q5_K, &pack_k4<true>, &dispatch<Q5K>);
   set(GgmlType::Q6_K, &pack_q6k, &dispatch<Q6K>);
 }
 
