@@ -28,6 +28,12 @@
 // order, on one zmm per (lane m, column). tests/unit/kernels_packed_kquant_test.cpp
 // checks it bit for bit.
 //
+// Why: per 16 rows the block-scale, mins and float work is one vector op
+// instead of 16 scalar-fed ones, and one activation broadcast feeds 16 rows,
+// so the kernels are bound by the multiply ports (maddubs + vpdpwssd per 64
+// products). kernels_bench, cache-resident: Q4_K one column ~3x the plain
+// vec_dot's GMAC/s, 4-8 columns ~1.5x vec_dot_cols'.
+//
 // On AMX machines the Amx entry sets Q4_K's vec_dot (its own rounding), the
 // registry then pairs Amx's (absent) packed functions with it: no packed Q4_K
 // there, by design. Q5_K and Q6_K keep these.
@@ -154,9 +160,9 @@ SLUICE_AVX512VNNI inline __m512i word(const uint8_t* words, int t) {
 // Software prefetch of the super-block kPrefetchBlocks ahead (its `bytes`
 // bytes at p). Without it the one-column kernels, which consume a super-block
 // several times faster than the plain vec_dot, read DRAM-resident weights
-// slower than it does (measured ~12 vs ~17 GB/s here); with it, as fast or
-// faster. Past the group's end it touches the next group, which callers read
-// next (a prefetch never faults).
+// slower than it does (kernels_bench dram, Q4_K: 17 vs 24 GB/s); with it,
+// faster (29-31 GB/s; Q6_K: level with it). Past the group's end it touches
+// the next group, which callers read next (a prefetch never faults).
 constexpr int64_t kPrefetchBlocks = 2;
 SLUICE_AVX512VNNI inline void prefetch(const uint8_t* p, size_t bytes) {
   for (size_t off = 0; off < bytes; off += 64)
