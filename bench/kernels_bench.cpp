@@ -147,6 +147,35 @@ void BM_gemm_tile(benchmark::State& state, GgmlType t, Isa isa, uint64_t bytes) 
   report_rates(state, rows * f.row_bytes, rows * kRow * kTileCols);
 }
 
+// The packed layout (TypeKernels::pack_rows / packed_dot): the fixture's rows
+// packed once, kPackRows at a time (not timed: weights are packed when they
+// arrive), then every group against `cols` activation rows per call. Compare
+// with dot/ (cols = 1: one vec_dot per row, the GEMV of decode) and with
+// cols4/, cols8/ (vec_dot_cols) by GB/s and GMAC/s.
+void BM_packed(benchmark::State& state, GgmlType t, Isa isa, uint64_t bytes, int cols) {
+  const TypeKernels* k = kernels_or_skip(state, t, isa, &TypeKernels::packed_dot);
+  if (!k) return;
+  Fixture f = make_fixture(t, bytes);
+  const int64_t groups = f.rows / kPackRows;
+  const uint64_t group_bytes = kPackRows * f.row_bytes;
+  // 64-byte aligned, as callers should allocate packed weights (unaligned zmm
+  // loads that split cache lines cost the K-quant kernels a third).
+  std::vector<TileLine> storage((groups * group_bytes + sizeof(TileLine) - 1) / sizeof(TileLine));
+  auto* packed = reinterpret_cast<uint8_t*>(storage.data());
+  for (int64_t g = 0; g < groups; ++g)
+    k->pack_rows(kRow, f.weights.data() + g * group_bytes, packed + g * group_bytes);
+  const void* act[kMaxDotCols];
+  for (int j = 0; j < kMaxDotCols; ++j) act[j] = f.act.data() + j * f.act_row_bytes;
+  float out[kMaxDotCols * kPackRows];
+  for (auto _ : state) {
+    for (int64_t g = 0; g < groups; ++g) {
+      k->packed_dot(kRow, packed + g * group_bytes, act, cols, out, kPackRows);
+      benchmark::DoNotOptimize(out);
+    }
+  }
+  report_rates(state, groups * group_bytes, groups * kPackRows * kRow * cols);
+}
+
 void BM_dequant(benchmark::State& state, GgmlType t, Isa isa, uint64_t bytes) {
   const TypeKernels* k = kernels_or_skip(state, t, isa, &TypeKernels::dequantize);
   if (!k) return;
@@ -198,6 +227,11 @@ const GgmlType kBenchTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, 
         if (k->gemm_tile)
           benchmark::RegisterBenchmark(("tile16/" + base + "/" + label).c_str(), BM_gemm_tile, t, isa, bytes)
               ->Unit(benchmark::kMicrosecond);
+        if (k->packed_dot)
+          for (int cols : {1, 4, kMaxDotCols})
+            benchmark::RegisterBenchmark(("packed" + std::to_string(cols) + "/" + base + "/" + label).c_str(),
+                                         BM_packed, t, isa, bytes, cols)
+                ->Unit(benchmark::kMicrosecond);
         if (k->dequantize)  // SIMD dequantizers exist only for the hot formats
           benchmark::RegisterBenchmark(("dequant/" + base + "/" + label).c_str(), BM_dequant, t, isa, bytes)
               ->Unit(benchmark::kMicrosecond);

@@ -55,6 +55,10 @@ void fill_kquant_avx512(KernelTable& table);
 void fill_dot_cols_avx2(KernelTable& table);
 void fill_dot_cols_vnni(KernelTable& table);
 void fill_dot_cols_avx512(KernelTable& table);
+// Packed (row-interleaved) Q4_K, Q5_K, Q6_K (TypeKernels::pack_rows /
+// packed_dot), bit-identical to the AVX-512 VNNI vec_dot
+// (x86/kquant_packed_avx512.cpp).
+void fill_kquant_packed_avx512(KernelTable& table);
 // Q4_K's vec_dot and tile GEMM in the AMX rounding (quant.h, x86/q4k_amx.cpp).
 void fill_amx_q4k(KernelTable& table);
 void fill_ops_avx2(OpsKernels& k);  // x86/ops_avx2.cpp

@@ -26,6 +26,7 @@ void fill_isa_avx_vnni(IsaKernels& k) {
 void fill_isa_avx512_vnni(IsaKernels& k) {
   fill_kquant_avx512(k.quant);
   fill_dot_cols_avx512(k.quant);
+  fill_kquant_packed_avx512(k.quant);
 }
 
 // Q4_K only. No multi-column dot: the tile GEMM instead, and dot_cols() loops
