@@ -65,6 +65,8 @@ const ExtraColumn kExtraColumns[] = {
     // The routing trace replayed instead of the router (--route-replay); off: the router.
     {"route_replay", "route replay", "off",
      [](const ModelBenchRow& r) { return r.route_replay.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.route_replay); }},
+    // --resident-layout (packed or plain): which layout the resident weights were computed in.
+    {"resident_layout", "layout", "n/a", [](const ModelBenchRow& r) { return nlohmann::json(r.point.resident_layout); }},
 };
 
 // A value as CSV / markdown text: integers in full, other numbers with one

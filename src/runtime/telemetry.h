@@ -152,6 +152,11 @@ struct RunSummary {
   uint64_t majflt = 0;   // over the records' evals
   double dense_resident_frac = 1.0;
   uint64_t dense_bytes = 0;
+  // --resident-layout in force, the dense bytes it re-laid at load, and
+  // whether experts are re-laid as they enter the cache (or at --load-all).
+  model::ResidentLayout resident_layout = model::ResidentLayout::Packed;
+  uint64_t dense_packed_bytes = 0;
+  bool experts_packed = false;
   double peak_rss_mib = 0;
   model::TimeProfile time;
   int prefetch = 0;                           // --prefetch depth in force (0: off)

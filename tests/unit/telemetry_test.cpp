@@ -40,7 +40,7 @@ const char* const kSummaryKeys[] = {
     "cache_hit_pct",  "experts_routed",  "experts_hit",     "experts_read",   "experts_dropped",
     "dropped_top_p",  "dropped_budget",  "dropped_cold",    "io_saved_GB",    "expert_budget",
     "bytes_read",     "reads",           "read_GBps",       "io_lane_s",      "majflt",
-    "majflt_per_tok", "dense_resident_frac", "dense_MiB",   "peak_rss_MiB",   "eval_s",
+    "majflt_per_tok", "dense_resident_frac", "dense_MiB",   "resident_layout", "dense_packed_MiB", "experts_packed", "peak_rss_MiB",   "eval_s",
     "expert_io_s",    "expert_matmul_s", "attention_s",     "other_s",
     // --prefetch (zero / false when off)
     "prefetch",       "prefetch_experts", "prefetch_used",  "prefetch_wasted", "prefetch_needed",
