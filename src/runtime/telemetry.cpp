@@ -236,9 +236,6 @@ std::vector<std::pair<std::string, nlohmann::ordered_json>> summary_fields(const
   f.emplace_back("majflt_per_tok", r4(s.majflt_per_tok()));
   f.emplace_back("dense_resident_frac", r4(s.dense_resident_frac));
   f.emplace_back("dense_MiB", r4(static_cast<double>(s.dense_bytes) / kMiB));
-  f.emplace_back("resident_layout", model::resident_layout_name(s.resident_layout));
-  f.emplace_back("dense_packed_MiB", r4(static_cast<double>(s.dense_packed_bytes) / kMiB));
-  f.emplace_back("experts_packed", s.experts_packed);
   f.emplace_back("peak_rss_MiB", r4(s.peak_rss_mib));
   f.emplace_back("eval_s", r4(s.time.eval_s));
   f.emplace_back("expert_io_s", r4(s.time.expert_io_s));
@@ -272,6 +269,9 @@ std::vector<std::pair<std::string, nlohmann::ordered_json>> summary_fields(const
   f.emplace_back("mtp_plain_steps", m.plain_steps);
   f.emplace_back("mtp_switches", m.switches);
   f.emplace_back("route_replay", !s.route_replay.empty());
+  f.emplace_back("resident_layout", model::resident_layout_name(s.resident_layout));
+  f.emplace_back("dense_packed_MiB", r4(static_cast<double>(s.dense_packed_bytes) / kMiB));
+  f.emplace_back("experts_packed", s.experts_packed);
   return f;
 }
 

@@ -40,14 +40,16 @@ const char* const kSummaryKeys[] = {
     "cache_hit_pct",  "experts_routed",  "experts_hit",     "experts_read",   "experts_dropped",
     "dropped_top_p",  "dropped_budget",  "dropped_cold",    "io_saved_GB",    "expert_budget",
     "bytes_read",     "reads",           "read_GBps",       "io_lane_s",      "majflt",
-    "majflt_per_tok", "dense_resident_frac", "dense_MiB",   "resident_layout", "dense_packed_MiB", "experts_packed", "peak_rss_MiB",   "eval_s",
+    "majflt_per_tok", "dense_resident_frac", "dense_MiB",   "peak_rss_MiB",   "eval_s",
     "expert_io_s",    "expert_matmul_s", "attention_s",     "other_s",
     // --prefetch (zero / false when off)
     "prefetch",       "prefetch_experts", "prefetch_used",  "prefetch_wasted", "prefetch_needed",
     "prefetch_failed", "prefetch_precision_pct", "prefetch_coverage_pct", "prefetch_wasted_MiB", "prefetch_wasted_MiB_per_tok",
     // the decode phase per emitted token, and --mtp (zero / empty when off)
     "decode_MiB_per_tok", "decode_experts_read_per_tok", "decode_tokens_per_forward", "mtp", "mtp_steps",
-    "mtp_drafted", "mtp_accepted", "mtp_accept_pct", "mtp_accept_pct_by_pos", "mtp_plain_steps", "mtp_switches", "route_replay"};
+    "mtp_drafted", "mtp_accepted", "mtp_accept_pct", "mtp_accept_pct_by_pos", "mtp_plain_steps", "mtp_switches", "route_replay",
+    // --resident-layout
+    "resident_layout", "dense_packed_MiB", "experts_packed"};
 
 std::string q8_path() { return shared_path("models/stories-moe-8x-q8_0.gguf"); }
 
