@@ -10,6 +10,8 @@ ResidentLayout parse_resident_layout(const std::string& s) {
   throw Error("--resident-layout: unknown layout '" + s + "' (expected packed or plain)");
 }
 
-const char* resident_layout_name(ResidentLayout l) { return l == ResidentLayout::Packed ? "packed" : "plain"; }
+const char* resident_layout_name(ResidentLayout l) {
+  return l == ResidentLayout::Packed ? "packed" : "plain";
+}
 
 }  // namespace sluice::model

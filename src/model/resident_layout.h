@@ -9,7 +9,8 @@
 namespace sluice::model {
 
 enum class ResidentLayout { Packed, Plain };
-ResidentLayout parse_resident_layout(const std::string& s);  // throws Error naming --resident-layout
+ResidentLayout parse_resident_layout(
+    const std::string& s);  // throws Error naming --resident-layout
 const char* resident_layout_name(ResidentLayout l);
 
 }  // namespace sluice::model

@@ -37,15 +37,18 @@ void test_pack_rows(int64_t, const void* src, void* dst) {
   const auto* s = static_cast<const uint8_t*>(src);
   auto* d = static_cast<uint8_t*>(dst);
   for (int64_t r = 0; r < G; ++r)
-    for (size_t b = 0; b < g_row_bytes; ++b) d[b * G + static_cast<size_t>(r)] = s[static_cast<size_t>(r) * g_row_bytes + b];
+    for (size_t b = 0; b < g_row_bytes; ++b)
+      d[b * G + static_cast<size_t>(r)] = s[static_cast<size_t>(r) * g_row_bytes + b];
 }
 
-void test_packed_dot(int64_t n, const void* packed, const void* const* act, int n_act, float* out, int64_t out_stride) {
+void test_packed_dot(int64_t n, const void* packed, const void* const* act, int n_act, float* out,
+                     int64_t out_stride) {
   const auto* p = static_cast<const uint8_t*>(packed);
   std::vector<uint8_t> row(g_row_bytes);
   for (int64_t r = 0; r < G; ++r) {
     for (size_t b = 0; b < g_row_bytes; ++b) row[b] = p[b * G + static_cast<size_t>(r)];
-    for (int j = 0; j < n_act; ++j) out[j * out_stride + r] = g_real->vec_dot(n, row.data(), act[j]);
+    for (int j = 0; j < n_act; ++j)
+      out[j * out_stride + r] = g_real->vec_dot(n, row.data(), act[j]);
   }
 }
 
@@ -62,7 +65,8 @@ std::vector<uint8_t> random_matrix(GgmlType t, int64_t n_in, int64_t n_out, uint
   for (float& v : x) v = d(rng);
   const size_t rb = static_cast<size_t>(*ggml_row_bytes(t, static_cast<uint64_t>(n_in)));
   std::vector<uint8_t> q(rb * static_cast<size_t>(n_out));
-  for (int64_t r = 0; r < n_out; ++r) kernels::quantize_row(t, &x[static_cast<size_t>(r * n_in)], &q[rb * r], n_in);
+  for (int64_t r = 0; r < n_out; ++r)
+    kernels::quantize_row(t, &x[static_cast<size_t>(r * n_in)], &q[rb * r], n_in);
   return q;
 }
 
@@ -106,7 +110,8 @@ Pair make_pair(const Case& c, const kernels::TypeKernels& kern) {
   // The tail rows are untouched; the groups were re-laid (for a real layout
   // some byte moves; the test layout moves every row but row 0's first byte).
   const size_t tail = static_cast<size_t>(p.packed.packed_rows()) * p.plain.row_bytes;
-  EXPECT_EQ(0, std::memcmp(p.plain_bytes.data() + tail, p.packed_bytes.data() + tail, p.plain_bytes.size() - tail));
+  EXPECT_EQ(0, std::memcmp(p.plain_bytes.data() + tail, p.packed_bytes.data() + tail,
+                           p.plain_bytes.size() - tail));
   if (tail > 0) {
     EXPECT_NE(0, std::memcmp(p.plain_bytes.data(), p.packed_bytes.data(), tail));
   }
@@ -128,11 +133,18 @@ void check_all_ways(const Pair& p, int64_t n_pos) {
     ThreadPool pool(threads);
     std::vector<float> got(want.size(), kSentinel);
     matmul(p.packed, a.ptr, got.data(), stride, pool);
-    EXPECT_TRUE(same_bits(got, want)) << "matmul, " << threads << " threads, " << n_pos << " positions, n_out " << n_out;
+    EXPECT_TRUE(same_bits(got, want))
+        << "matmul, " << threads << " threads, " << n_pos << " positions, n_out " << n_out;
   }
   // Row ranges that start, end or lie inside a group, and the tail alone.
-  const std::vector<std::pair<int64_t, int64_t>> ranges = {
-      {0, n_out}, {5, 37}, {16, 32}, {3, 4}, {17, 18}, {n_out - n_out % G, n_out}, {n_out - 9, n_out - 2}, {1, n_out - 1}};
+  const std::vector<std::pair<int64_t, int64_t>> ranges = {{0, n_out},
+                                                           {5, 37},
+                                                           {16, 32},
+                                                           {3, 4},
+                                                           {17, 18},
+                                                           {n_out - n_out % G, n_out},
+                                                           {n_out - 9, n_out - 2},
+                                                           {1, n_out - 1}};
   for (auto [r0, r1] : ranges) {
     if (r0 < 0 || r1 > n_out || r0 >= r1) continue;
     std::vector<float> got(want.size(), kSentinel);
@@ -142,8 +154,8 @@ void check_all_ways(const Pair& p, int64_t n_pos) {
         const size_t k = static_cast<size_t>(i * stride + r);
         const float expect = r >= r0 && r < r1 ? want[k] : kSentinel;
         ASSERT_EQ(0, std::memcmp(&got[k], &expect, sizeof(float)))
-            << "matmul_rows [" << r0 << ", " << r1 << ") position " << i << " row " << r << ", " << n_pos
-            << " positions, n_out " << n_out;
+            << "matmul_rows [" << r0 << ", " << r1 << ") position " << i << " row " << r << ", "
+            << n_pos << " positions, n_out " << n_out;
       }
   }
 }
@@ -179,7 +191,9 @@ TEST(PackedMatmul, RealKernelsGiveThePlainBits) {
     const Pair p = make_pair(c, k);
     for (int64_t n_pos : kPositions) check_all_ways(p, n_pos);
   }
-  if (tested == 0) GTEST_SKIP() << "no packed kernels for Q4_0, Q8_0 or Q4_K on this CPU (TypeKernels::pack_rows unset)";
+  if (tested == 0)
+    GTEST_SKIP()
+        << "no packed kernels for Q4_0, Q8_0 or Q4_K on this CPU (TypeKernels::pack_rows unset)";
 }
 
 TEST(PackedMatmul, NotPackableLeavesBytesAndViewPlain) {

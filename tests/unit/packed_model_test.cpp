@@ -109,15 +109,18 @@ tools::SynthConfig qwen(GgmlType experts, GgmlType dense) {
 struct TypeCase {
   GgmlType experts, dense;
 };
-const TypeCase kTypes[] = {{GgmlType::Q4_0, GgmlType::Q4_0}, {GgmlType::Q8_0, GgmlType::Q8_0},
-                           {GgmlType::Q4_K, GgmlType::Q4_K}, {GgmlType::Q4_0, GgmlType::Q8_0}};
+const TypeCase kTypes[] = {{GgmlType::Q4_0, GgmlType::Q4_0},
+                           {GgmlType::Q8_0, GgmlType::Q8_0},
+                           {GgmlType::Q4_K, GgmlType::Q4_K},
+                           {GgmlType::Q4_0, GgmlType::Q8_0}};
 
 TEST(PackedModel, LogitsBitIdenticalAcrossLayoutsStorageThreadsAndBatching) {
   TempDir d;
   for (const TypeCase& tc : kTypes) {
     const std::string what = std::string(ggml_type_name(tc.experts)) + " experts, " +
                              std::string(ggml_type_name(tc.dense)) + " dense";
-    const std::string path = synth(d, qwen(tc.experts, tc.dense), "qwen-" + std::to_string(&tc - kTypes));
+    const std::string path =
+        synth(d, qwen(tc.experts, tc.dense), "qwen-" + std::to_string(&tc - kTypes));
     auto base_model = load(path, plain_mmap());
     const std::vector<float> want = fingerprint(*base_model);
     const uint64_t expert_bytes = base_model->expert_bytes(0);
@@ -142,7 +145,8 @@ TEST(PackedModel, LogitsBitIdenticalAcrossLayoutsStorageThreadsAndBatching) {
       c.prefetch = 2;
     });
     // Room for a few experts only: evictions, and uncached (private) buffers in prefill.
-    add("packed anon, tight cache", [&](ModelConfig& c) { c.cache_bytes = 6 * (expert_bytes + 3 * 4096); });
+    add("packed anon, tight cache",
+        [&](ModelConfig& c) { c.cache_bytes = 6 * (expert_bytes + 3 * 4096); });
     add("packed anon, load-all", [](ModelConfig& c) { c.load_all = true; });
     add("packed anon, load-all, 2 threads", [](ModelConfig& c) {
       c.load_all = true;
@@ -188,8 +192,8 @@ TEST(PackedModel, EveryArchitectureGivesThePlainLogits) {
     bool dense = false;
     bool mtp = false;
   };
-  const ArchCase cases[] = {{"qwen3moe"}, {"llama", true}, {"llama"}, {"gpt-oss"}, {"glm4moe", false, true},
-                            {"deepseek2", false, true}};
+  const ArchCase cases[] = {{"qwen3moe"}, {"llama", true},          {"llama"},
+                            {"gpt-oss"},  {"glm4moe", false, true}, {"deepseek2", false, true}};
   for (const ArchCase& a : cases) {
     tools::SynthConfig sc = tools::synth_preset("tiny", a.arch);
     if (a.dense) sc.n_expert = 0;
@@ -210,7 +214,8 @@ TEST(PackedModel, EveryArchitectureGivesThePlainLogits) {
       if (a.dense) c.cache_bytes = 0, c.load_all = false;
       auto m = load(path, c);
       EXPECT_TRUE(same_bits(fingerprint(*m), want)) << name << " variant " << variant;
-      EXPECT_TRUE(same_bits(fingerprint(*m), want)) << name << " variant " << variant << ", second pass";
+      EXPECT_TRUE(same_bits(fingerprint(*m), want))
+          << name << " variant " << variant << ", second pass";
     }
   }
 }
@@ -227,7 +232,8 @@ TEST(PackedModel, PackingHappensWhereTheKernelsHaveIt) {
     any = true;
     const std::string what = std::string(ggml_type_name(tc.experts)) + " experts, " +
                              std::string(ggml_type_name(tc.dense)) + " dense";
-    const std::string path = synth(d, qwen(tc.experts, tc.dense), "pk-" + std::to_string(&tc - kTypes));
+    const std::string path =
+        synth(d, qwen(tc.experts, tc.dense), "pk-" + std::to_string(&tc - kTypes));
 
     ModelConfig c = packed_anon();
     c.load_all = true;
@@ -272,14 +278,16 @@ TEST(PackedModel, PackingHappensWhereTheKernelsHaveIt) {
     EXPECT_EQ(s.io.experts_transformed, 0u) << what;
   }
   if (!any)
-    GTEST_SKIP() << "no packed kernels (TypeKernels::pack_rows) for Q4_0, Q8_0 or Q4_K on this CPU: nothing to pack";
+    GTEST_SKIP() << "no packed kernels (TypeKernels::pack_rows) for Q4_0, Q8_0 or Q4_K on this "
+                    "CPU: nothing to pack";
 }
 
 // A llama whose lm head is the tied token_embd (no output.weight): the
 // embedding is read by row, so it must stay plain while every other matmul
 // weight is packed; the packed byte count says exactly which.
 TEST(PackedModel, TiedEmbeddingStaysPlainAndEveryOtherMatrixIsPacked) {
-  constexpr uint64_t kEmbd = 256, kVocab = 100, kFf = 288, kKv = 128;  // vocab: not a multiple of 16
+  constexpr uint64_t kEmbd = 256, kVocab = 100, kFf = 288,
+                     kKv = 128;  // vocab: not a multiple of 16
   const GgmlType q = GgmlType::Q8_0;
   TempDir d;
   const std::string path = d.file("tied.gguf");
@@ -288,13 +296,17 @@ TEST(PackedModel, TiedEmbeddingStaysPlainAndEveryOtherMatrixIsPacked) {
     GgmlType t;
     std::vector<uint64_t> ne;
   };
-  const std::vector<T> ts = {
-      {"token_embd.weight", q, {kEmbd, kVocab}},      {"output_norm.weight", GgmlType::F32, {kEmbd}},
-      {"blk.0.attn_norm.weight", GgmlType::F32, {kEmbd}}, {"blk.0.ffn_norm.weight", GgmlType::F32, {kEmbd}},
-      {"blk.0.attn_q.weight", q, {kEmbd, kEmbd}},      {"blk.0.attn_k.weight", q, {kEmbd, kKv}},
-      {"blk.0.attn_v.weight", q, {kEmbd, kKv}},        {"blk.0.attn_output.weight", q, {kEmbd, kEmbd}},
-      {"blk.0.ffn_gate.weight", q, {kEmbd, kFf}},      {"blk.0.ffn_up.weight", q, {kEmbd, kFf}},
-      {"blk.0.ffn_down.weight", q, {kFf, kEmbd}}};
+  const std::vector<T> ts = {{"token_embd.weight", q, {kEmbd, kVocab}},
+                             {"output_norm.weight", GgmlType::F32, {kEmbd}},
+                             {"blk.0.attn_norm.weight", GgmlType::F32, {kEmbd}},
+                             {"blk.0.ffn_norm.weight", GgmlType::F32, {kEmbd}},
+                             {"blk.0.attn_q.weight", q, {kEmbd, kEmbd}},
+                             {"blk.0.attn_k.weight", q, {kEmbd, kKv}},
+                             {"blk.0.attn_v.weight", q, {kEmbd, kKv}},
+                             {"blk.0.attn_output.weight", q, {kEmbd, kEmbd}},
+                             {"blk.0.ffn_gate.weight", q, {kEmbd, kFf}},
+                             {"blk.0.ffn_up.weight", q, {kEmbd, kFf}},
+                             {"blk.0.ffn_down.weight", q, {kFf, kEmbd}}};
   {
     gguf::Writer w(path);
     w.add_metadata("general.architecture", gguf::Value::from_string("llama"));
@@ -330,7 +342,8 @@ TEST(PackedModel, TiedEmbeddingStaysPlainAndEveryOtherMatrixIsPacked) {
   base.reset();
   auto m = load(path, packed_anon());
   EXPECT_TRUE(same_bits(fingerprint(*m), want));
-  if (!packable(q)) GTEST_SKIP() << "no packed Q8_0 kernels on this CPU: the layout was not exercised";
+  if (!packable(q))
+    GTEST_SKIP() << "no packed Q8_0 kernels on this CPU: the layout was not exercised";
   // Packed groups of every matrix but token_embd (also the lm head here).
   const uint64_t rb = *ggml_row_bytes(q, kEmbd);
   auto groups = [](uint64_t n_out) { return n_out / 16 * 16; };
@@ -344,9 +357,9 @@ TEST(PackedModel, SummarySaysTheLayoutAndWhatWasPacked) {
   runtime::RunSummary s;
   s.dense_packed_bytes = uint64_t{3} << 20;
   s.experts_packed = true;
-  EXPECT_NE(runtime::summary_human(s).find(
-                "sluice: resident layout packed: dense 3.0 MiB packed; experts packed as they become resident "
-                "(cache entry, --load-all)\n"),
+  EXPECT_NE(runtime::summary_human(s).find("sluice: resident layout packed: dense 3.0 MiB packed; "
+                                           "experts packed as they become resident "
+                                           "(cache entry, --load-all)\n"),
             std::string::npos)
       << runtime::summary_human(s);
   const nlohmann::ordered_json j = runtime::summary_json(s);
@@ -356,7 +369,8 @@ TEST(PackedModel, SummarySaysTheLayoutAndWhatWasPacked) {
   s.resident_layout = ResidentLayout::Plain;
   s.dense_packed_bytes = 0;
   s.experts_packed = false;
-  EXPECT_NE(runtime::summary_human(s).find("sluice: resident layout plain: dense 0.0 MiB packed; experts plain\n"),
+  EXPECT_NE(runtime::summary_human(s).find(
+                "sluice: resident layout plain: dense 0.0 MiB packed; experts plain\n"),
             std::string::npos);
   EXPECT_EQ(runtime::summary_json(s)["resident_layout"], "plain");
 }
