@@ -1,15 +1,18 @@
-// Kernel throughput: dequantize, vec_dot and the 4- and 8-column dot_cols per format
-// and ISA, in GB/s of weight bytes consumed (each weight byte once, whatever
-// the column count), next to the machine's measured memory read bandwidth.
+// Kernel throughput: dequantize, vec_dot, the 4- and 8-column dot_cols and the
+// packed layout's 1-, 4- and 8-column packed_dot per format and ISA, in GB/s
+// of weight bytes consumed (each weight byte once, whatever the column
+// count), next to the machine's measured memory read bandwidth.
 // "GMAC/s" counts multiply-adds (elements x columns).
 //
 // Two working-set sizes per kernel: "l2" (256 KiB of weights, cache-resident:
 // the kernel's arithmetic limit) and "dram" (256 MiB: what decode sees when
 // weights stream from memory). Run: build/bench/kernels_bench
 //   --benchmark_filter=dot/.*dram   to see only the memory-bound rows;
-//   --benchmark_filter='(dot|cols4|cols8)/Q4_K'  every ISA and width for one format.
+//   --benchmark_filter='(dot|cols4|cols8)/Q4_K'  every ISA and width for one format;
+//   --benchmark_filter='(dot|packed1)/Q4_0/avx512vnni'  decode's GEMV, per row vs packed.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <random>
@@ -147,16 +150,20 @@ void BM_gemm_tile(benchmark::State& state, GgmlType t, Isa isa, uint64_t bytes) 
   report_rates(state, rows * f.row_bytes, rows * kRow * kTileCols);
 }
 
-// The packed layout (TypeKernels::pack_rows / packed_dot): the fixture's rows
-// packed once, kPackRows at a time (not timed: weights are packed when they
-// arrive), then every group against `cols` activation rows per call. Compare
-// with dot/ (cols = 1: one vec_dot per row, the GEMV of decode) and with
-// cols4/, cols8/ (vec_dot_cols) by GB/s and GMAC/s.
+// The packed layout (pack_rows / packed_dot): the matrix's rows re-laid in
+// groups of kPackRows once (not timed, as the engine packs resident weights
+// once), then every group against `cols` activation rows per call. cols = 1 is
+// decode's GEMV (compare dot/), 4 and 8 prefill's (compare cols4/, cols8/).
 void BM_packed(benchmark::State& state, GgmlType t, Isa isa, uint64_t bytes, int cols) {
   const TypeKernels* k = kernels_or_skip(state, t, isa, &TypeKernels::packed_dot);
   if (!k) return;
   Fixture f = make_fixture(t, bytes);
-  const int64_t groups = f.rows / kPackRows;
+  const int64_t groups = std::max<int64_t>(1, f.rows / kPackRows);
+  if (f.rows < kPackRows) {
+    f.weights.resize(kPackRows * f.row_bytes);
+    for (int64_t r = f.rows; r < kPackRows; ++r)
+      std::memcpy(f.weights.data() + r * f.row_bytes, f.weights.data(), f.row_bytes);
+  }
   const uint64_t group_bytes = kPackRows * f.row_bytes;
   // 64-byte aligned, as callers should allocate packed weights (unaligned zmm
   // loads that split cache lines cost the K-quant kernels a third).
@@ -164,6 +171,7 @@ void BM_packed(benchmark::State& state, GgmlType t, Isa isa, uint64_t bytes, int
   auto* packed = reinterpret_cast<uint8_t*>(storage.data());
   for (int64_t g = 0; g < groups; ++g)
     k->pack_rows(kRow, f.weights.data() + g * group_bytes, packed + g * group_bytes);
+  f.weights = {};
   const void* act[kMaxDotCols];
   for (int j = 0; j < kMaxDotCols; ++j) act[j] = f.act.data() + j * f.act_row_bytes;
   float out[kMaxDotCols * kPackRows];
@@ -224,14 +232,14 @@ const GgmlType kBenchTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, 
             benchmark::RegisterBenchmark(("cols" + std::to_string(cols) + "/" + base + "/" + label).c_str(),
                                          BM_dot_cols, t, isa, bytes, cols)
                 ->Unit(benchmark::kMicrosecond);
-        if (k->gemm_tile)
-          benchmark::RegisterBenchmark(("tile16/" + base + "/" + label).c_str(), BM_gemm_tile, t, isa, bytes)
-              ->Unit(benchmark::kMicrosecond);
         if (k->packed_dot)
           for (int cols : {1, 4, kMaxDotCols})
             benchmark::RegisterBenchmark(("packed" + std::to_string(cols) + "/" + base + "/" + label).c_str(),
                                          BM_packed, t, isa, bytes, cols)
                 ->Unit(benchmark::kMicrosecond);
+        if (k->gemm_tile)
+          benchmark::RegisterBenchmark(("tile16/" + base + "/" + label).c_str(), BM_gemm_tile, t, isa, bytes)
+              ->Unit(benchmark::kMicrosecond);
         if (k->dequantize)  // SIMD dequantizers exist only for the hot formats
           benchmark::RegisterBenchmark(("dequant/" + base + "/" + label).c_str(), BM_dequant, t, isa, bytes)
               ->Unit(benchmark::kMicrosecond);

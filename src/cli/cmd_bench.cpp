@@ -45,6 +45,7 @@ struct BenchOptions {
   std::string threads = "1";
   std::string io_threads = "4";
   std::string dense_weights = "anon";
+  std::string resident_layout = "packed";
   std::string moe_top_k;          // "" = the model's own k
   std::string prefetch = "off";   // off,prefill,auto,N
   std::string expert_budget;      // "" = off
@@ -139,6 +140,7 @@ runtime::ModelBenchConfig model_config_from(const BenchOptions& o) {
   cfg.threads = runtime::parse_int_list(o.threads, "-t", 1, 1024);
   cfg.io_threads = runtime::parse_int_list(o.io_threads, "--io-threads", 1, 256);
   cfg.dense_weights = runtime::parse_dense_list(o.dense_weights, "--dense-weights");
+  cfg.resident_layout = runtime::parse_layout_list(o.resident_layout);
   if (!o.moe_top_k.empty()) cfg.moe_top_k = runtime::parse_int_list(o.moe_top_k, "--moe-top-k", 1, 1 << 16);
   cfg.cache_mb = runtime::parse_cache_mb_list(o.cache_mb);
   cfg.prefetch = runtime::parse_prefetch_list(o.prefetch);
@@ -241,6 +243,9 @@ void register_bench(CLI::App& app) {
   cmd->add_option("--io-threads", opts->io_threads, "-m: expert read lanes, comma separated (swept)")
       ->capture_default_str();
   cmd->add_option("--dense-weights", opts->dense_weights, "-m: mmap|warm|anon, comma separated (swept)")
+      ->capture_default_str();
+  cmd->add_option("--resident-layout", opts->resident_layout,
+                  "-m: packed|plain, comma separated (swept): layout of resident weights (same logits)")
       ->capture_default_str();
   // Routing top-k. `sluice run` spells it --moe-top-k because --top-k is its
   // sampling flag; bench does no sampling, so it also takes --top-k, the

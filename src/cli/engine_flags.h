@@ -33,6 +33,12 @@ inline void add_engine_flags(CLI::App* cmd, runtime::EngineOptions& o) {
       ->check(CLI::IsMember({"mmap", "warm", "anon"}))
       ->capture_default_str()
       ->group(group);
+  cmd->add_option("--resident-layout", o.resident_layout,
+                  "layout of weights that stay in memory (anon dense weights, cached and --load-all experts): "
+                  "packed (re-laid once for the packed kernels, where the type has them) or plain; same logits")
+      ->check(CLI::IsMember({"packed", "plain"}))
+      ->capture_default_str()
+      ->group(group);
   cmd->add_option("--kv-type", o.kv_type, "KV cache element type (llama.cpp's -ctk/-ctv)")
       ->check(CLI::IsMember({"f16", "f32"}))
       ->capture_default_str()

@@ -27,6 +27,12 @@ void fill_legacy_avx2_dot(KernelTable& table);
 // Only on x86-64 builds: AVX-VNNI dot products (legacy_vnni_dot.cpp), each
 // bit-identical to the AVX2 one of its type.
 void fill_legacy_vnni_dot(KernelTable& table);
+// Only on x86-64 builds: AVX-512 VNNI kernels of the symmetric formats (Q4_0,
+// Q5_0, Q8_0, IQ4_NL, MXFP4): vec_dot and vec_dot_cols bit-identical to AVX2
+// (legacy_avx512_dot.cpp), and the packed layout of Q4_0, Q8_0, IQ4_NL and
+// MXFP4, bit-identical to those (legacy_packed_avx512.cpp).
+void fill_legacy_avx512_dot(KernelTable& table);
+void fill_legacy_packed_avx512(KernelTable& table);
 
 // Note on Q4_1 / Q5_1: vec_dot uses the activation's stored s = fp16(d * sum q)
 // for the offset term (as llama.cpp does), so it equals the exact dot of the

@@ -89,7 +89,8 @@ void SwiGlu::run(const FfnMatrices& m, Activation act, const FfnBiases& bias, st
       }
     }
     if (worth_parallel(pool, n_ff, work)) {
-      pool.parallel_for(n_ff, by_units);
+      // Packed gate/up: ranges start at group boundaries (speed only).
+      pool.parallel_for(n_ff, by_units, std::max(row_grain(m.gate), row_grain(m.up)));
     } else {
       by_units(0, n_ff);
     }

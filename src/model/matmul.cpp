@@ -159,8 +159,12 @@ void TiledActivations::prepare(const kernels::TypeKernels& kern, int64_t n_in, s
   }
 }
 
-void matmul_rows(const WeightMatrix& w, std::span<const void* const> act, float* out, int64_t out_stride, int64_t r0,
-                 int64_t r1, const TiledActivations* tiled) {
+namespace {
+
+// Rows [r0, r1) of w, which must be plain there: vec_dot (decode), the tile
+// GEMM, or the multi-column dot.
+void plain_rows(const WeightMatrix& w, std::span<const void* const> act, float* out, int64_t out_stride, int64_t r0,
+                int64_t r1, const TiledActivations* tiled) {
   const int64_t n_act = static_cast<int64_t>(act.size());
   const kernels::TypeKernels& kern = *w.kern;
   const int64_t n_in = w.n_in;
@@ -214,6 +218,76 @@ void matmul_rows(const WeightMatrix& w, std::span<const void* const> act, float*
   }
 }
 
+// One packed group g of w against positions [i, i + m) (m <= kMaxDotCols),
+// written to the rows of [r0, r1) it holds. A group wholly inside the range
+// is written in place; one the range cuts is computed whole into scratch and
+// only the requested rows copied out (each value is the same either way).
+inline void packed_group(const WeightMatrix& w, int64_t g, const void* const* acts, int m, float* out,
+                         int64_t out_stride, int64_t r0, int64_t r1) {
+  constexpr int64_t G = kernels::kPackRows;
+  const int64_t first = g * G;
+  const uint8_t* src = w.data + static_cast<size_t>(g) * w.group_bytes();
+  if (first >= r0 && first + G <= r1) {
+    w.kern->packed_dot(w.n_in, src, acts, m, out + first, out_stride);
+    return;
+  }
+  float scratch[kernels::kMaxDotCols * G];
+  w.kern->packed_dot(w.n_in, src, acts, m, scratch, G);
+  const int64_t lo = std::max(r0, first), hi = std::min(r1, first + G);
+  for (int j = 0; j < m; ++j)
+    for (int64_t r = lo; r < hi; ++r) out[j * out_stride + r] = scratch[j * G + (r - first)];
+}
+
+// Rows [r0, r1) of a packed w: its groups through packed_dot, its plain tail
+// through plain_rows. Same loop nest as the plain multi-column path (groups
+// in blocks that stay in L2, positions in tiles that stay in L1); speed only.
+void packed_rows(const WeightMatrix& w, std::span<const void* const> act, float* out, int64_t out_stride, int64_t r0,
+                 int64_t r1, const TiledActivations* tiled) {
+  constexpr int64_t G = kernels::kPackRows;
+  const int64_t pr = w.packed_rows();
+  if (r1 > pr) plain_rows(w, act, out, out_stride, std::max(r0, pr), r1, tiled);
+  if (r0 >= pr) return;
+  const int64_t g0 = r0 / G, g1 = (std::min(r1, pr) + G - 1) / G;
+  const int64_t n_act = static_cast<int64_t>(act.size());
+  const void* const* acts = act.data();
+  const size_t gb = w.group_bytes();
+  if (n_act == 1) {  // decode: hint the next group while this one is computed
+    const int64_t ahead = std::max<int64_t>(1, kPrefetchAheadBytes / static_cast<int64_t>(std::max<size_t>(gb, 1)));
+    for (int64_t g = g0; g < g1; ++g) {
+      if (g + ahead < g1) prefetch_row(w.data + static_cast<size_t>(g + ahead) * gb, gb);
+      packed_group(w, g, acts, 1, out, out_stride, r0, r1);
+    }
+    return;
+  }
+  const auto act_row_bytes = ggml_row_bytes(w.kern->vec_dot_type, static_cast<uint64_t>(w.n_in));
+  const int64_t tile = position_tile(static_cast<size_t>(act_row_bytes.value_or(0)));
+  const int64_t group_block = std::max<int64_t>(1, static_cast<int64_t>(kRowBlockBytes / std::max<size_t>(gb, 1)));
+  for (int64_t b0 = g0; b0 < g1; b0 += group_block) {
+    const int64_t b1 = std::min(g1, b0 + group_block);
+    for (int64_t p0 = 0; p0 < n_act; p0 += tile) {
+      const int64_t p1 = std::min(n_act, p0 + tile);
+      for (int64_t g = b0; g < b1; ++g) {
+        for (int64_t i = p0; i < p1; i += kernels::kMaxDotCols) {
+          const int m = static_cast<int>(std::min<int64_t>(kernels::kMaxDotCols, p1 - i));
+          packed_group(w, g, acts + i, m, out + i * out_stride, out_stride, r0, r1);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void matmul_rows(const WeightMatrix& w, std::span<const void* const> act, float* out, int64_t out_stride, int64_t r0,
+                 int64_t r1, const TiledActivations* tiled) {
+  if (act.empty() || r0 >= r1) return;
+  if (w.packed) {
+    packed_rows(w, act, out, out_stride, r0, r1, tiled);
+  } else {
+    plain_rows(w, act, out, out_stride, r0, r1, tiled);
+  }
+}
+
 bool worth_parallel(const ThreadPool& pool, int64_t n_rows, int64_t multiply_adds) {
   return pool.size() > 1 && n_rows > 1 && multiply_adds >= kMinParallelWork;
 }
@@ -224,13 +298,13 @@ void matmul(const WeightMatrix& w, std::span<const void* const> act, float* out,
   if (n_act == 0 || w.n_out == 0) return;
   const TiledActivations* tiled = nullptr;
   thread_local TiledActivations shared;  // the caller's; workers only read it
-  if (w.kern->gemm_tile && n_act > 1) {
+  if (w.kern->gemm_tile && n_act > 1 && !w.packed) {  // packed: only a short plain tail might use tiles
     shared.prepare(*w.kern, w.n_in, act, &pool);
     tiled = &shared;
   }
   auto body = [&](int64_t r0, int64_t r1) { matmul_rows(w, act, out, out_stride, r0, r1, tiled); };
   if (worth_parallel(pool, w.n_out, w.n_out * w.n_in * n_act)) {
-    pool.parallel_for(w.n_out, body);
+    pool.parallel_for(w.n_out, body, row_grain(w));  // packed: ranges start at group boundaries
   } else {
     body(0, w.n_out);
   }

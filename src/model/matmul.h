@@ -12,10 +12,19 @@
 // of kernels::kTileRows rows meet groups of kernels::kTileCols positions
 // re-laid once (TiledActivations) instead.
 //
+// Packed matrices (WeightMatrix::packed: the resident row-interleaved layout
+// of kernels/quant.h) are computed a group of kernels::kPackRows rows at a
+// time with TypeKernels::packed_dot, for one position (decode) or up to
+// kMaxDotCols positions per call (prefill); their n_out % kPackRows tail rows
+// are plain and take the paths above. Threads split them at group boundaries;
+// a row range that cuts a group (a caller's own split) computes the whole
+// group into scratch and keeps only the requested rows.
+//
 // Determinism: output rows are split across threads, and each output element
-// is exactly the value one vec_dot call gives (vec_dot_cols is bit-identical
-// to vec_dot by contract), so results are bit-identical for any thread count,
-// tiling, or number of positions evaluated together.
+// is exactly the value one vec_dot call gives (vec_dot_cols, gemm_tile and
+// packed_dot are bit-identical to vec_dot by contract), so results are
+// bit-identical for any thread count, tiling, number of positions evaluated
+// together, or resident layout (packed or plain).
 #pragma once
 
 #include <cstddef>
@@ -40,9 +49,25 @@ struct WeightMatrix {
   size_t row_bytes = 0;
   const kernels::TypeKernels* kern = nullptr;  // kernels_for(type)
   std::string name;                            // for error messages
+  // Packed layout (set only when packable(*kern) and the bytes were re-laid by
+  // kern->pack_rows): rows [0, packed_rows()) are groups of kPackRows rows,
+  // group g at data + g * kPackRows * row_bytes (a group has the byte count
+  // of its plain rows); rows from packed_rows() on are plain, so row(r) is
+  // valid for them only.
+  bool packed = false;
 
   const uint8_t* row(int64_t r) const { return data + static_cast<size_t>(r) * row_bytes; }
+  int64_t packed_rows() const { return packed ? n_out - n_out % kernels::kPackRows : 0; }
+  size_t group_bytes() const { return row_bytes * kernels::kPackRows; }
 };
+
+// Whether matrices of these kernels can be held packed (pack_rows and
+// packed_dot both present; the registry pairs them with vec_dot's ISA).
+inline bool packable(const kernels::TypeKernels& k) { return k.pack_rows != nullptr && k.packed_dot != nullptr; }
+
+// The row granularity at which w's rows should be split across threads (speed
+// only: a range that cuts a packed group still gives exact values).
+inline int64_t row_grain(const WeightMatrix& w) { return w.packed ? kernels::kPackRows : 1; }
 
 // Builds a WeightMatrix over the 2-D slice starting at `data` with ne[0] = n_in,
 // ne[1] = n_out. Throws Error("unsupported tensor type X in tensor NAME") when

@@ -18,6 +18,7 @@
 #include "io/uring_queue.h"
 #include "model/hparams.h"
 #include "model/kv_cache.h"
+#include "model/resident_layout.h"
 #include "moe/expert_usage.h"
 #include "moe/route_trace.h"
 #include "moe/trim_config.h"
@@ -109,6 +110,11 @@ struct ModelConfig {
   // io::FaultFile. Separate, so a test can fault one path only. Empty: none.
   io::WrapFile wrap_expert_file;
   io::WrapFile wrap_dense_file;
+  // --resident-layout: Packed re-lays weights that stay in memory (dense
+  // matmul weights in anon mode, cached and --load-all experts) once into the
+  // kernels' packed layout where the type has one; Plain keeps the file's
+  // rows. Logits are bit-identical either way (model/packed_layout.h).
+  ResidentLayout resident_layout = ResidentLayout::Packed;
 };
 
 // Routed-expert accounting, counted per (layer, eval batch) over the DISTINCT
@@ -183,6 +189,11 @@ struct ModelStats {
   int prefill_prefetch = 0;  // the depth in force for micro-batches of more than one position
   PrefetchCounters prefetch_counters;
   std::string route_replay;  // RouteReplay::describe() when --route-replay is on; empty otherwise
+  ResidentLayout resident_layout = ResidentLayout::Packed;  // --resident-layout in force
+  uint64_t dense_packed_bytes = 0;  // dense bytes re-laid into the packed layout at load
+  // Experts are re-laid as they enter the cache (or at --load-all): the layout
+  // is packed, the experts stay resident, and some expert type is packable.
+  bool experts_packed = false;
 };
 
 class Model {

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <optional>
 
+#include "model/packed_layout.h"
 #include "util/clock.h"
 #include "util/error.h"
 
@@ -42,10 +43,12 @@ std::optional<moe::ExpertStore::Batch> fetch_some(moe::ExpertStore& store, int l
 
 void MoeFfn::compute_expert(size_t i, const moe::ExpertView& view, int layer, const ExpertTemplate& tmpl,
                             const QuantizedRows& act_up, int64_t n_out, ThreadPool& pool) {
-  FfnMatrices m = tmpl.m;
-  m.gate.data = static_cast<const uint8_t*>(view.gate);
-  m.up.data = static_cast<const uint8_t*>(view.up);
-  m.down.data = static_cast<const uint8_t*>(view.down);
+  // The view says whether the store re-laid these bytes (cached and
+  // --load-all experts; streamed ones are plain).
+  FfnMatrices m;
+  m.gate = expert_matrix(tmpl.m.gate, view.gate, view.packed);
+  m.up = expert_matrix(tmpl.m.up, view.up, view.packed);
+  m.down = expert_matrix(tmpl.m.down, view.down, view.packed);
   if (!m.gate.data || !m.up.data || !m.down.data)
     throw Error("expert store returned no data for layer " + std::to_string(layer) + " expert " +
                 std::to_string(distinct_[i].expert));

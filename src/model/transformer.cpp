@@ -11,6 +11,7 @@
 #include "kernels/ops.h"
 #include "kernels/quant.h"
 #include "model/norm.h"
+#include "model/packed_layout.h"
 #include "moe/cache_budget.h"
 #include "util/clock.h"
 #include "util/error.h"
@@ -35,9 +36,22 @@ bool same_shape(std::vector<uint64_t> ne, std::vector<uint64_t> want) {
 
 // Looks tensors up by name, checks shape and type, returns usable views, and
 // remembers every tensor it handed out (so unclaimed ones can be reported).
+// With `pack` (anon dense set, --resident-layout packed), matmul weights are
+// re-laid in place into the packed layout as they are bound, once per matrix,
+// except tensors read by row (bound through rows(), which must come first).
 class Binder {
  public:
-  Binder(const gguf::GgufModel& g, const moe::DenseWeights& dw) : g_(g), dw_(dw) {}
+  Binder(const gguf::GgufModel& g, moe::DenseWeights& dw, bool pack, ThreadPool* pool)
+      : g_(g), dw_(dw), pack_(pack), pool_(pool) {}
+  uint64_t packed_bytes() const { return packed_bytes_; }
+
+  // A tensor read by row (embedding lookups): checked like shaped() and kept
+  // plain even where it is also bound as a matrix (a tied lm head).
+  const gguf::TensorInfo& rows(const std::string& name, std::vector<uint64_t> want) {
+    if (packed_.count(name)) throw Error("internal: tensor " + name + " is read by row but was packed");
+    row_read_.insert(name);
+    return shaped(name, std::move(want));
+  }
 
   const gguf::TensorInfo* find(const std::string& name) const { return g_.find(name); }
   bool claimed(const std::string& name) const { return claimed_.count(name) != 0; }
@@ -52,7 +66,7 @@ class Binder {
 
   WeightMatrix matrix(const std::string& name, uint64_t n_in, uint64_t n_out) {
     const gguf::TensorInfo& t = shaped(name, {n_in, n_out});
-    return make_weight(dw_.data(t), t.type, static_cast<int64_t>(n_in), static_cast<int64_t>(n_out), name);
+    return resident(t, make_weight(dw_.data(t), t.type, static_cast<int64_t>(n_in), static_cast<int64_t>(n_out), name));
   }
 
   // An F32 tensor of shape `want` (norm weights, biases, sinks).
@@ -83,9 +97,28 @@ class Binder {
   }
 
  private:
+  // w (a matmul view into tensor t) in the layout it will be read in: packed
+  // in place the first time this matrix (w.name) is bound when packing is on,
+  // t is not read by row, and its bytes are writable (anon); else as it is.
+  WeightMatrix resident(const gguf::TensorInfo& t, WeightMatrix w) {
+    if (!pack_ || row_read_.count(t.name)) return w;
+    uint8_t* base = dw_.writable(t);
+    if (!base) return w;
+    if (packed_.insert(w.name).second) {
+      const size_t off = static_cast<size_t>(w.data - static_cast<const uint8_t*>(dw_.data(t)));
+      packed_bytes_ += pack_in_place(base + off, w, pool_);
+    }
+    return as_packed(std::move(w));
+  }
+
   const gguf::GgufModel& g_;
-  const moe::DenseWeights& dw_;
+  moe::DenseWeights& dw_;
+  const bool pack_;
+  ThreadPool* const pool_;
   std::unordered_set<std::string> claimed_;
+  std::unordered_set<std::string> row_read_;  // bound through rows(): never packed
+  std::unordered_set<std::string> packed_;    // matrix names (per-head slices apart) re-laid
+  uint64_t packed_bytes_ = 0;
 
  public:
   // Head h's matrix of a 3-D per-head tensor {n_in, n_out, n_head}.
@@ -95,8 +128,8 @@ class Binder {
     const uint64_t slice = t.bytes / n_head;
     std::vector<WeightMatrix> out;
     for (uint64_t h = 0; h < n_head; ++h)
-      out.push_back(make_weight(base + h * slice, t.type, static_cast<int64_t>(n_in), static_cast<int64_t>(n_out),
-                                name + " (head " + std::to_string(h) + ")"));
+      out.push_back(resident(t, make_weight(base + h * slice, t.type, static_cast<int64_t>(n_in),
+                                            static_cast<int64_t>(n_out), name + " (head " + std::to_string(h) + ")")));
     return out;
   }
 };
@@ -256,10 +289,19 @@ Transformer::Transformer(std::shared_ptr<const gguf::GgufModel> gguf, const Mode
     sc.io_depth = cfg.io_depth;
     sc.load_all = cfg.load_all;
     sc.wrap_file = cfg.wrap_expert_file;
+    if (cfg.resident_layout == ResidentLayout::Packed && (cfg.load_all || cfg.cache_bytes > 0 || cfg.cache_auto)) {
+      std::vector<FfnMatrices> shapes(layers_.size());
+      for (size_t l = 0; l < layers_.size(); ++l)
+        if (layers_[l].moe) shapes[l] = layers_[l].experts.m;
+      sc.on_resident = expert_packer(std::move(shapes));  // null when no expert type is packable
+    }
     const std::vector<moe::MoeLayerShape> shapes =
         moe::moe_layer_shapes(experts, static_cast<int>(hp_.n_expert_used));
     sc.cache_bytes = resolve_cache_bytes(cfg, shapes, dense_->bytes(), kv_->bytes(),
                                          prefetch_depth_for_batch(prefetch_setting_, moe_k_, 1));
+    // Packed on entry only where the experts stay resident (cache on or --load-all).
+    experts_packed_ = sc.on_resident && (sc.load_all || sc.cache_bytes > 0);
+    if (!experts_packed_) sc.on_resident = nullptr;
     store_ = std::make_unique<moe::ExpertStore>(*gguf_, std::move(experts), sc);
   }
   if (cfg.route_replay) {
@@ -274,10 +316,10 @@ Transformer::Transformer(std::shared_ptr<const gguf::GgufModel> gguf, const Mode
 Transformer::~Transformer() = default;
 
 void Transformer::bind_weights(const std::vector<gguf::LayerExpertParts>& experts) {
-  Binder b(*gguf_, *dense_);
+  Binder b(*gguf_, *dense_, cfg_.resident_layout == ResidentLayout::Packed, &pool_);
   const uint64_t n_embd = hp_.n_embd;
   const std::string file = gguf_->paths().front();
-  token_embd_ = &b.shaped("token_embd.weight", {n_embd, hp_.n_vocab});
+  token_embd_ = &b.rows("token_embd.weight", {n_embd, hp_.n_vocab});
   if (!kernels::is_supported(token_embd_->type))
     throw Error("unsupported tensor type " + std::string(ggml_type_name(token_embd_->type)) +
                 " in tensor token_embd.weight");
@@ -303,6 +345,7 @@ void Transformer::bind_weights(const std::vector<gguf::LayerExpertParts>& expert
     fail(file, "tensor " + t.name + " is not used by architecture " + hp_.arch +
                    " (no block of this layer takes it); the file does not match its general.architecture");
   }
+  dense_packed_bytes_ = b.packed_bytes();
 }
 
 void Transformer::bind_mla(Binder& b, const std::string& p, Layer& L) {
@@ -396,7 +439,7 @@ void Transformer::bind_mtp_head(Binder& b, const std::vector<gguf::LayerExpertPa
                                                    : output_;
   head_.embd = token_embd_;
   if (b.find(p + "embed_tokens.weight")) {
-    head_.embd = &b.shaped(p + "embed_tokens.weight", {n_embd, hp_.n_vocab});
+    head_.embd = &b.rows(p + "embed_tokens.weight", {n_embd, hp_.n_vocab});
     if (!kernels::is_supported(head_.embd->type))
       throw Error("unsupported tensor type " + std::string(ggml_type_name(head_.embd->type)) + " in tensor " + p +
                   "embed_tokens.weight");
@@ -420,6 +463,9 @@ ModelStats Transformer::stats() const {
   s.prefill_prefetch = prefetch_depth_for_batch(prefetch_setting_, moe_k_, 2);
   s.prefetch_counters = moe_ffn_.prefetch_counters();
   if (replay_) s.route_replay = replay_->describe();
+  s.resident_layout = cfg_.resident_layout;
+  s.dense_packed_bytes = dense_packed_bytes_;
+  s.experts_packed = experts_packed_;
   return s;
 }
 

@@ -169,6 +169,8 @@ class Transformer final : public Model {
   std::optional<PrefetchedExperts> prefetch_;
   std::vector<float> pf_xn_, pf_logits_;
   Routing pf_routing_;
+  uint64_t dense_packed_bytes_ = 0;  // dense bytes re-laid at load (ModelStats)
+  bool experts_packed_ = false;      // the store re-lays experts as they become resident
   uint64_t tokens_evaluated_ = 0;
   double eval_s_ = 0;       // TimeProfile::eval_s
   double attention_s_ = 0;  // TimeProfile::attention_s

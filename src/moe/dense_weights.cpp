@@ -11,8 +11,9 @@
 // naming the file) and guard the mappings (io/mapping_guard.h): a file
 // truncated later ends the run with a message, not a bare SIGBUS.
 //
-// Immutable after construction: data()/bytes()/resident_fraction() are safe
-// from any thread.
+// Immutable after construction (anon tensors aside, which the model may
+// re-lay once through writable() before using them): data()/bytes()/
+// resident_fraction() are safe from any thread.
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -318,6 +319,12 @@ const void* DenseWeights::data(const gguf::TensorInfo& t) const {
   if (auto it = impl_->by_ptr.find(&t); it != impl_->by_ptr.end()) return it->second;
   if (auto it = impl_->by_name.find(t.name); it != impl_->by_name.end()) return it->second;
   throw Error("dense weights: tensor " + t.name + " was not loaded (it is an expert tensor?)");
+}
+
+uint8_t* DenseWeights::writable(const gguf::TensorInfo& t) {
+  const void* p = data(t);
+  // Anon buffers are this object's own private, writable mappings.
+  return impl_->mode == DenseMode::Anon ? static_cast<uint8_t*>(const_cast<void*>(p)) : nullptr;
 }
 
 uint64_t DenseWeights::bytes() const { return impl_->total_bytes; }

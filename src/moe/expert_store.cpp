@@ -13,12 +13,20 @@
 //    inserted (pinned) by the lane thread that completes it, under the Batch's
 //    lock — only complete, error-free reads are inserted, so another Batch
 //    never sees a half-read expert. Lock order: Batch::State::mu -> cache.
+//  - cfg.on_resident (the model's packed layout) is applied by that same lane,
+//    outside the Batch's lock, after the last read and before the expert is
+//    marked ready or inserted, so no reader and no other Batch ever sees its
+//    bytes between layouts; the view's `packed` flag travels with the cached
+//    payload. Streamed experts (cache off) are never transformed; --load-all
+//    experts are transformed once at construction.
 #include <algorithm>
 #include <array>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
 #include <string>
+#include <thread>
+#include <utility>
 
 #include "io/aligned_buffer.h"
 #include "moe/aligned_reads.h"
@@ -149,6 +157,7 @@ struct ExpertStore::Impl {
   std::atomic<uint64_t> experts_read{0};
   std::atomic<uint64_t> experts_hit{0};
   std::atomic<uint64_t> bytes_hit{0};
+  std::atomic<uint64_t> experts_transformed{0};  // cfg.on_resident applied
   std::unique_ptr<ExpertCache> cache;  // null: cache off
   std::shared_ptr<BufferPool> pool;    // with the cache: recycled expert buffers
   std::atomic<uint64_t> stall_ns{0};
@@ -259,6 +268,7 @@ struct ExpertStore::Impl {
   }
 
   void load_everything();
+  void transform_resident();
 };
 
 struct ExpertStore::Batch::State final : ReadOwner {
@@ -309,27 +319,81 @@ struct ExpertStore::Batch::State final : ReadOwner {
   bool cancelled() const override { return abandoned.load(std::memory_order_relaxed); }
 
   void read_done(int item, uint64_t bytes, std::exception_ptr err) override {
-    bool expert_done = false;
     const size_t i = static_cast<size_t>(item);
-    std::lock_guard<std::mutex> lk(mu);
+    std::unique_lock<std::mutex> lk(mu);
     if (err && !error) error = with_context(err, item);
     if (!bytes_left.empty()) bytes_left[i] -= std::min(bytes_left[i], bytes);
-    if (--reads_left[i] == 0 && !err) {
-      ready.push_back(item);
-      expert_done = true;
-    }
-    if (expert_done) store->experts_read += 1;
+    const bool expert_done = --reads_left[i] == 0 && !err;
     // Cache only what was read in full: a skipped (cancelled) or failed read
     // leaves bytes_left > 0 or sets error.
-    if (expert_done && !error && !pending.empty() && pending[i] && bytes_left[i] == 0) {
-      pins[i] = store->cache->insert({layer, experts[i]}, footprint[i], std::move(pending[i]));
+    bool keep = expert_done && !error && !pending.empty() && pending[i] && bytes_left[i] == 0;
+    if (keep && store->cfg.on_resident) {
+      // Re-laid outside the lock (other lanes report meanwhile). Safe: this
+      // job still counts in `outstanding`, so the State lives on; the expert
+      // is neither in `ready` nor in the cache yet, so nobody reads its bytes;
+      // and only this lane touches pending[i] until it is inserted below.
+      lk.unlock();
+      CachedExpert& ce = *pending[i];
+      std::exception_ptr transform_err;
+      try {
+        store->cfg.on_resident(layer, const_cast<void*>(ce.view.gate), const_cast<void*>(ce.view.up),
+                               const_cast<void*>(ce.view.down));
+        ce.view.packed = true;
+      } catch (...) {
+        transform_err = std::current_exception();
+      }
+      lk.lock();
+      if (transform_err) {
+        if (!error) error = with_context(transform_err, item);
+        keep = false;  // half re-laid bytes: never cached
+      } else {
+        views[i] = ce.view;
+        store->experts_transformed += 1;
+      }
     }
+    if (expert_done) {
+      ready.push_back(item);
+      store->experts_read += 1;
+    }
+    if (keep) pins[i] = store->cache->insert({layer, experts[i]}, footprint[i], std::move(pending[i]));
     --outstanding;
     // Notify under the lock: the destructor may free this State as soon as it
     // can observe outstanding == 0, which needs the lock we still hold.
     cv.notify_all();
   }
 };
+
+// --load-all: applies cfg.on_resident to every resident expert, split over
+// the CPUs (a pure byte transform per expert; they do not overlap).
+void ExpertStore::Impl::transform_resident() {
+  std::vector<std::pair<size_t, size_t>> todo;  // (layer, expert)
+  for (size_t l = 0; l < resident.size(); ++l)
+    for (size_t e = 0; e < resident[l].views.size(); ++e) todo.emplace_back(l, e);
+  const size_t n_threads =
+      std::max<size_t>(1, std::min<size_t>(todo.size(), std::thread::hardware_concurrency()));
+  std::atomic<size_t> next{0};
+  std::mutex err_mu;
+  std::exception_ptr first_err;
+  auto work = [&] {
+    for (size_t k = next++; k < todo.size(); k = next++) {
+      ExpertView& v = resident[todo[k].first].views[todo[k].second];
+      try {
+        cfg.on_resident(static_cast<int>(todo[k].first), const_cast<void*>(v.gate), const_cast<void*>(v.up),
+                        const_cast<void*>(v.down));
+        v.packed = true;
+      } catch (...) {
+        std::lock_guard<std::mutex> lk(err_mu);
+        if (!first_err) first_err = std::current_exception();
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  for (size_t t = 1; t < n_threads; ++t) threads.emplace_back(work);
+  work();
+  for (std::thread& t : threads) t.join();
+  if (first_err) std::rethrow_exception(first_err);
+  experts_transformed += todo.size();
+}
 
 void ExpertStore::Impl::load_everything() {
   resident.resize(layers.size());
@@ -373,6 +437,7 @@ void ExpertStore::Impl::load_everything() {
   for (const PlannedRead& r : reads) jobs.push_back({r, &latch, 0});
   lanes->submit(jobs);
   latch.wait();
+  if (cfg.on_resident) transform_resident();
 }
 
 namespace {
@@ -552,6 +617,7 @@ ExpertIoStats ExpertStore::stats() const {
   r.experts_read = s.experts_read.load();
   r.experts_hit = s.experts_hit.load();
   r.bytes_hit = s.bytes_hit.load();
+  r.experts_transformed = s.experts_transformed.load();
   if (s.cache) {
     const ExpertCacheStats cs = s.cache->stats();
     r.cache_evictions = cs.evictions;

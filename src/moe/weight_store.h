@@ -40,8 +40,9 @@ struct DenseConfig {
   io::WrapFile wrap_file;
 };
 
-// Holds every non-expert tensor of a model. Immutable after construction;
-// data() may be called from any thread.
+// Holds every non-expert tensor of a model. Immutable after construction
+// (except what its owner rewrites through writable() before using the
+// tensor); data() may be called from any thread.
 class DenseWeights {
  public:
   // `is_expert(t)` selects the tensors NOT to load (the *_exps tensors).
@@ -53,6 +54,11 @@ class DenseWeights {
 
   // Pointer to the tensor's bytes (t.bytes long). Error if t was not loaded.
   const void* data(const gguf::TensorInfo& t) const;
+  // Anon mode: the same bytes, writable: the private copy the model may
+  // transform in place once, before its first use (the packed layout). Null
+  // in the mapped modes (read-only file mappings stay as the file has them)
+  // and for empty tensors. Error if t was not loaded.
+  uint8_t* writable(const gguf::TensorInfo& t);
   uint64_t bytes() const;                 // total dense bytes
   double resident_fraction() const;       // mincore over the dense set (anon: over its buffers)
   bool used_buffered_fallback() const;    // anon mode where O_DIRECT was refused
@@ -77,7 +83,19 @@ struct ExpertView {
   const void* gate = nullptr;
   const void* up = nullptr;
   const void* down = nullptr;
+  // ExpertStoreConfig::on_resident was applied to these bytes (e.g. the
+  // model's packed layout); false: the file's bytes as they are.
+  bool packed = false;
 };
+
+// Re-lays one expert's bytes in place as they become resident (supplied by the
+// model: the store never knows what the bytes mean). gate/up/down point at
+// each part's own bytes (exactly the part's byte range; alignment slack
+// around them is not the transform's). Called on read lanes and loader threads,
+// concurrently for different experts, before any reader can see the expert:
+// must be thread-safe. If it throws, the expert is never cached and the error
+// surfaces like a read error (Batch::next_ready, or the store's constructor).
+using ExpertTransform = std::function<void(int layer, void* gate, void* up, void* down)>;
 
 struct ExpertStoreConfig {
   bool odirect = true;   // aligned O_DIRECT reads (buffered fallback where refused)
@@ -95,6 +113,12 @@ struct ExpertStoreConfig {
   // validates the budget against the floor (moe/cache_budget.h).
   // Ignored with load_all.
   uint64_t cache_bytes = 0;
+  // Optional: applied once to every expert that stays resident, i.e. as it
+  // enters the cache (before the cache or the Batch serves it; also when the
+  // cache cannot keep it and the Batch's private buffer serves it) and to
+  // every expert of --load-all at load. Cache off (streaming: bytes used once)
+  // never applies it. ExpertView::packed says which bytes it was applied to.
+  ExpertTransform on_resident;
   // Tests: wraps every file the store opens (e.g. in an io::FaultFile). Empty: none.
   io::WrapFile wrap_file;
 };
@@ -105,6 +129,7 @@ struct ExpertIoStats {
   uint64_t experts_read = 0;  // experts read from the file
   uint64_t experts_hit = 0;   // experts served from the cache (no read)
   uint64_t bytes_hit = 0;     // expert bytes (gate+up+down) those hits saved
+  uint64_t experts_transformed = 0;  // experts ExpertStoreConfig::on_resident was applied to
   uint64_t cache_evictions = 0;
   uint64_t cache_bytes_resident = 0;  // allocated bytes held by the cache now
   uint64_t cache_peak_bytes = 0;

@@ -67,6 +67,7 @@ model::ModelConfig EngineOptions::to_model_config() const {
     moe::validate_trim_config(c.trims);
   }
   c.dense_mode = moe::parse_dense_mode(dense_weights);
+  c.resident_layout = model::parse_resident_layout(resident_layout);
   c.odirect = !no_odirect;
   c.io_threads = io_threads;
   c.io_engine = io::parse_io_engine(io_engine, "--io-engine");

@@ -25,6 +25,7 @@ struct EngineOptions {
   std::string model_path;            // -m
   int threads = default_thread_count();  // -t (results never depend on it)
   std::string dense_weights = "anon";  // --dense-weights mmap|warm|anon
+  std::string resident_layout = "packed";  // --resident-layout packed|plain (model/resident_layout.h)
   bool no_odirect = false;           // --no-odirect
   int io_threads = 4;                // --io-threads
   std::string io_engine = "pread";   // --io-engine pread|uring

@@ -76,6 +76,7 @@ EngineOptions engine_options_for(const ModelBenchConfig& cfg, const BenchPoint& 
   o.model_path = cfg.model_path;
   o.threads = pt.threads;
   o.dense_weights = pt.dense_weights;
+  o.resident_layout = pt.resident_layout;
   o.no_odirect = !cfg.odirect;
   o.io_threads = pt.io_threads;
   o.load_all = cfg.load_all;
@@ -107,6 +108,7 @@ void validate(const ModelBenchConfig& cfg) {
   if (cfg.threads.empty()) throw Error("-t: no thread counts given");
   if (cfg.io_threads.empty()) throw Error("--io-threads: no lane counts given");
   if (cfg.dense_weights.empty()) throw Error("--dense-weights: no modes given");
+  if (cfg.resident_layout.empty()) throw Error("--resident-layout: no layouts given");
   if (cfg.moe_top_k.empty()) throw Error("--moe-top-k: no values given");
   if (cfg.cache_mb.empty()) throw Error("--cache-mb: no budgets given");
   // Every value the way the engine checks it (errors name the engine flag).
@@ -329,6 +331,7 @@ std::vector<BenchPoint> bench_points(const ModelBenchConfig& cfg) {
   sweep(points, cfg.threads, &BenchPoint::threads);
   sweep(points, cfg.io_threads, &BenchPoint::io_threads);
   sweep(points, cfg.dense_weights, &BenchPoint::dense_weights);
+  sweep(points, cfg.resident_layout, &BenchPoint::resident_layout);
   sweep(points, cfg.moe_top_k, &BenchPoint::moe_top_k);
   sweep(points, cfg.cache_mb, &BenchPoint::cache_mb);
   sweep(points, cfg.prefetch, &BenchPoint::prefetch);
@@ -478,6 +481,12 @@ std::vector<std::string> parse_dense_list(std::string_view csv, const std::strin
       fail(flag, "'" + part + "' is not a dense-weight mode (expected mmap, warm or anon)");
     }
   }
+  return out;
+}
+
+std::vector<std::string> parse_layout_list(std::string_view csv) {
+  std::vector<std::string> out = split_list(csv, "--resident-layout");
+  for (const std::string& part : out) model::parse_resident_layout(part);  // Error names the flag
   return out;
 }
 

@@ -60,6 +60,7 @@ struct ModelBenchConfig {
   std::vector<int> threads = {1};
   std::vector<int> io_threads = {4};
   std::vector<std::string> dense_weights = {"anon"};
+  std::vector<std::string> resident_layout = {"packed"};  // --resident-layout: packed, plain
   std::vector<int> moe_top_k = {0};            // --moe-top-k; 0 = the model's own k
   std::vector<std::string> cache_mb = {"off"};  // --cache-mb: "off", "auto" or MiB
   std::vector<std::string> prefetch = {"off"};  // --prefetch: "off", "prefill", "auto" or a depth N
@@ -92,6 +93,7 @@ struct BenchPoint {
   int threads = 1;
   int io_threads = 4;
   std::string dense_weights = "anon";
+  std::string resident_layout = "packed";  // --resident-layout
   int moe_top_k = 0;          // 0 = the model's own k
   std::string cache_mb = "off";
   std::string prefetch = "off";  // --prefetch setting: off, prefill, auto or a depth N
@@ -100,7 +102,7 @@ struct BenchPoint {
 };
 
 // The cartesian product of the swept lists, in BenchPoint's field order:
-// threads outermost, then io_threads, dense_weights, moe_top_k, cache_mb,
+// threads outermost, then io_threads, dense_weights, resident_layout, moe_top_k, cache_mb,
 // prefetch, expert_budget and mtp innermost; each list in the order given.
 std::vector<BenchPoint> bench_points(const ModelBenchConfig& cfg);
 
@@ -199,6 +201,8 @@ std::vector<IoBenchRow> measure_ceiling(const std::string& model_path, const std
 std::vector<int> parse_int_list(std::string_view csv, const std::string& flag, int lo, int hi);
 // Comma list of dense-weight modes (mmap|warm|anon).
 std::vector<std::string> parse_dense_list(std::string_view csv, const std::string& flag);
+// --resident-layout list: packed and/or plain (Error naming the flag otherwise).
+std::vector<std::string> parse_layout_list(std::string_view csv);
 // Comma list of --cache-mb settings, each parsed by the engine's
 // moe::parse_cache_mb (errors name --cache-mb) and written canonically:
 // "auto", "off" (for "off" and "0") or the MiB number without leading zeros.

@@ -191,6 +191,9 @@ RunSummary summarize(const SummaryInput& in) {
   s.expert_budget = in.opts.expert_budget ? in.opts.expert_budget : in.stats.expert_budget;
   s.dense_resident_frac = in.dense_resident_frac;
   s.dense_bytes = in.stats.dense_bytes;
+  s.resident_layout = in.stats.resident_layout;
+  s.dense_packed_bytes = in.stats.dense_packed_bytes;
+  s.experts_packed = in.stats.experts_packed;
   s.peak_rss_mib = in.peak_rss_mib;
   s.time = in.stats.time;
   s.prefetch = in.stats.prefetch;
@@ -266,6 +269,9 @@ std::vector<std::pair<std::string, nlohmann::ordered_json>> summary_fields(const
   f.emplace_back("mtp_plain_steps", m.plain_steps);
   f.emplace_back("mtp_switches", m.switches);
   f.emplace_back("route_replay", !s.route_replay.empty());
+  f.emplace_back("resident_layout", model::resident_layout_name(s.resident_layout));
+  f.emplace_back("dense_packed_MiB", r4(static_cast<double>(s.dense_packed_bytes) / kMiB));
+  f.emplace_back("experts_packed", s.experts_packed);
   return f;
 }
 
@@ -304,6 +310,10 @@ std::string summary_human(const RunSummary& s) {
                 static_cast<double>(s.token_demand_bytes) / kMiB, static_cast<double>(s.layer_demand_bytes) / kMiB,
                 static_cast<double>(s.dense_bytes) / kMiB, 100.0 * s.dense_resident_frac, s.majflt_per_tok(),
                 s.peak_rss_mib);
+  out += buf;
+  std::snprintf(buf, sizeof buf, "sluice: resident layout %s: dense %.1f MiB packed; experts %s\n",
+                model::resident_layout_name(s.resident_layout), static_cast<double>(s.dense_packed_bytes) / kMiB,
+                s.experts_packed ? "packed as they become resident (cache entry, --load-all)" : "plain");
   out += buf;
   std::snprintf(buf, sizeof buf,
                 "sluice: time %.3f s = expert I/O wait %.3f + expert matmul %.3f + attention %.3f + other %.3f\n",

@@ -13,7 +13,8 @@
 //   budget         "EXPERT_BUDGET=N (dropped X experts, ~Y GB I/O saved)" (only with an expert budget)
 //   The prefetch_* summary keys come next to last (zero when --prefetch is off),
 //   then the mtp_* keys and the per-emitted-token figures, then route_replay
-//   (true when --route-replay replaced the router: a benchmark mode).
+//   (true when --route-replay replaced the router: a benchmark mode), then
+//   resident_layout, dense_packed_MiB and experts_packed (--resident-layout).
 //
 // Thread-safety: none; a recorder belongs to one Session (one thread).
 #pragma once
@@ -152,13 +153,18 @@ struct RunSummary {
   uint64_t majflt = 0;   // over the records' evals
   double dense_resident_frac = 1.0;
   uint64_t dense_bytes = 0;
+  // --resident-layout in force, the dense bytes it re-laid at load, and
+  // whether experts are re-laid as they enter the cache (or at --load-all).
+  model::ResidentLayout resident_layout = model::ResidentLayout::Packed;
+  uint64_t dense_packed_bytes = 0;
+  bool experts_packed = false;
   double peak_rss_mib = 0;
   model::TimeProfile time;
   int prefetch = 0;                           // --prefetch depth in force (0: off)
   model::PrefetchCounters prefetch_counters;  // over the records
   MtpCounters mtp;
   // --route-replay: RouteReplay::describe() (empty: the router decided). The
-  // summary's last key, route_replay, says true/false; the human summary
+  // summary's key route_replay says true/false; the human summary
   // prints this line, so no replayed figure passes for the router's.
   std::string route_replay;
   // Decode phase (decode, verify and draft evals): what each emitted token cost.

@@ -58,6 +58,7 @@ TEST(CliRunFlags, BadValuesNameTheFlag) {
   expect_flag_error(run + "-n -1", "-n");
   expect_flag_error(run + "-c -5", "-c");
   expect_flag_error(run + "--dense-weights bogus", "--dense-weights");
+  expect_flag_error(run + "--resident-layout tiled", "--resident-layout");
   expect_flag_error(run + "--kv-type q4", "--kv-type");
   expect_flag_error(run + "--seed notanumber", "--seed");
   expect_flag_error(run + "--no-such-flag", "--no-such-flag");

@@ -150,9 +150,13 @@ TEST(KernelsLegacy, Avx2DotProductsAreRegisteredWhenTheCpuHasThem) {
     const TypeKernels* k = kernels_for(t, Isa::Avx2);
     ASSERT_NE(k, nullptr) << ggml_type_name(t);
     EXPECT_NE(k->vec_dot, nullptr) << ggml_type_name(t);
-    // AVX-VNNI versions (bit-identical) take precedence where the CPU has them.
-    const TypeKernels* vnni = kernels_for(t, Isa::AvxVnni);
-    const VecDotFn want = vnni && vnni->vec_dot ? vnni->vec_dot : k->vec_dot;
+    // AVX-512 VNNI, then AVX-VNNI versions (bit-identical) take precedence
+    // where the CPU has them.
+    VecDotFn want = k->vec_dot;
+    for (Isa isa : {Isa::AvxVnni, Isa::Avx512Vnni}) {
+      const TypeKernels* v = kernels_for(t, isa);
+      if (v && v->vec_dot) want = v->vec_dot;
+    }
     EXPECT_EQ(kernels_for(t).vec_dot, want) << ggml_type_name(t);
   }
   for (GgmlType t : {GgmlType::Q8_0, GgmlType::Q8_1, GgmlType::F16, GgmlType::BF16}) {

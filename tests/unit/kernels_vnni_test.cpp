@@ -31,8 +31,11 @@ const GgmlType kVnniDotTypes[] = {GgmlType::Q4_0,  GgmlType::Q5_0, GgmlType::Q8_
                                   GgmlType::Q5_K,  GgmlType::Q6_K};
 const GgmlType kVnniColsTypes[] = {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q5_K,
                                    GgmlType::Q6_K};
-// Weight types with AVX-512 VNNI kernels (vec_dot and 8-column vec_dot_cols).
-const GgmlType kAvx512Types[] = {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
+// Weight types with AVX-512 VNNI kernels (vec_dot and 8-column vec_dot_cols):
+// the K-quants and the symmetric legacy formats (whose packed layout
+// kernels_packed_test.cpp checks).
+const GgmlType kAvx512Types[] = {GgmlType::Q4_K, GgmlType::Q5_K,   GgmlType::Q6_K,  GgmlType::Q4_0,
+                                 GgmlType::Q5_0, GgmlType::Q8_0,   GgmlType::IQ4_NL, GgmlType::MXFP4};
 
 bool has_vnni() { return cpu_features().avxvnni; }
 #define SKIP_WITHOUT_VNNI()                                                                 \
@@ -320,13 +323,14 @@ TEST(KernelsVnni, Avx512RegisteredOnlyWhenTheCpuHasItAndChosenByDefault) {
     ASSERT_NE(k, nullptr) << ggml_type_name(t);
     ASSERT_NE(k->vec_dot, nullptr) << ggml_type_name(t);
     ASSERT_NE(k->vec_dot_cols, nullptr) << ggml_type_name(t);
-    EXPECT_EQ(k->vec_dot_type, GgmlType::Q8_K) << ggml_type_name(t);
+    EXPECT_EQ(k->vec_dot_type, is_kquant(t) ? GgmlType::Q8_K : GgmlType::Q8_0) << ggml_type_name(t);
     if (default_isa_of(t) == Isa::Amx) continue;  // AMX serves it (kernels_amx_test.cpp)
     EXPECT_EQ(kernels_for(t).vec_dot, k->vec_dot) << ggml_type_name(t);
     EXPECT_EQ(kernels_for(t).vec_dot_cols, k->vec_dot_cols) << ggml_type_name(t);
   }
-  // The legacy formats keep their AVX-VNNI / AVX2 entries.
-  EXPECT_EQ(kernels_for(GgmlType::Q8_0, Isa::Avx512Vnni), nullptr);
+  // The offset legacy formats keep their AVX-VNNI / AVX2 entries.
+  EXPECT_EQ(kernels_for(GgmlType::Q4_1, Isa::Avx512Vnni), nullptr);
+  EXPECT_EQ(kernels_for(GgmlType::Q5_1, Isa::Avx512Vnni), nullptr);
 }
 
 TEST(KernelsVnni, Avx512VecDotIsBitIdenticalToAvx2) {

@@ -139,6 +139,18 @@ TEST(ModelBenchConfig, ProductCountAndOrder) {
   }
 }
 
+TEST(ModelBenchConfig, ResidentLayoutSweepsInsideDenseWeights) {
+  ModelBenchConfig cfg;
+  cfg.dense_weights = {"anon", "mmap"};
+  cfg.resident_layout = {"packed", "plain"};
+  const std::vector<BenchPoint> pts = bench_points(cfg);
+  ASSERT_EQ(pts.size(), 4u);
+  const std::vector<std::pair<std::string, std::string>> want = {
+      {"anon", "packed"}, {"anon", "plain"}, {"mmap", "packed"}, {"mmap", "plain"}};
+  for (size_t i = 0; i < pts.size(); ++i)
+    EXPECT_EQ(std::make_pair(pts[i].dense_weights, pts[i].resident_layout), want[i]) << "point " << i;
+}
+
 TEST(ModelBenchConfig, CacheAndTopKAreTheInnermostAxes) {
   ModelBenchConfig cfg;
   cfg.threads = {1, 2};
@@ -238,10 +250,10 @@ TEST(ModelBenchFormat, MarkdownExact) {
       "| model | threads | io-threads | dense | pp tok/s | tg tok/s | MiB/tok | read GB/s | read GB/s (io) | hit % "
       "| peak RSS MiB | io eff | roofline eff | top-k | cache | cache MiB | cap MiB | prefetch | pf prec % | pf cov % | lanes busy % "
       "| budget | experts/tok | mtp | mtp accept % | tok/forward | io engine | route replay | pp prefetch | pp pf cov % "
-      "| pp stall ms | pp matmul ms |\n"
-      "|---|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n"
+      "| pp stall ms | pp matmul ms | layout |\n"
+      "|---|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n"
       "| m.gguf | 2 | 4 | anon | 100.50 ± 2.25 | 10.00 ± 0.50 | 3.00 | 0.031 | 0.252 | 25.0 | 123.5 | 12.6% | 1.6% "
-      "| 8 | auto | 5685.0 | 8192.0 | 4 | 96.9 | 48.4 | 12.5 | 0 | 0.0 | 0 | 0.0 | 0.0 | pread | off | 8 | 90.0 | 1500.0 | 4000.0 |\n";
+      "| 8 | auto | 5685.0 | 8192.0 | 4 | 96.9 | 48.4 | 12.5 | 0 | 0.0 | 0 | 0.0 | 0.0 | pread | off | 8 | 90.0 | 1500.0 | 4000.0 | packed |\n";
   EXPECT_EQ(md.substr(0, expected_head.size()), expected_head);
   EXPECT_NE(md.find("> pp: 16-token random prompt; tg: 4 decode steps; 2 rep(s)"), std::string::npos) << md;
 
@@ -250,7 +262,7 @@ TEST(ModelBenchFormat, MarkdownExact) {
   derive_figures(no_ceiling, {});
   const std::string md2 = format_bench_markdown({no_ceiling});
   EXPECT_NE(md2.find("| 123.5 | n/a | n/a | 8 | off | 0.0 | none | 0 | n/a | n/a | 12.5 | 0 | 0.0 | 0 | 0.0 | 0.0 "
-                     "| pread | gsm8k_2_routing.jsonl | 0 | n/a | 1500.0 | 4000.0 |\n"),
+                     "| pread | gsm8k_2_routing.jsonl | 0 | n/a | 1500.0 | 4000.0 | packed |\n"),
             std::string::npos)
       << md2;
 }
@@ -260,6 +272,7 @@ TEST(ModelBenchFormat, CsvExact) {
   derive_figures(r, parse_io_bench_json(kCeilingJson, "test"));
   ModelBenchRow n = hand_row_uncached();
   n.route_replay = "t.jsonl";
+  n.point.resident_layout = "plain";
   derive_figures(n, {});
   // The original 22 columns keep their names and positions; the new ones follow.
   EXPECT_EQ(format_bench_csv({r, n}),
@@ -267,10 +280,10 @@ TEST(ModelBenchFormat, CsvExact) {
             "prefill_tps_sd,decode_tps,decode_tps_sd,mib_read_per_token,read_GBps,read_GBps_io,cache_hit_pct,"
             "peak_rss_MiB,ceiling_GBps,io_efficiency,roofline_efficiency,moe_top_k,cache,cache_MiB,mem_cap_MiB,prefetch,"
             "prefetch_prec_pct,prefetch_cov_pct,lane_busy_pct,expert_budget,experts_per_tok,mtp,mtp_accept_pct,tok_per_forward,io_engine,route_replay,"
-            "prefill_prefetch,prefill_pf_cov_pct,prefill_stall_ms,prefill_matmul_ms\n"
+            "prefill_prefetch,prefill_pf_cov_pct,prefill_stall_ms,prefill_matmul_ms,resident_layout\n"
             "m.gguf,2,4,anon,1,0,0,16,4,2,100.500,2.250,10.000,0.500,3.0000,0.0315,0.2517,25.00,123.5,2.0000,0.1258,"
-            "0.0157,8,auto,5685.0,8192.0,4,96.9,48.4,12.5,0,0.0,0,0.0,0.0,pread,,8,90.0,1500.0,4000.0\n"
-            "m.gguf,2,4,anon,1,0,0,16,4,2,100.500,2.250,10.000,0.500,3.0000,0.0315,0.2517,25.00,123.5,,,,8,off,0.0,,0,,,12.5,0,0.0,0,0.0,0.0,pread,t.jsonl,0,,1500.0,4000.0\n");
+            "0.0157,8,auto,5685.0,8192.0,4,96.9,48.4,12.5,0,0.0,0,0.0,0.0,pread,,8,90.0,1500.0,4000.0,packed\n"
+            "m.gguf,2,4,anon,1,0,0,16,4,2,100.500,2.250,10.000,0.500,3.0000,0.0315,0.2517,25.00,123.5,,,,8,off,0.0,,0,,,12.5,0,0.0,0,0.0,0.0,pread,t.jsonl,0,,1500.0,4000.0,plain\n");
   // A model path with a comma or quote stays one field (RFC 4180 quoting).
   n.model = "runs/a,b \"q\".gguf";
   const std::string csv = format_bench_csv({n});
@@ -288,6 +301,7 @@ TEST(ModelBenchFormat, JsonNullsForMissing) {
   EXPECT_DOUBLE_EQ(j[0]["mib_read_per_token"].get<double>(), 3.0);
   EXPECT_EQ(j[0]["threads"].get<int>(), 2);
   EXPECT_EQ(j[0]["dense_weights"].get<std::string>(), "anon");
+  EXPECT_EQ(j[0]["resident_layout"].get<std::string>(), "packed");
   EXPECT_EQ(j[0]["moe_top_k"].get<int>(), 8);
   EXPECT_EQ(j[0]["cache"].get<std::string>(), "auto");
   EXPECT_DOUBLE_EQ(j[0]["cache_MiB"].get<double>(), 5685.0);
@@ -324,6 +338,8 @@ TEST(ModelBenchFlags, ListErrorsNameTheFlag) {
   expect_error_prefix([] { parse_int_list("0", "--io-threads", 1, 64); }, "--io-threads: '0' is out of range");
   expect_error_prefix([] { parse_dense_list("anon,ram", "--dense-weights"); }, "--dense-weights: 'ram'");
   expect_error_prefix([] { parse_dense_list("anon,", "--dense-weights"); }, "--dense-weights: empty entry");
+  EXPECT_EQ(parse_layout_list("packed,plain"), (std::vector<std::string>{"packed", "plain"}));
+  expect_error_prefix([] { parse_layout_list("packed,tiled"); }, "--resident-layout: unknown layout 'tiled'");
 
   // --cache-mb: the engine's parser per entry, written canonically.
   EXPECT_EQ(parse_cache_mb_list("off,0, 1000 ,auto,0042"),

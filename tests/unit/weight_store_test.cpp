@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -511,6 +512,80 @@ TEST(WeightStoreCache, HitsAreReadyAtOnceAndCountBytes) {
   EXPECT_EQ(st.bytes_hit, 2 * store.expert_bytes(2));
 }
 
+// ExpertStoreConfig::on_resident (the model's packed layout) is applied exactly
+// once to every expert that stays resident (cached, including the private
+// buffer of one the cache cannot keep, and --load-all), before any view of it
+// is handed out, and never to streamed experts; ExpertView::packed says which.
+// The transform here XORs each part with a per-layer key, so applying it twice
+// or not at all shows in the bytes.
+TEST(WeightStoreCache, OnResidentIsAppliedOnceBeforeAnyReaderSeesTheExpert) {
+  for (const std::string& path : {files().single, files().split0}) {
+    SCOPED_TRACE(path);
+    const gguf::GgufModel m = gguf::GgufModel::open(path);
+    const auto layers = expert_layers(m);
+    const auto n = experts_per_layer(layers);
+    const uint64_t everything = all_experts_footprint(m, layers);
+    auto key = [](int layer) { return static_cast<uint8_t>(0x5A + layer); };
+    std::atomic<uint64_t> calls{0};
+    ExpertTransform xor_parts = [&](int layer, void* gate, void* up, void* down) {
+      const LayerExperts& le = layers.at(static_cast<size_t>(layer));
+      const std::pair<const gguf::TensorInfo*, void*> parts[] = {{le.gate, gate}, {le.up, up}, {le.down, down}};
+      for (const auto& [t, p] : parts) {
+        auto* b = static_cast<uint8_t*>(p);
+        for (uint64_t i = 0; i < m.expert_range(*t, 0).bytes; ++i) b[i] ^= key(layer);
+      }
+      ++calls;
+    };
+    auto expect_view = [&](int l, int e, const ExpertView& v, bool packed) {
+      ASSERT_EQ(v.packed, packed) << "layer " << l << " expert " << e;
+      const LayerExperts& le = layers[static_cast<size_t>(l)];
+      const std::pair<const gguf::TensorInfo*, const void*> parts[] = {{le.gate, v.gate}, {le.up, v.up}, {le.down, v.down}};
+      for (const auto& [t, p] : parts) {
+        std::vector<uint8_t> want = file_bytes(m, m.expert_range(*t, static_cast<uint64_t>(e)));
+        if (packed)
+          for (uint8_t& b : want) b ^= key(l);
+        ASSERT_EQ(std::memcmp(want.data(), p, want.size()), 0) << t->name << " expert " << e;
+      }
+    };
+    // budget 0: streamed; everything / 8: evictions and uncacheable experts; everything: all hits.
+    for (int mode = 0; mode < 4; ++mode) {
+      ExpertStoreConfig cfg;
+      cfg.io_threads = 3;
+      cfg.on_resident = xor_parts;
+      cfg.load_all = mode == 3;
+      cfg.cache_bytes = mode == 0 ? 0 : mode == 1 ? everything / 8 : everything;
+      SCOPED_TRACE("mode " + std::to_string(mode));
+      calls = 0;
+      ExpertStore store(m, layers, cfg);
+      std::mt19937 rng(3);
+      for (int round = 0; round < 3; ++round) {
+        for (size_t l = 0; l < layers.size(); ++l) {
+          if (n[l] == 0) continue;
+          std::vector<int> ex(static_cast<size_t>(n[l]));
+          for (size_t e = 0; e < ex.size(); ++e) ex[e] = static_cast<int>(e);
+          std::shuffle(ex.begin(), ex.end(), rng);
+          ex.resize(std::min<size_t>(ex.size(), 1 + rng() % 3));
+          auto b = store.fetch(static_cast<int>(l), ex);
+          for (int idx; (idx = b.next_ready()) != -1;)
+            expect_view(static_cast<int>(l), ex[static_cast<size_t>(idx)], b.view(idx), mode != 0);
+        }
+      }
+      const ExpertIoStats st = store.stats();
+      EXPECT_EQ(st.experts_transformed, calls.load());
+      uint64_t all = 0;
+      for (int k : n) all += static_cast<uint64_t>(k);
+      // Streamed: never; cached: every read, never a hit; --load-all: every expert once.
+      const uint64_t want = mode == 0 ? 0 : mode == 3 ? all : st.experts_read;
+      EXPECT_EQ(calls.load(), want);
+      if (mode == 2) {
+        EXPECT_GT(st.experts_hit, 0u);
+      } else if (mode != 1) {
+        EXPECT_EQ(st.experts_hit, 0u);  // streamed; --load-all: the store counts no hits
+      }
+    }
+  }
+}
+
 // --drop-cold-experts asks is_cached(): it must follow the cache, or cached
 // experts would be dropped (and their bytes counted as saved) for nothing.
 TEST(WeightStoreCache, IsCachedFollowsTheCache) {
@@ -634,6 +709,12 @@ TEST_P(WeightStoreDense, ByteIdenticalAndResident) {
       EXPECT_GE(f, 0.99);
     }
     EXPECT_FALSE(dw.used_buffered_fallback());  // the build dir supports O_DIRECT
+    // writable(): the anon copy itself (the model re-lays it in place); none
+    // for read-only mappings.
+    for (const gguf::TensorInfo& t : m.tensors()) {
+      if (is_expert_tensor(t)) continue;
+      EXPECT_EQ(dw.writable(t), GetParam() == DenseMode::Anon ? dw.data(t) : nullptr) << t.name;
+    }
   }
 }
 

@@ -21,12 +21,16 @@ void fill_isa_avx_vnni(IsaKernels& k) {
   fill_dot_cols_vnni(k.quant);
 }
 
-// The K-quant prefill dots; the legacy formats keep their AVX-VNNI (or AVX2)
-// entries.
+// The K-quant prefill dots, and the symmetric legacy formats' dots with their
+// packed layout (vec_dot, vec_dot_cols, pack_rows and packed_dot all from this
+// ISA: the registry takes them together). Q4_1/Q5_1 keep their AVX-VNNI (or
+// AVX2) entries.
 void fill_isa_avx512_vnni(IsaKernels& k) {
   fill_kquant_avx512(k.quant);
   fill_dot_cols_avx512(k.quant);
   fill_kquant_packed_avx512(k.quant);
+  fill_legacy_avx512_dot(k.quant);
+  fill_legacy_packed_avx512(k.quant);
 }
 
 // Q4_K only. No multi-column dot: the tile GEMM instead, and dot_cols() loops
