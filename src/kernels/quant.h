@@ -23,7 +23,7 @@ namespace sluice::kernels {
 // both are available. AvxVnni = Avx2 plus AVX-VNNI (vpdpbusd/vpdpwssd);
 // Avx512Vnni = Avx2 plus AVX-512 F/BW/VL/VNNI (512-bit integer multiply-adds,
 // 32 registers; used for the K-quant prefill dots, and for Q4_0, Q5_0, Q8_0,
-// IQ4_NL and MXFP4 with, except Q5_0, the packed layout below). Their entries
+// IQ4_NL and MXFP4 with the packed layout below). Their entries
 // are partial (only the integer dot products and the packed layout) and each
 // is BIT-IDENTICAL to the Avx2 entry of the same type, so every x86 machine
 // without AMX computes the same logits.
