@@ -273,18 +273,24 @@ struct Regions {
 // (the next group is usually what follows).
 constexpr int kPrefetchBytes = 6144;
 
+// prefetcht0 as volatile asm: GCC 12 silently dropped every _mm_prefetch /
+// __builtin_prefetch of some instantiations below (all of Q5_0's, and all of
+// them in an earlier version of this code; objdump showed none), and the
+// prefetches are what makes the DRAM-resident GEMV run at speed.
+inline void prefetch_line(const uint8_t* p) { asm volatile("prefetcht0 %0" : : "m"(*p)); }
+
 template <class F>
-SLUICE_AVX512VNNI inline void prefetch_ahead(const Regions<F>& g, int64_t b) {
+SLUICE_AVX512VNNI inline void prefetch_ahead(const uint8_t* scales, const uint8_t* high, const uint8_t* quants) {
   constexpr int kBlocksAhead = kPrefetchBytes / (F::kChunks * 64);
-  const uint8_t* q = g.quants_of(b + kBlocksAhead);
+  const uint8_t* q = quants + kBlocksAhead * F::kChunks * 64;
 #pragma GCC unroll 16
-  for (int l = 0; l < 2 * F::kChunks; ++l) _mm_prefetch(reinterpret_cast<const char*>(q + 64 * l), _MM_HINT_T0);
-  _mm_prefetch(reinterpret_cast<const char*>(g.scales_of(b + kBlocksAhead)), _MM_HINT_T0);
+  for (int l = 0; l < 2 * F::kChunks; ++l) prefetch_line(q + 64 * l);
+  prefetch_line(scales + kBlocksAhead * kPackRows * F::kScaleBytes);
   if constexpr (F::kHighBytes > 0) {
     static_assert(kPackRows * F::kHighBytes == 64, "one line of high bits per block");
-    const uint8_t* h = g.high_of(b + kBlocksAhead);
-    _mm_prefetch(reinterpret_cast<const char*>(h), _MM_HINT_T0);
-    _mm_prefetch(reinterpret_cast<const char*>(h + 64), _MM_HINT_T0);
+    const uint8_t* h = high + kBlocksAhead * kPackRows * F::kHighBytes;
+    prefetch_line(h);
+    prefetch_line(h + 64);
   }
 }
 
@@ -304,7 +310,7 @@ SLUICE_AVX512VNNI void packed_cols(int64_t n, const void* packed, const void* co
   __m512i u[kLanes];
   int64_t b = 0;
   for (; b + 1 < nb; b += 2) {
-    prefetch_ahead(g, b);
+    prefetch_ahead<F>(g.scales_of(b), g.high_of(b), g.quants_of(b));
     F::unsigned_levels(g.high_of(b), g.quants_of(b), u);
     block_cols<F, N, 0>(F::scales(g.scales_of(b)), u, y, b, acc);
     F::unsigned_levels(g.high_of(b + 1), g.quants_of(b + 1), u);
