@@ -22,9 +22,11 @@ namespace sluice::kernels {
 // Kernel sets. A later value overrides an earlier one in kernels_for(t) where
 // both are available. AvxVnni = Avx2 plus AVX-VNNI (vpdpbusd/vpdpwssd);
 // Avx512Vnni = Avx2 plus AVX-512 F/BW/VL/VNNI (512-bit integer multiply-adds,
-// 32 registers; used for the K-quant prefill dots). Their entries are partial
-// (only the integer dot products) and each is BIT-IDENTICAL to the Avx2 entry
-// of the same type, so every x86 machine without AMX computes the same logits.
+// 32 registers; used for the K-quant prefill dots, and for Q4_0, Q5_0, Q8_0,
+// IQ4_NL and MXFP4 with the packed layout below). Their entries
+// are partial (only the integer dot products and the packed layout) and each
+// is BIT-IDENTICAL to the Avx2 entry of the same type, so every x86 machine
+// without AMX computes the same logits.
 // Amx = Avx512Vnni plus AMX-INT8 tiles, for Q4_K only, with its own rounding:
 // per super-block the dot of each 32-element run is one exact integer, the
 // scaled runs and the mins term are summed exactly, and one float step

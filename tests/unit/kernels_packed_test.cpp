@@ -23,7 +23,7 @@
 namespace sluice::kernels {
 namespace {
 
-const GgmlType kPackedTypes[] = {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::IQ4_NL, GgmlType::MXFP4};
+const GgmlType kPackedTypes[] = {GgmlType::Q4_0, GgmlType::Q5_0, GgmlType::Q8_0, GgmlType::IQ4_NL, GgmlType::MXFP4};
 const int64_t kRowLengths[] = {32, 64, 96, 2048, 768, 2880};
 
 #define SKIP_WITHOUT_AVX512VNNI()                                                               \

@@ -1,5 +1,5 @@
 // AVX-512 VNNI packed (row-interleaved) layout of the symmetric legacy
-// formats Q4_0, Q8_0, IQ4_NL and MXFP4: pack_rows and packed_dot (quant.h).
+// formats Q4_0, Q5_0, Q8_0, IQ4_NL and MXFP4: pack_rows and packed_dot (quant.h).
 //
 // Why: the per-row kernel (legacy_x86_dot_body.h) spends ~15 vector ops per
 // 32-element block on unpacking, sign transfer, one 8-lane multiply-add and
@@ -11,12 +11,15 @@
 // Layout of one group of kPackRows rows with nb blocks each (the same byte
 // count as the 16 plain rows):
 //   scales: nb x 16 row scales, block-major (fp16 d, or MXFP4's E8M0 byte),
+//   high:   Q5_0 only: nb x 16 qh words, bits regrouped (Q5_0Format),
 //   quants: nb x kChunks x 64 bytes; chunk k of block b holds bytes 4k..4k+3
 //           of qs of row r at offset 4r (for Q8_0 each byte XOR 0x80).
 // With 4-bit formats chunk k yields the block's int32 lanes k (low nibbles:
 // elements 4k..4k+3) and k + 4 (high nibbles: elements 16+4k..16+4k+3); with
 // Q8_0 chunk k is lane k. Those are exactly the lanes of dot_i8 in the
 // per-row kernel.
+//
+// (Q5_0 adds each element's fifth bit to its nibble.)
 //
 // Bit-identity with vec_dot (legacy_x86_dot_body.h's dot_symmetric, which
 // this ISA's vec_dot and the AVX2 one share): per row and block the kernel
@@ -27,8 +30,8 @@
 // hsum's order: ((v0 + v4) + (v2 + v6)) + ((v1 + v5) + (v3 + v7)). Each is done
 // on 16 rows at once, one row per lane, so the float operations per row are
 // those of vec_dot. The lanes: vpdpbusd needs an unsigned operand, so the
-// weights enter as u = level + kBias in [0, 255] (Q4_0's nibble itself, or
-// the int8 level XOR 0x80), and the accumulator starts at -kBias * (sum of
+// weights enter as u = level + kBias in [0, 255] (Q4_0's nibble itself, Q5_0's
+// five bits, or the int8 level XOR 0x80), and the accumulator starts at -kBias * (sum of
 // the lane's four activation bytes), which makes the lane exactly
 // sum(level * a). Like dot_i8 this assumes activations without -128 (the
 // quantizers never write it, legacy_impl.h); with -128 the per-row kernel's
@@ -57,10 +60,12 @@ constexpr int kLanes = 8;  // int32 lanes per block, as in dot_i8
 
 // ---- The formats: how pack_rows lays a block out, how packed_dot reads it ----
 //
-// Each format has Block, kScaleBytes (per row and block), kChunks (64-byte
-// quant chunks per block), kBias (u = level + kBias), quant_word(block, k)
-// (the 4 bytes of chunk k as stored), scales(p) (16 row scales as floats)
-// and unsigned_levels(q, u) (the 8 lanes' u vectors of one block).
+// Each format has Block, kScaleBytes (per row and block), kHighBytes (bytes
+// of the high region per row and block), kChunks (64-byte quant chunks per
+// block), kBias (u = level + kBias), quant_word(block, k) (the 4 bytes of
+// chunk k as stored), high_word(block) (its high-region word, if any),
+// scales(p) (16 row scales as floats) and unsigned_levels(high, q, u) (the 8
+// lanes' u vectors of one block).
 
 // 4-bit formats: the stored bytes are the block's qs, unchanged.
 template <class B>
@@ -96,23 +101,25 @@ SLUICE_AVX512VNNI inline __m512i unsigned_table(const int8_t* table) {
 
 struct Q4_0Format {
   using Block = BlockQ4_0;
-  static constexpr int kScaleBytes = 2, kChunks = 4, kBias = 8;
+  static constexpr int kScaleBytes = 2, kHighBytes = 0, kChunks = 4, kBias = 8;
   static uint32_t quant_word(const Block& b, int k) { return nibble_word(b, k); }
+  static uint32_t high_word(const Block&) { return 0; }
   SLUICE_AVX512VNNI static __m512 scales(const uint8_t* p) { return fp16_scales(p); }
   // Nibble q is level q - 8: u = q.
-  SLUICE_AVX512VNNI static void unsigned_levels(const uint8_t* q, __m512i u[kLanes]) { split_nibbles(q, u); }
+  SLUICE_AVX512VNNI static void unsigned_levels(const uint8_t*, const uint8_t* q, __m512i u[kLanes]) { split_nibbles(q, u); }
 };
 
 struct Q8_0Format {
   using Block = BlockQ8_0;
-  static constexpr int kScaleBytes = 2, kChunks = 8, kBias = 128;
+  static constexpr int kScaleBytes = 2, kHighBytes = 0, kChunks = 8, kBias = 128;
   static uint32_t quant_word(const Block& b, int k) {
     uint32_t w;
     std::memcpy(&w, b.qs + 4 * k, 4);
     return w ^ 0x80808080u;  // int8 level -> level + 128, stored so the kernel loads u directly
   }
+  static uint32_t high_word(const Block&) { return 0; }
   SLUICE_AVX512VNNI static __m512 scales(const uint8_t* p) { return fp16_scales(p); }
-  SLUICE_AVX512VNNI static void unsigned_levels(const uint8_t* q, __m512i u[kLanes]) {
+  SLUICE_AVX512VNNI static void unsigned_levels(const uint8_t*, const uint8_t* q, __m512i u[kLanes]) {
 #pragma GCC unroll 8
     for (int k = 0; k < kLanes; ++k) u[k] = _mm512_loadu_si512(q + 64 * k);
   }
@@ -129,18 +136,20 @@ SLUICE_AVX512VNNI inline void table_levels(const uint8_t* q, __m512i u[kLanes]) 
 
 struct Iq4NlFormat {
   using Block = BlockIq4Nl;
-  static constexpr int kScaleBytes = 2, kChunks = 4, kBias = 128;
+  static constexpr int kScaleBytes = 2, kHighBytes = 0, kChunks = 4, kBias = 128;
   static uint32_t quant_word(const Block& b, int k) { return nibble_word(b, k); }
+  static uint32_t high_word(const Block&) { return 0; }
   SLUICE_AVX512VNNI static __m512 scales(const uint8_t* p) { return fp16_scales(p); }
-  SLUICE_AVX512VNNI static void unsigned_levels(const uint8_t* q, __m512i u[kLanes]) {
+  SLUICE_AVX512VNNI static void unsigned_levels(const uint8_t*, const uint8_t* q, __m512i u[kLanes]) {
     table_levels<kIq4nlValues>(q, u);
   }
 };
 
 struct Mxfp4Format {
   using Block = BlockMxfp4;
-  static constexpr int kScaleBytes = 1, kChunks = 4, kBias = 128;
+  static constexpr int kScaleBytes = 1, kHighBytes = 0, kChunks = 4, kBias = 128;
   static uint32_t quant_word(const Block& b, int k) { return nibble_word(b, k); }
+  static uint32_t high_word(const Block&) { return 0; }
   // e8m0_to_fp32_half for 16 exponent bytes: 2^(e-128) as float bits,
   // (e - 1) << 23 for e >= 2, the subnormals 0x00200000 << e for e < 2.
   SLUICE_AVX512VNNI static __m512 scales(const uint8_t* p) {
@@ -150,8 +159,37 @@ struct Mxfp4Format {
     const __mmask16 small = _mm512_cmplt_epu32_mask(e, _mm512_set1_epi32(2));
     return _mm512_castsi512_ps(_mm512_mask_blend_epi32(small, normal, sub));
   }
-  SLUICE_AVX512VNNI static void unsigned_levels(const uint8_t* q, __m512i u[kLanes]) {
+  SLUICE_AVX512VNNI static void unsigned_levels(const uint8_t*, const uint8_t* q, __m512i u[kLanes]) {
     table_levels<kMxfp4Values>(q, u);
+  }
+};
+
+// Q5_0: level = (nibble | fifth bit << 4) - 16, so u = nibble | fifth bit << 4.
+// The fifth bits are stored regrouped by lane: bit k of byte i of the high
+// word is element 4k + i's (qh bit 4k + i), so lane k's four bits are bit k
+// of each byte, and one shift and mask put them at bit 4 of each byte.
+struct Q5_0Format {
+  using Block = BlockQ5_0;
+  static constexpr int kScaleBytes = 2, kHighBytes = 4, kChunks = 4, kBias = 16;
+  static uint32_t quant_word(const Block& b, int k) { return nibble_word(b, k); }
+  static uint32_t high_word(const Block& b) {
+    const uint32_t qh = load_qh(b.qh);
+    uint32_t w = 0;
+    for (int e = 0; e < kLegacyBlock; ++e) w |= ((qh >> e) & 1u) << (8 * (e % 4) + e / 4);
+    return w;
+  }
+  SLUICE_AVX512VNNI static __m512 scales(const uint8_t* p) { return fp16_scales(p); }
+  SLUICE_AVX512VNNI static void unsigned_levels(const uint8_t* high, const uint8_t* q, __m512i u[kLanes]) {
+    const __m512i h = _mm512_loadu_si512(high);
+    const __m512i bit4 = _mm512_set1_epi8(0x10);
+    split_nibbles(q, u);
+#pragma GCC unroll 8
+    for (int k = 0; k < kLanes; ++k) {
+      // Bit k of each byte to bit 4 (bits shifted in from a neighbouring byte
+      // land outside bit 4 and are masked off).
+      const __m512i at4 = k <= 4 ? _mm512_slli_epi32(h, 4 - k) : _mm512_srli_epi32(h, k - 4);
+      u[k] = _mm512_ternarylogic_epi32(u[k], at4, bit4, 0xF8);  // u | (at4 & bit4)
+    }
   }
 };
 
@@ -163,13 +201,18 @@ void pack_rows(int64_t n, const void* src, void* dst) {
   const int64_t nb = n / kLegacyBlock;
   const auto* rows = static_cast<const Block*>(src);
   auto* scales = static_cast<uint8_t*>(dst);
-  uint8_t* quants = scales + nb * kPackRows * F::kScaleBytes;
+  uint8_t* high = scales + nb * kPackRows * F::kScaleBytes;
+  uint8_t* quants = high + nb * kPackRows * F::kHighBytes;
   for (int64_t b = 0; b < nb; ++b) {
     uint8_t* q = quants + b * F::kChunks * 64;
     for (int r = 0; r < kPackRows; ++r) {
       const Block& blk = rows[r * nb + b];
       // The scale field is every format's first member (d, or MXFP4's e).
       std::memcpy(scales + (b * kPackRows + r) * F::kScaleBytes, &blk, F::kScaleBytes);
+      if constexpr (F::kHighBytes > 0) {
+        const uint32_t h = F::high_word(blk);
+        std::memcpy(high + (b * kPackRows + r) * F::kHighBytes, &h, F::kHighBytes);
+      }
       for (int k = 0; k < F::kChunks; ++k) {
         const uint32_t w = F::quant_word(blk, k);
         std::memcpy(q + 64 * k + 4 * r, &w, 4);
@@ -205,12 +248,57 @@ SLUICE_AVX512VNNI inline void block_cols(const __m512 s16, const __m512i u[kLane
   }
 }
 
+// The three regions of a packed group (see the top of the file).
+template <class F>
+struct Regions {
+  const uint8_t* scales;
+  const uint8_t* high;
+  const uint8_t* quants;
+  Regions(const void* packed, int64_t nb)
+      : scales(static_cast<const uint8_t*>(packed)),
+        high(scales + nb * kPackRows * F::kScaleBytes),
+        quants(high + nb * kPackRows * F::kHighBytes) {}
+  const uint8_t* scales_of(int64_t b) const { return scales + b * kPackRows * F::kScaleBytes; }
+  const uint8_t* high_of(int64_t b) const { return high + b * kPackRows * F::kHighBytes; }
+  const uint8_t* quants_of(int64_t b) const { return quants + b * F::kChunks * 64; }
+};
+
+// Software prefetch kPrefetchBytes ahead in the quants (and as many blocks
+// ahead in the scales and high bits) for two blocks: the lines one iteration
+// of packed_cols reads. Without it a one-column Q8_0 GEMV over DRAM-resident
+// groups ran at 0.65x the per-row kernel's byte rate (bench/kernels_bench
+// packed1 vs dot on a 2-core AMD EPYC VM), with 4-8 KiB ahead at 0.85-1.05x
+// (noisy shared machine); why the hardware prefetcher falls short there was
+// not investigated. Prefetches past the end of the group are harmless hints
+// (the next group is usually what follows).
+constexpr int kPrefetchBytes = 6144;
+
+// prefetcht0 as volatile asm: GCC 12 silently dropped every _mm_prefetch /
+// __builtin_prefetch of some instantiations below (all of Q5_0's, and all of
+// them in an earlier version of this code; objdump showed none), and the
+// prefetches are what makes the DRAM-resident GEMV run at speed.
+inline void prefetch_line(const uint8_t* p) { asm volatile("prefetcht0 %0" : : "m"(*p)); }
+
+template <class F>
+SLUICE_AVX512VNNI inline void prefetch_ahead(const uint8_t* scales, const uint8_t* high, const uint8_t* quants) {
+  constexpr int kBlocksAhead = kPrefetchBytes / (F::kChunks * 64);
+  const uint8_t* q = quants + kBlocksAhead * F::kChunks * 64;
+#pragma GCC unroll 16
+  for (int l = 0; l < 2 * F::kChunks; ++l) prefetch_line(q + 64 * l);
+  prefetch_line(scales + kBlocksAhead * kPackRows * F::kScaleBytes);
+  if constexpr (F::kHighBytes > 0) {
+    static_assert(kPackRows * F::kHighBytes == 64, "one line of high bits per block");
+    const uint8_t* h = high + kBlocksAhead * kPackRows * F::kHighBytes;
+    prefetch_line(h);
+    prefetch_line(h + 64);
+  }
+}
+
 template <class F, int N>
 SLUICE_AVX512VNNI void packed_cols(int64_t n, const void* packed, const void* const* act, float* out,
                                    int64_t out_stride) {
   const int64_t nb = n / kLegacyBlock;
-  const auto* scales = static_cast<const uint8_t*>(packed);
-  const uint8_t* quants = scales + nb * kPackRows * F::kScaleBytes;
+  const Regions<F> g(packed, nb);
   const BlockQ8_0* y[N];
 #pragma GCC unroll 8
   for (int c = 0; c < N; ++c) y[c] = static_cast<const BlockQ8_0*>(act[c]);
@@ -222,14 +310,15 @@ SLUICE_AVX512VNNI void packed_cols(int64_t n, const void* packed, const void* co
   __m512i u[kLanes];
   int64_t b = 0;
   for (; b + 1 < nb; b += 2) {
-    F::unsigned_levels(quants + b * F::kChunks * 64, u);
-    block_cols<F, N, 0>(F::scales(scales + b * kPackRows * F::kScaleBytes), u, y, b, acc);
-    F::unsigned_levels(quants + (b + 1) * F::kChunks * 64, u);
-    block_cols<F, N, 1>(F::scales(scales + (b + 1) * kPackRows * F::kScaleBytes), u, y, b + 1, acc);
+    prefetch_ahead<F>(g.scales_of(b), g.high_of(b), g.quants_of(b));
+    F::unsigned_levels(g.high_of(b), g.quants_of(b), u);
+    block_cols<F, N, 0>(F::scales(g.scales_of(b)), u, y, b, acc);
+    F::unsigned_levels(g.high_of(b + 1), g.quants_of(b + 1), u);
+    block_cols<F, N, 1>(F::scales(g.scales_of(b + 1)), u, y, b + 1, acc);
   }
   if (b < nb) {
-    F::unsigned_levels(quants + b * F::kChunks * 64, u);
-    block_cols<F, N, 0>(F::scales(scales + b * kPackRows * F::kScaleBytes), u, y, b, acc);
+    F::unsigned_levels(g.high_of(b), g.quants_of(b), u);
+    block_cols<F, N, 0>(F::scales(g.scales_of(b)), u, y, b, acc);
   }
   // avx2::hsum(acc0 + acc1) per row: ((v0 + v4) + (v2 + v6)) + ((v1 + v5) + (v3 + v7)).
 #pragma GCC unroll 8
@@ -269,6 +358,7 @@ void fill_legacy_packed_avx512(KernelTable& table) {
     table[static_cast<uint32_t>(t)].packed_dot = dot;
   };
   set(GgmlType::Q4_0, &pack_rows<Q4_0Format>, &packed_dot<Q4_0Format>);
+  set(GgmlType::Q5_0, &pack_rows<Q5_0Format>, &packed_dot<Q5_0Format>);
   set(GgmlType::Q8_0, &pack_rows<Q8_0Format>, &packed_dot<Q8_0Format>);
   set(GgmlType::IQ4_NL, &pack_rows<Iq4NlFormat>, &packed_dot<Iq4NlFormat>);
   set(GgmlType::MXFP4, &pack_rows<Mxfp4Format>, &packed_dot<Mxfp4Format>);
