@@ -23,9 +23,9 @@ namespace sluice::kernels {
 // both are available. AvxVnni = Avx2 plus AVX-VNNI (vpdpbusd/vpdpwssd);
 // Avx512Vnni = Avx2 plus AVX-512 F/BW/VL/VNNI (512-bit integer multiply-adds,
 // 32 registers; used for the K-quant prefill dots, and for Q4_0, Q5_0, Q8_0,
-// IQ4_NL and MXFP4 with the packed layout below). Their entries
-// are partial (only the integer dot products and the packed layout) and each
-// is BIT-IDENTICAL to the Avx2 entry of the same type, so every x86 machine
+// IQ4_NL and MXFP4 with the packed layout below). Their entries are partial
+// (only the integer dot products and the packed layout) and each is
+// BIT-IDENTICAL to the Avx2 entry of the same type, so every x86 machine
 // without AMX computes the same logits.
 // Amx = Avx512Vnni plus AMX-INT8 tiles, for Q4_K only, with its own rounding:
 // per super-block the dot of each 32-element run is one exact integer, the
@@ -94,7 +94,9 @@ using PackRowsFn = void (*)(int64_t n, const void* src, void* dst);
 // One packed group against up to kMaxDotCols activation rows:
 // out[j * out_stride + r] = vec_dot(n, plain row r, act[j]) for r < kPackRows,
 // 1 <= n_act <= kMaxDotCols, BIT-IDENTICAL to the vec_dot of the same entry
-// (same contract as vec_dot_cols), so packing never changes a result.
+// (same contract as vec_dot_cols), so packing never changes a result. (The
+// x86 kernels, like the per-row ones' exactness, rely on Q8_0 activations
+// holding no -128, which the quantizers never write: legacy_impl.h.)
 using PackedDotFn = void (*)(int64_t n, const void* packed, const void* const* act, int n_act, float* out,
                              int64_t out_stride);
 

@@ -15,11 +15,9 @@
 //   quants: nb x kChunks x 64 bytes; chunk k of block b holds bytes 4k..4k+3
 //           of qs of row r at offset 4r (for Q8_0 each byte XOR 0x80).
 // With 4-bit formats chunk k yields the block's int32 lanes k (low nibbles:
-// elements 4k..4k+3) and k + 4 (high nibbles: elements 16+4k..16+4k+3); with
-// Q8_0 chunk k is lane k. Those are exactly the lanes of dot_i8 in the
-// per-row kernel.
-//
-// (Q5_0 adds each element's fifth bit to its nibble.)
+// elements 4k..4k+3) and k + 4 (high nibbles: elements 16+4k..16+4k+3), Q5_0
+// adding each element's fifth bit from the high region; with Q8_0 chunk k is
+// lane k. Those are exactly the lanes of dot_i8 in the per-row kernel.
 //
 // Bit-identity with vec_dot (legacy_x86_dot_body.h's dot_symmetric, which
 // this ISA's vec_dot and the AVX2 one share): per row and block the kernel
@@ -31,9 +29,9 @@
 // on 16 rows at once, one row per lane, so the float operations per row are
 // those of vec_dot. The lanes: vpdpbusd needs an unsigned operand, so the
 // weights enter as u = level + kBias in [0, 255] (Q4_0's nibble itself, Q5_0's
-// five bits, or the int8 level XOR 0x80), and the accumulator starts at -kBias * (sum of
-// the lane's four activation bytes), which makes the lane exactly
-// sum(level * a). Like dot_i8 this assumes activations without -128 (the
+// five bits, or the int8 level XOR 0x80), and the accumulator starts at
+// -kBias * (sum of the lane's four activation bytes), which makes the lane
+// exactly sum(level * a). Like dot_i8 this assumes activations without -128 (the
 // quantizers never write it, legacy_impl.h); with -128 the per-row kernel's
 // sign transfer is itself inexact and the two would differ.
 // tests/unit/kernels_packed_test.cpp checks the bit-identity.
