@@ -69,9 +69,6 @@ std::vector<float> eval_decode(model::Model& m, const std::vector<int32_t>& toke
   return out;
 }
 
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
 
 class CacheEngine : public ::testing::Test {
  protected:

@@ -187,7 +187,7 @@ TEST(ExpertUsage, RoundTripAndMostUsedFirst) {
   u.tokens = 7;
   u.counts = {5, 0, 2, 2, 9, 0};
   const fs::path path = fs::current_path() / ("usage_test_" + std::to_string(::getpid()) + ".json");
-  write_expert_usage(u, path.string(), io::OutputOptions{.flag = "--save-usage"});
+  write_expert_usage(u, path.string(), io::OutputOptions{.flag = "--save-usage", .inputs = {}});
   const ExpertUsage back = read_expert_usage(path.string(), "--cache-warm");
   EXPECT_EQ(back.model, "m.gguf");
   EXPECT_EQ(back.tokens, 7u);

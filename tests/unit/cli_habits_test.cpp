@@ -127,9 +127,13 @@ TEST(HabitFlagsCli, EveryHabitHasItsExitCodeAndMessage) {
     SCOPED_TRACE("sluice " + c.args);
     const CliResult r = run_sluice(c.args, "2>&1 >/dev/null");  // stderr only
     EXPECT_EQ(r.status, c.status) << r.out;
-    if (!c.message.empty()) EXPECT_NE(r.out.find(c.message), std::string::npos) << r.out;
+    if (!c.message.empty()) {
+      EXPECT_NE(r.out.find(c.message), std::string::npos) << r.out;
+    }
     EXPECT_EQ(count(r.out, " ignored: "), c.ignored) << r.out;
-    if (c.args.find(" -q") != std::string::npos) EXPECT_EQ(r.out, "");
+    if (c.args.find(" -q") != std::string::npos) {
+      EXPECT_EQ(r.out, "");
+    }
   }
 }
 

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -55,6 +56,36 @@ inline std::vector<float> eval_all(model::Model& m, const std::vector<int32_t>& 
   std::vector<float> out(tokens.size() * m.hparams().n_vocab);
   m.eval(tokens, 0, out.data());
   return out;
+}
+
+// Whether two logit vectors are the same bits (the engine's invariants are
+// bit-identity, not closeness).
+inline bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+// Appends the logits of `n` greedy one-token steps to `all`, starting from the
+// logits `last` (one row) of the position before `pos`.
+inline void append_greedy_steps(model::Model& m, std::vector<float>& all, std::vector<float> last, int pos, int n) {
+  const size_t nv = m.hparams().n_vocab;
+  for (int i = 0; i < n; ++i) {
+    int32_t best = 0;
+    for (size_t v = 1; v < nv; ++v)
+      if (last[v] > last[best]) best = static_cast<int32_t>(v);
+    const int32_t one[1] = {best};
+    m.eval(one, pos++, last.data());
+    all.insert(all.end(), last.begin(), last.end());
+  }
+}
+
+// Every logit of a prompt evaluated in one batch (prefill, T > 1), then of
+// `n` greedy decode steps (T == 1), concatenated.
+inline std::vector<float> prefill_and_decode(model::Model& m, const std::vector<int32_t>& prompt, int n) {
+  std::vector<float> all = eval_all(m, prompt);
+  const size_t nv = m.hparams().n_vocab;
+  std::vector<float> last(all.end() - static_cast<std::ptrdiff_t>(nv), all.end());
+  append_greedy_steps(m, all, std::move(last), static_cast<int>(prompt.size()), n);
+  return all;
 }
 
 // Greedy continuation: prompt in one batch, then one token per eval.

@@ -30,9 +30,6 @@ using model::ResidentLayout;
 
 const std::vector<int32_t> kPrompt = {1, 17, 33, 5, 60, 7, 91, 12, 3, 44, 2};
 
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
 
 bool packable(GgmlType t) { return model::packable(kernels::kernels_for(t)); }
 
@@ -75,15 +72,7 @@ std::vector<float> fingerprint(model::Model& m, bool one_at_a_time = false) {
   }
   std::vector<float> last(all.begin() + static_cast<std::ptrdiff_t>((kPrompt.size() - 1) * nv),
                           all.begin() + static_cast<std::ptrdiff_t>(kPrompt.size() * nv));
-  int pos = static_cast<int>(kPrompt.size());
-  for (int i = 0; i < 3; ++i) {
-    int32_t best = 0;
-    for (size_t v = 1; v < nv; ++v)
-      if (last[v] > last[best]) best = static_cast<int32_t>(v);
-    const int32_t one[1] = {best};
-    m.eval(one, pos++, last.data());
-    all.insert(all.end(), last.begin(), last.end());
-  }
+  append_greedy_steps(m, all, std::move(last), static_cast<int>(kPrompt.size()), 3);
   return all;
 }
 

@@ -28,9 +28,6 @@ std::vector<int32_t> golden_tokens(const std::string& name) {
   return nlohmann::json::parse(jf)["tokens"].get<std::vector<int32_t>>();
 }
 
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
 
 // Cache off, page-cache reads: every fetch of an expert counts as a read.
 model::ModelConfig streaming_config() {

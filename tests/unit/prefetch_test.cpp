@@ -39,27 +39,7 @@ std::vector<int32_t> golden_tokens(const std::string& name) {
   return nlohmann::json::parse(jf)["tokens"].get<std::vector<int32_t>>();
 }
 
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
 
-// Every logit of a prompt evaluated in one batch (prefill, T > 1), then of
-// `n` greedy decode steps (T == 1), concatenated.
-std::vector<float> prefill_and_decode(model::Model& m, const std::vector<int32_t>& prompt, int n) {
-  std::vector<float> all = eval_all(m, prompt);
-  const size_t nv = m.hparams().n_vocab;
-  std::vector<float> last(all.end() - static_cast<std::ptrdiff_t>(nv), all.end());
-  int pos = static_cast<int>(prompt.size());
-  for (int i = 0; i < n; ++i) {
-    int32_t best = 0;
-    for (size_t v = 1; v < nv; ++v)
-      if (last[v] > last[best]) best = static_cast<int32_t>(v);
-    const int32_t one[1] = {best};
-    m.eval(one, pos++, last.data());
-    all.insert(all.end(), last.begin(), last.end());
-  }
-  return all;
-}
 
 model::ModelConfig base_config() {
   model::ModelConfig c = golden_config();

@@ -50,26 +50,7 @@ std::shared_ptr<const moe::RouteTrace> small_trace() {
   return t;
 }
 
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
 
-// The prompt's logits in one eval (prefill), then `n` greedy decode steps.
-std::vector<float> prefill_then_decode(model::Model& m, const std::vector<int32_t>& prompt, int n) {
-  std::vector<float> all = eval_all(m, prompt);
-  const size_t nv = m.hparams().n_vocab;
-  std::vector<float> last(all.end() - static_cast<std::ptrdiff_t>(nv), all.end());
-  int pos = static_cast<int>(prompt.size());
-  for (int i = 0; i < n; ++i) {
-    int32_t best = 0;
-    for (size_t v = 1; v < nv; ++v)
-      if (last[v] > last[best]) best = static_cast<int32_t>(v);
-    const int32_t one[1] = {best};
-    m.eval(one, pos++, last.data());
-    all.insert(all.end(), last.begin(), last.end());
-  }
-  return all;
-}
 
 TEST(PrefillPrefetch, RunsForPromptBatchesOnly) {
   EXPECT_EQ(model::ModelConfig{}.prefetch, 0) << "off by default (bench/README.md, \"Prefill prefetch\")";
@@ -162,13 +143,15 @@ TEST(PrefillPrefetch, LogitsAreBitIdenticalWithAndWithoutIt) {
                                  ", threads " + std::to_string(threads);
         auto m_off = load(path, off);
         auto m_on = load(path, on);
-        EXPECT_TRUE(same_bits(prefill_then_decode(*m_off, kPrompt, 4), prefill_then_decode(*m_on, kPrompt, 4))) << what;
+        EXPECT_TRUE(same_bits(prefill_and_decode(*m_off, kPrompt, 4), prefill_and_decode(*m_on, kPrompt, 4))) << what;
         EXPECT_EQ(m_off->stats().prefetch_counters.layers, 0u) << what;
         const model::PrefetchCounters& p = m_on->stats().prefetch_counters;
         EXPECT_EQ(p.layers, m_on->hparams().n_layer - 1) << what << ": one prefill micro-batch, every layer after the first";
         EXPECT_GT(p.used, 0u) << what;
         EXPECT_EQ(p.experts, p.used + p.wasted) << what;
-        if (replay) EXPECT_EQ(p.used, p.needed) << what << ": the replay predicts exactly";
+        if (replay) {
+          EXPECT_EQ(p.used, p.needed) << what << ": the replay predicts exactly";
+        }
         EXPECT_EQ(m_on->stats().experts.routed, m_off->stats().experts.routed) << what;
       }
 }
