@@ -7,8 +7,16 @@
 // order the kernels read them, each fp16 field as 16 halves (one vcvtph2ps
 // converts it for every row). So one zmm load gives a word of every row with
 // row r in int32 lane r, and the kernels work "vertically": lane r computes
-// exactly row r's vec_dot. Loads are 64-byte aligned when the group is
-// (misaligned groups work but split cache lines: a third slower at one column).
+// exactly row r's vec_dot. Loads are 64-byte aligned when the group starts at
+// 0 or 32 mod 64: GGUF data is only 32-byte aligned and the engine packs in
+// place, so the layout has a variant for groups at 32 (at_32; pack_rows and
+// packed_dot pick it from the address). Other addresses work, with split
+// lines. kernels_bench medians, GB/s, group at 0 / at 32, 2-core shared VM:
+//   before: Q4_K l2 1 col 79.5/60.5, 4 col 26.7/26.4; dram 31.4/30.3, 20.1/20.2
+//           Q6_K l2 1 col 89.3/71.8, 4 col 37.1/35.4; dram 26.2/24.8, 21.5/21.0
+//   after:  Q4_K l2 1 col 88.8/88.5, 4 col 26.8/24.8; dram 30.2/30.1, 20.5/19.5
+//           Q6_K l2 1 col 95.3/87.7, 4 col 38.0/38.8; dram 25.4/25.8, 19.0/20.8
+// (the legacy packed kernels lost under 10% at 32: not given a variant).
 //
 // Contract: out[j * out_stride + r] is bit-identical to this ISA's vec_dot
 // (kquant_avx512.cpp = the shared 256-bit loops of kquant_x86_dot_body.h, and
