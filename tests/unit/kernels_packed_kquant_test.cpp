@@ -127,7 +127,8 @@ struct PlacedBuffer {
   std::vector<uint8_t> storage;
   uint8_t* at;
   size_t bytes;
-  PlacedBuffer(size_t bytes_, size_t offset, uint8_t fill) : storage(bytes_ + 2 * kGuard + 128, kGuardByte), bytes(bytes_) {
+  PlacedBuffer(size_t bytes_, size_t offset, uint8_t fill)
+      : storage(bytes_ + 2 * kGuard + 128, kGuardByte), bytes(bytes_) {
     const auto addr = reinterpret_cast<uintptr_t>(storage.data()) + kGuard;
     at = storage.data() + kGuard + ((64 - addr % 64) % 64) + offset;
     std::memset(at, fill, bytes);
@@ -254,7 +255,8 @@ TEST(KernelsPackedKquant, PackRowsWritesExactlyTheGroup) {
       PlacedBuffer a(kPackRows * rb, offset, 0x00), b(kPackRows * rb, offset, 0x11);
       kernels_for(t, Isa::Avx512Vnni)->pack_rows(n, plain.data(), a.at);
       kernels_for(t, Isa::Avx512Vnni)->pack_rows(n, plain.data(), b.at);
-      const std::string where = std::string(ggml_type_name(t)) + " offset " + std::to_string(offset);
+      const std::string where =
+          std::string(ggml_type_name(t)) + " offset " + std::to_string(offset);
       EXPECT_EQ(std::memcmp(a.at, b.at, kPackRows * rb), 0) << where;
       EXPECT_EQ(a.bad_guard(), -1) << where;
       EXPECT_EQ(b.bad_guard(), -1) << where;

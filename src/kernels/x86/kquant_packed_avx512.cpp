@@ -123,9 +123,9 @@ void pack_k4(int64_t n, const void* src, void* dst) {
     uint8_t* words = g + at.words;
     for (int r = 0; r < kRows; ++r) {
       const uint8_t* blk = plain_block(src, n, bb, r, i);
-      std::memcpy(g + 2 * r, blk, 2);              // d
-      std::memcpy(g + at.dmin + 2 * r, blk + 2, 2);  // dmin
-      for (int t = 0; t < k4_qs_word<kFiveBit>; ++t)   // scales (and qh)
+      std::memcpy(g + 2 * r, blk, 2);                 // d
+      std::memcpy(g + at.dmin + 2 * r, blk + 2, 2);   // dmin
+      for (int t = 0; t < k4_qs_word<kFiveBit>; ++t)  // scales (and qh)
         std::memcpy(words + t * 4 * kRows + 4 * r, blk + 4 + 4 * t, 4);
       for (int c = 0; c < 4; ++c)
         for (int m = 0; m < 8; ++m)
@@ -136,19 +136,19 @@ void pack_k4(int64_t n, const void* src, void* dst) {
 }
 
 // Q6_K group: first, per super-block, 52 64-byte words (word t = 4 bytes of
-// each row, row r at bytes 4r; 3328 bytes, so 64-byte-aligned loads when the
-// group is), then, per super-block, the 16 rows' d (fp16, row order); in the
-// at_32 variant super-block 0's d (32 bytes) comes first instead, so the words
-// start on a 64-byte boundary, and the others' d follow the words as before
-// (q6k_halves). The words:
+// each row, row r at bytes 4r; 3328 bytes, a multiple of 64, so the words of
+// every super-block share the alignment of the first), then, per super-block,
+// the 16 rows' d (fp16, row order); in the at_32 variant super-block 0's d
+// (32 bytes) comes first instead, so the words start on a 64-byte boundary,
+// and the others' d follow the words as before (q6k_halves). The words:
 //   words 0..3               the int8 scales 4t..4t + 3
 //   word 4 + 3(2m + h) + x   the quants of elements 4m..4m + 3 of the four
 //                            32-element runs of half h, re-encoded (below)
-// in the order the kernel reads them. The quants are re-encoded so a row's four 6-bit values of one element
-// position decode in 9 vector ops instead of the 17 of ggml's ql/qh split
-// (measured about 10% faster at one column, where decode is not shared). With
-// q_k the 6-bit quant of element 128h + 32k + 4m + b of the block (run k),
-// byte b of
+// in the order the kernel reads them. The quants are re-encoded so a row's
+// four 6-bit values of one element position decode in 9 vector ops instead of
+// the 17 of ggml's ql/qh split (measured about 10% faster at one column, where
+// decode is not shared). With q_k the 6-bit quant of element
+// 128h + 32k + 4m + b of the block (run k), byte b of
 //   x = 0: q_0 | (q_2 >> 4) << 6
 //   x = 1: q_1 | (q_3 >> 4) << 6
 //   x = 2: (q_2 & 15) | (q_3 & 15) << 4
