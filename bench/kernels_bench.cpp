@@ -154,7 +154,9 @@ void BM_gemm_tile(benchmark::State& state, GgmlType t, Isa isa, uint64_t bytes) 
 // groups of kPackRows once (not timed, as the engine packs resident weights
 // once), then every group against `cols` activation rows per call. cols = 1 is
 // decode's GEMV (compare dot/), 4 and 8 prefill's (compare cols4/, cols8/).
-void BM_packed(benchmark::State& state, GgmlType t, Isa isa, uint64_t bytes, int cols) {
+// offset: the groups start that many bytes past a 64-byte boundary (32 is what
+// GGUF tensors get in place: their data is only 32-byte aligned; packed1o32/).
+void BM_packed(benchmark::State& state, GgmlType t, Isa isa, uint64_t bytes, int cols, size_t offset) {
   const TypeKernels* k = kernels_or_skip(state, t, isa, &TypeKernels::packed_dot);
   if (!k) return;
   Fixture f = make_fixture(t, bytes);
@@ -165,10 +167,9 @@ void BM_packed(benchmark::State& state, GgmlType t, Isa isa, uint64_t bytes, int
       std::memcpy(f.weights.data() + r * f.row_bytes, f.weights.data(), f.row_bytes);
   }
   const uint64_t group_bytes = kPackRows * f.row_bytes;
-  // 64-byte aligned, as callers should allocate packed weights (unaligned zmm
-  // loads that split cache lines cost the K-quant kernels a third).
-  std::vector<TileLine> storage((groups * group_bytes + sizeof(TileLine) - 1) / sizeof(TileLine));
-  auto* packed = reinterpret_cast<uint8_t*>(storage.data());
+  // 64-byte aligned storage, the groups at `offset` past it.
+  std::vector<TileLine> storage((groups * group_bytes + offset + sizeof(TileLine) - 1) / sizeof(TileLine));
+  auto* packed = reinterpret_cast<uint8_t*>(storage.data()) + offset;
   for (int64_t g = 0; g < groups; ++g)
     k->pack_rows(kRow, f.weights.data() + g * group_bytes, packed + g * group_bytes);
   f.weights = {};
@@ -232,11 +233,16 @@ const GgmlType kBenchTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, 
             benchmark::RegisterBenchmark(("cols" + std::to_string(cols) + "/" + base + "/" + label).c_str(),
                                          BM_dot_cols, t, isa, bytes, cols)
                 ->Unit(benchmark::kMicrosecond);
-        if (k->packed_dot)
+        if (k->packed_dot) {
           for (int cols : {1, 4, kMaxDotCols})
             benchmark::RegisterBenchmark(("packed" + std::to_string(cols) + "/" + base + "/" + label).c_str(),
-                                         BM_packed, t, isa, bytes, cols)
+                                         BM_packed, t, isa, bytes, cols, size_t{0})
                 ->Unit(benchmark::kMicrosecond);
+          for (int cols : {1, 4})  // groups at 32 mod 64, as in place in a GGUF file
+            benchmark::RegisterBenchmark(("packed" + std::to_string(cols) + "o32/" + base + "/" + label).c_str(),
+                                         BM_packed, t, isa, bytes, cols, size_t{32})
+                ->Unit(benchmark::kMicrosecond);
+        }
         if (k->gemm_tile)
           benchmark::RegisterBenchmark(("tile16/" + base + "/" + label).c_str(), BM_gemm_tile, t, isa, bytes)
               ->Unit(benchmark::kMicrosecond);

@@ -89,7 +89,10 @@ size_t tile_prepared_lines(int64_t n);
 inline constexpr int kPackRows = 16;
 // Re-lays kPackRows plain rows of n elements (row r at src + r * row_bytes,
 // row_bytes = the type's row size for n) into dst, kPackRows * row_bytes bytes.
-// src and dst must not overlap. Pure; allocates nothing.
+// src and dst must not overlap. Pure; allocates nothing. The bytes written may
+// depend on dst's address mod 64 (so that a kernel's wide loads are aligned
+// wherever the group lies): packed_dot must get them at an address equal to
+// dst mod 64 (moving a packed group by a multiple of 64 bytes is fine).
 using PackRowsFn = void (*)(int64_t n, const void* src, void* dst);
 // One packed group against up to kMaxDotCols activation rows:
 // out[j * out_stride + r] = vec_dot(n, plain row r, act[j]) for r < kPackRows,

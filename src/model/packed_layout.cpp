@@ -1,5 +1,6 @@
 #include "model/packed_layout.h"
 
+#include <cstdint>
 #include <cstring>
 #include <memory>
 
@@ -15,12 +16,16 @@ int64_t group_count(const WeightMatrix& w) { return w.n_out / kernels::kPackRows
 // Packs groups [g0, g1) of w at data through one group of scratch.
 void pack_groups(uint8_t* data, const WeightMatrix& w, int64_t g0, int64_t g1) {
   const size_t gb = w.group_bytes();
-  // pack_rows needs src and dst apart: pack into scratch, copy back.
-  const std::unique_ptr<uint8_t[]> scratch(new uint8_t[gb]);
+  // pack_rows needs src and dst apart: pack into scratch, copy back. The
+  // layout may depend on dst's address mod 64 (quant.h), so the scratch copy
+  // of each group starts at the group's address mod 64.
+  const std::unique_ptr<uint8_t[]> scratch(new uint8_t[gb + 64]);
   for (int64_t g = g0; g < g1; ++g) {
     uint8_t* group = data + static_cast<size_t>(g) * gb;
-    w.kern->pack_rows(w.n_in, group, scratch.get());
-    std::memcpy(group, scratch.get(), gb);
+    const auto phase = [](const void* p) { return reinterpret_cast<uintptr_t>(p) & 63; };
+    uint8_t* dst = scratch.get() + ((phase(group) - phase(scratch.get())) & 63);
+    w.kern->pack_rows(w.n_in, group, dst);
+    std::memcpy(group, dst, gb);
   }
 }
 

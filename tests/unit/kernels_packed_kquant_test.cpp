@@ -115,10 +115,40 @@ std::string bits(float f) {
 
 constexpr uint32_t kSentinel = 0x7FA5A5A5;  // a NaN no kernel produces
 
-// pack_rows + packed_dot of one group against n_act columns, each output
-// memcmp-equal to the AVX-512 VNNI and the Avx2 vec_dot on the plain rows,
-// and every other float of the output buffer untouched.
-void check_group(GgmlType t, int64_t n, int n_act, int64_t out_stride, std::mt19937& rng) {
+// The group base offsets past a 64-byte boundary checked: aligned, GGUF's
+// in-place 32 (the kernels' other layout variant), and 16 (neither: must work too).
+const size_t kGroupOffsets[] = {0, 32, 16};
+constexpr size_t kGuard = 64;  // bytes checked untouched on each side of a group
+constexpr uint8_t kGuardByte = 0xEE;
+
+// A buffer with `bytes` at `offset` past a 64-byte boundary, kGuard bytes of
+// kGuardByte on each side.
+struct PlacedBuffer {
+  std::vector<uint8_t> storage;
+  uint8_t* at;
+  size_t bytes;
+  PlacedBuffer(size_t bytes_, size_t offset, uint8_t fill)
+      : storage(bytes_ + 2 * kGuard + 128, kGuardByte), bytes(bytes_) {
+    const auto addr = reinterpret_cast<uintptr_t>(storage.data()) + kGuard;
+    at = storage.data() + kGuard + ((64 - addr % 64) % 64) + offset;
+    std::memset(at, fill, bytes);
+  }
+  // The first guard byte changed before or after the placed bytes, or -1.
+  long bad_guard() const {
+    for (const uint8_t* p = at - kGuard; p < at; ++p)
+      if (*p != kGuardByte) return p - at;
+    for (const uint8_t* p = at + bytes; p < at + bytes + kGuard; ++p)
+      if (*p != kGuardByte) return p - at;
+    return -1;
+  }
+};
+
+// pack_rows + packed_dot of one group placed `offset` bytes past a 64-byte
+// boundary against n_act columns, each output memcmp-equal to the AVX-512
+// VNNI and the Avx2 vec_dot on the plain rows, every other float of the
+// output buffer untouched, and no byte around the packed group written.
+void check_group(GgmlType t, int64_t n, int n_act, int64_t out_stride, std::mt19937& rng,
+                 size_t offset = 32) {
   const TypeKernels* k = kernels_for(t, Isa::Avx512Vnni);
   const TypeKernels* avx2 = kernels_for(t, Isa::Avx2);
   ASSERT_NE(k, nullptr);
@@ -131,10 +161,10 @@ void check_group(GgmlType t, int64_t n, int n_act, int64_t out_stride, std::mt19
     const std::vector<uint8_t> w = weight_row(t, n, rng);
     plain.insert(plain.end(), w.begin(), w.end());
   }
-  // Packed at an odd offset: the kernels may not assume alignment.
-  std::vector<uint8_t> packed_buf(kPackRows * rb + 3, 0xEE);
-  uint8_t* packed = packed_buf.data() + 3;
+  PlacedBuffer packed_buf(kPackRows * rb, offset, 0x5A);
+  uint8_t* packed = packed_buf.at;
   k->pack_rows(n, plain.data(), packed);
+  EXPECT_EQ(packed_buf.bad_guard(), -1) << ggml_type_name(t) << " offset " << offset;
   std::vector<std::vector<uint8_t>> acts;
   std::vector<const void*> act;
   for (int j = 0; j < n_act; ++j) acts.push_back(activation_row(n, rng));
@@ -146,7 +176,8 @@ void check_group(GgmlType t, int64_t n, int n_act, int64_t out_stride, std::mt19
 
   const std::string where = std::string(ggml_type_name(t)) + " n=" + std::to_string(n) +
                             " n_act=" + std::to_string(n_act) +
-                            " stride=" + std::to_string(out_stride);
+                            " stride=" + std::to_string(out_stride) +
+                            " offset=" + std::to_string(offset);
   for (size_t i = 0; i < out_floats; ++i) {
     const int64_t j = static_cast<int64_t>(i) / out_stride,
                   r = static_cast<int64_t>(i) % out_stride;
@@ -191,6 +222,17 @@ TEST(KernelsPackedKquant, PackedDotIsBitIdenticalToVecDotForEveryColumnCount) {
     for (int n_act = 1; n_act <= kMaxDotCols; ++n_act) check_group(t, 512, n_act, 16 + n_act, rng);
 }
 
+// The layout depends on the group's address mod 64 (aligned words at 0 and
+// at 32): every variant, and an address matching neither, must be exact.
+TEST(KernelsPackedKquant, PackedDotIsBitIdenticalToVecDotAtEveryGroupAlignment) {
+  SKIP_WITHOUT_AVX512VNNI();
+  std::mt19937 rng(18);
+  for (GgmlType t : kPackedTypes)
+    for (size_t offset : kGroupOffsets)
+      for (int64_t n : {256, 768})
+        for (int n_act : {1, 4, 8}) check_group(t, n, n_act, 16, rng, offset);
+}
+
 TEST(KernelsPackedKquant, PackedDotIsBitIdenticalToVecDotForEveryRowLength) {
   SKIP_WITHOUT_AVX512VNNI();
   std::mt19937 rng(77);
@@ -199,25 +241,26 @@ TEST(KernelsPackedKquant, PackedDotIsBitIdenticalToVecDotForEveryRowLength) {
       for (int n_act = 1; n_act <= kMaxDotCols; ++n_act) check_group(t, n, n_act, 37, rng);
 }
 
-// pack_rows writes every byte of the group (two different prior contents give
-// the same result) and nothing past it.
+// pack_rows writes every byte of the group (two different prior contents at
+// the same address mod 64 give the same result) and nothing around it.
 TEST(KernelsPackedKquant, PackRowsWritesExactlyTheGroup) {
   SKIP_WITHOUT_AVX512VNNI();
   std::mt19937 rng(5);
-  for (GgmlType t : kPackedTypes) {
-    const int64_t n = 768;
-    const size_t rb = row_bytes(t, n);
-    std::vector<uint8_t> plain(kPackRows * rb);
-    for (uint8_t& b : plain) b = static_cast<uint8_t>(rng());
-    std::vector<uint8_t> a(kPackRows * rb + 64, 0xEE), b(kPackRows * rb + 64, 0x11);
-    kernels_for(t, Isa::Avx512Vnni)->pack_rows(n, plain.data(), a.data());
-    kernels_for(t, Isa::Avx512Vnni)->pack_rows(n, plain.data(), b.data());
-    EXPECT_EQ(std::memcmp(a.data(), b.data(), kPackRows * rb), 0) << ggml_type_name(t);
-    for (size_t i = kPackRows * rb; i < a.size(); ++i) {
-      ASSERT_EQ(a[i], 0xEE) << ggml_type_name(t) << " byte " << i;
-      ASSERT_EQ(b[i], 0x11) << ggml_type_name(t) << " byte " << i;
+  for (GgmlType t : kPackedTypes)
+    for (size_t offset : kGroupOffsets) {
+      const int64_t n = 768;
+      const size_t rb = row_bytes(t, n);
+      std::vector<uint8_t> plain(kPackRows * rb);
+      for (uint8_t& b : plain) b = static_cast<uint8_t>(rng());
+      PlacedBuffer a(kPackRows * rb, offset, 0x00), b(kPackRows * rb, offset, 0x11);
+      kernels_for(t, Isa::Avx512Vnni)->pack_rows(n, plain.data(), a.at);
+      kernels_for(t, Isa::Avx512Vnni)->pack_rows(n, plain.data(), b.at);
+      const std::string where =
+          std::string(ggml_type_name(t)) + " offset " + std::to_string(offset);
+      EXPECT_EQ(std::memcmp(a.at, b.at, kPackRows * rb), 0) << where;
+      EXPECT_EQ(a.bad_guard(), -1) << where;
+      EXPECT_EQ(b.bad_guard(), -1) << where;
     }
-  }
 }
 
 }  // namespace

@@ -7,8 +7,16 @@
 // order the kernels read them, each fp16 field as 16 halves (one vcvtph2ps
 // converts it for every row). So one zmm load gives a word of every row with
 // row r in int32 lane r, and the kernels work "vertically": lane r computes
-// exactly row r's vec_dot. Loads are 64-byte aligned when the group is
-// (misaligned groups work but split cache lines: a third slower at one column).
+// exactly row r's vec_dot. Loads are 64-byte aligned when the group starts at
+// 0 or 32 mod 64: GGUF data is only 32-byte aligned and the engine packs in
+// place, so the layout has a variant for groups at 32 (at_32; pack_rows and
+// packed_dot pick it from the address). Other addresses work, with split
+// lines. kernels_bench medians, GB/s, group at 0 / at 32, 2-core shared VM:
+//   before: Q4_K l2 1 col 79.5/60.5, 4 col 26.7/26.4; dram 31.4/30.3, 20.1/20.2
+//           Q6_K l2 1 col 89.3/71.8, 4 col 37.1/35.4; dram 26.2/24.8, 21.5/21.0
+//   after:  Q4_K l2 1 col 88.8/88.5, 4 col 26.8/24.8; dram 30.2/30.1, 20.5/19.5
+//           Q6_K l2 1 col 95.3/87.7, 4 col 38.0/38.8; dram 25.4/25.8, 19.0/20.8
+// (the legacy packed kernels lost under 10% at 32: not given a variant).
 //
 // Contract: out[j * out_stride + r] is bit-identical to this ISA's vec_dot
 // (kquant_avx512.cpp = the shared 256-bit loops of kquant_x86_dot_body.h, and
@@ -69,9 +77,18 @@ inline const uint8_t* plain_block(const void* src, int64_t n, size_t block_bytes
   return static_cast<const uint8_t*>(src) + r * row_bytes + static_cast<size_t>(i) * block_bytes;
 }
 
+// Whether the group at p gets the layout variant for groups at 32 mod 64 (what
+// GGUF's 32-byte alignment gives in place), which puts the 64-byte words on
+// 64-byte boundaries there. Any other address works with either variant (its
+// words split cache lines either way); pack_rows and packed_dot see addresses
+// equal mod 64 (quant.h), so they pick the same one.
+inline bool at_32(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 63) == 32; }
+
 // Q4_K / Q5_K group, per super-block (16 * block_bytes bytes, a multiple of
-// 64): the 16 rows' d (fp16, row order), their dmin, then 64-byte words, word t
-// = 4 bytes of each row (row r at bytes 4r):
+// 64, so every super-block of a group has the group's address mod 64): the 16
+// rows' d (fp16, row order), their dmin, then 64-byte words; in the at_32
+// variant d, the words, then dmin. Word t = 4 bytes of each row (row r at
+// bytes 4r):
 //   words 0..2        the 12 scale bytes (unpack_k4_scales' w[0..2])
 //   Q5_K: 3..10       qh bytes 4m..4m+3, m = 0..7
 //   kQsWord + 4m + c  qs bytes 32c + 4m..32c + 4m + 3 (chunk c, elements 4m..
@@ -82,22 +99,33 @@ constexpr size_t k4_block_bytes = kFiveBit ? sizeof(BlockQ5K) : sizeof(BlockQ4K)
 template <bool kFiveBit>
 constexpr int k4_qs_word = kFiveBit ? 11 : 3;
 constexpr int kK4QhWord = 3;
-constexpr size_t kK4WordsOffset = 4 * kRows;  // after d and dmin
-static_assert(kK4WordsOffset + (3 + 32) * 4 * kRows == kRows * sizeof(BlockQ4K));
-static_assert(kK4WordsOffset + (3 + 8 + 32) * 4 * kRows == kRows * sizeof(BlockQ5K));
+static_assert(4 * kRows + (3 + 32) * 4 * kRows == kRows * sizeof(BlockQ4K));
+static_assert(4 * kRows + (3 + 8 + 32) * 4 * kRows == kRows * sizeof(BlockQ5K));
+static_assert(kRows * sizeof(BlockQ4K) % 64 == 0 && kRows * sizeof(BlockQ5K) % 64 == 0);
+
+// Offsets in a super-block of the rows' dmin and of word 0 (d is at 0).
+struct K4Offsets {
+  size_t dmin, words;
+};
+template <bool kFiveBit>
+inline K4Offsets k4_offsets(const void* group) {
+  if (at_32(group)) return {kRows * k4_block_bytes<kFiveBit> - 2 * kRows, 2 * kRows};
+  return {2 * kRows, 4 * kRows};
+}
 
 template <bool kFiveBit>
 void pack_k4(int64_t n, const void* src, void* dst) {
   constexpr size_t bb = k4_block_bytes<kFiveBit>;
   constexpr size_t kQsOffset = 4 + kKScaleBytes + (kFiveBit ? kQK_K / 8 : 0);
+  const K4Offsets at = k4_offsets<kFiveBit>(dst);
   for (int64_t i = 0; i < n / kQK_K; ++i) {
     uint8_t* g = static_cast<uint8_t*>(dst) + static_cast<size_t>(i) * kRows * bb;
-    uint8_t* words = g + kK4WordsOffset;
+    uint8_t* words = g + at.words;
     for (int r = 0; r < kRows; ++r) {
       const uint8_t* blk = plain_block(src, n, bb, r, i);
-      std::memcpy(g + 2 * r, blk, 2);                  // d
-      std::memcpy(g + 2 * kRows + 2 * r, blk + 2, 2);  // dmin
-      for (int t = 0; t < k4_qs_word<kFiveBit>; ++t)   // scales (and qh)
+      std::memcpy(g + 2 * r, blk, 2);                 // d
+      std::memcpy(g + at.dmin + 2 * r, blk + 2, 2);   // dmin
+      for (int t = 0; t < k4_qs_word<kFiveBit>; ++t)  // scales (and qh)
         std::memcpy(words + t * 4 * kRows + 4 * r, blk + 4 + 4 * t, 4);
       for (int c = 0; c < 4; ++c)
         for (int m = 0; m < 8; ++m)
@@ -108,17 +136,19 @@ void pack_k4(int64_t n, const void* src, void* dst) {
 }
 
 // Q6_K group: first, per super-block, 52 64-byte words (word t = 4 bytes of
-// each row, row r at bytes 4r; 3328 bytes, so 64-byte-aligned loads when the
-// group is):
+// each row, row r at bytes 4r; 3328 bytes, a multiple of 64, so the words of
+// every super-block share the alignment of the first), then, per super-block,
+// the 16 rows' d (fp16, row order); in the at_32 variant super-block 0's d
+// (32 bytes) comes first instead, so the words start on a 64-byte boundary,
+// and the others' d follow the words as before (q6k_halves). The words:
 //   words 0..3               the int8 scales 4t..4t + 3
 //   word 4 + 3(2m + h) + x   the quants of elements 4m..4m + 3 of the four
 //                            32-element runs of half h, re-encoded (below)
-// in the order the kernel reads them; then, per super-block, the 16 rows' d.
-// The quants are re-encoded so a row's four 6-bit values of one element
-// position decode in 9 vector ops instead of the 17 of ggml's ql/qh split
-// (measured about 10% faster at one column, where decode is not shared). With
-// q_k the 6-bit quant of element 128h + 32k + 4m + b of the block (run k),
-// byte b of
+// in the order the kernel reads them. The quants are re-encoded so a row's
+// four 6-bit values of one element position decode in 9 vector ops instead of
+// the 17 of ggml's ql/qh split (measured about 10% faster at one column, where
+// decode is not shared). With q_k the 6-bit quant of element
+// 128h + 32k + 4m + b of the block (run k), byte b of
 //   x = 0: q_0 | (q_2 >> 4) << 6
 //   x = 1: q_1 | (q_3 >> 4) << 6
 //   x = 2: (q_2 & 15) | (q_3 & 15) << 4
@@ -126,11 +156,19 @@ constexpr int kQ6QuantWord = 4;
 constexpr size_t kQ6WordsBytes = (kQ6QuantWord + 48) * 4 * kRows;
 static_assert(kQ6WordsBytes + 2 * kRows == kRows * sizeof(BlockQ6K));
 
+// Offset in a group of `blocks` super-blocks of super-block 0's words, and of
+// super-block i's d.
+inline size_t q6k_words(const void* group) { return at_32(group) ? 2 * kRows : 0; }
+inline size_t q6k_halves(const void* group, int64_t blocks, int64_t i) {
+  if (i == 0 && at_32(group)) return 0;
+  return static_cast<size_t>(blocks) * kQ6WordsBytes + static_cast<size_t>(i) * 2 * kRows;
+}
+
 void pack_q6k(int64_t n, const void* src, void* dst) {
   const int64_t blocks = n / kQK_K;
-  uint8_t* halves = static_cast<uint8_t*>(dst) + static_cast<size_t>(blocks) * kQ6WordsBytes;
+  uint8_t* const g = static_cast<uint8_t*>(dst);
   for (int64_t i = 0; i < blocks; ++i) {
-    uint8_t* words = static_cast<uint8_t*>(dst) + static_cast<size_t>(i) * kQ6WordsBytes;
+    uint8_t* words = g + q6k_words(dst) + static_cast<size_t>(i) * kQ6WordsBytes;
     for (int r = 0; r < kRows; ++r) {
       BlockQ6K b;
       std::memcpy(&b, plain_block(src, n, sizeof(BlockQ6K), r, i), sizeof b);
@@ -148,7 +186,7 @@ void pack_q6k(int64_t n, const void* src, void* dst) {
           w[8 * kRows] = static_cast<uint8_t>((q2 & 15) | (q3 & 15) << 4);
         }
       }
-      std::memcpy(halves + static_cast<size_t>(i) * 2 * kRows + 2 * r, &b.d, 2);
+      std::memcpy(g + q6k_halves(dst, blocks, i) + 2 * r, &b.d, 2);
     }
   }
 }
@@ -213,12 +251,13 @@ SLUICE_AVX512VNNI void k4_packed(int64_t n, const uint8_t* packed, const void* c
 #pragma GCC unroll 4
     for (int k = 0; k < 4; ++k) acc_min[j][k] = _mm512_setzero_ps();
   }
+  const K4Offsets at = k4_offsets<kFiveBit>(packed);
   for (int64_t i = 0; i < n / kQK_K; ++i) {
     const uint8_t* g = packed + i * static_cast<int64_t>(kRows * k4_block_bytes<kFiveBit>);
     const __m512 wd = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(g)));
     const __m512 wdmin =
-        _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(g + 2 * kRows)));
-    const uint8_t* words = g + kK4WordsOffset;
+        _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(g + at.dmin)));
+    const uint8_t* words = g + at.words;
     prefetch(g + kPrefetchBlocks * kRows * k4_block_bytes<kFiveBit>,
              kRows * k4_block_bytes<kFiveBit>);
     // unpack_k4_scales on every row at once: bytes of lane r = row r's
@@ -322,10 +361,11 @@ SLUICE_AVX512VNNI void q6k_packed(int64_t n, const uint8_t* packed, const void* 
 #pragma GCC unroll 8
     for (int m = 0; m < 8; ++m) acc[j][m] = _mm512_setzero_ps();
   const int64_t blocks = n / kQK_K;
+  const uint8_t* const words0 = packed + q6k_words(packed);
   for (int64_t i = 0; i < blocks; ++i) {
-    const uint8_t* words = packed + i * static_cast<int64_t>(kQ6WordsBytes);
+    const uint8_t* words = words0 + i * static_cast<int64_t>(kQ6WordsBytes);
     prefetch(words + kPrefetchBlocks * kQ6WordsBytes, kQ6WordsBytes);
-    const uint8_t* halves = packed + blocks * static_cast<int64_t>(kQ6WordsBytes) + i * 2 * kRows;
+    const uint8_t* halves = packed + q6k_halves(packed, blocks, i);
     const __m512 wd = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(halves)));
     __m512i scw[4];
 #pragma GCC unroll 4
