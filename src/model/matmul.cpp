@@ -251,10 +251,8 @@ void packed_rows(const WeightMatrix& w, std::span<const void* const> act, float*
   const int64_t n_act = static_cast<int64_t>(act.size());
   const void* const* acts = act.data();
   const size_t gb = w.group_bytes();
-  if (n_act == 1) {  // decode: hint the next group while this one is computed
-    const int64_t ahead = std::max<int64_t>(1, kPrefetchAheadBytes / static_cast<int64_t>(std::max<size_t>(gb, 1)));
+  if (n_act == 1) {  // decode: the packed kernels prefetch their own stream, across groups too
     for (int64_t g = g0; g < g1; ++g) {
-      if (g + ahead < g1) prefetch_row(w.data + static_cast<size_t>(g + ahead) * gb, gb);
       packed_group(w, g, acts, 1, out, out_stride, r0, r1);
     }
     return;

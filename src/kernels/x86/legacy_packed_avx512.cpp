@@ -261,14 +261,19 @@ struct Regions {
   const uint8_t* quants_of(int64_t b) const { return quants + b * F::kChunks * 64; }
 };
 
-// Software prefetch kPrefetchBytes ahead in the quants (and as many blocks
-// ahead in the scales and high bits) for two blocks: the lines one iteration
-// of packed_cols reads. Without it a one-column Q8_0 GEMV over DRAM-resident
-// groups ran at 0.65x the per-row kernel's byte rate (bench/kernels_bench
-// packed1 vs dot on a 2-core AMD EPYC VM), with 4-8 KiB ahead at 0.85-1.05x
-// (noisy shared machine); why the hardware prefetcher falls short there was
-// not investigated. Prefetches past the end of the group are harmless hints
-// (the next group is usually what follows).
+// Software prefetch of the lines two blocks (one iteration of packed_cols)
+// read, kPrefetchBytes of quants ahead of where it reads. Without it a
+// one-column Q8_0 GEMV over DRAM-resident groups ran at 0.65x the per-row
+// kernel's byte rate (bench/kernels_bench packed1 vs dot on a 2-core AMD EPYC
+// VM), with 4-8 KiB ahead at 0.85-1.05x (noisy shared machine); why the
+// hardware prefetcher falls short there was not investigated.
+//
+// Near the end of a group the prefetch continues at the same distance into
+// the next group (callers read groups in address order and a prefetch never
+// faults), so the first blocks of every group are in flight when it starts:
+// with the next group's scales only reached by running off the end of the
+// quants, 2 of every 18 KiB of a 2048-wide Q4_0 group were never hinted and
+// model decode ran ~5% slower than with a whole-group hint from the caller.
 constexpr int kPrefetchBytes = 6144;
 
 // prefetcht0 as volatile asm: GCC 12 silently dropped every _mm_prefetch /
@@ -277,18 +282,17 @@ constexpr int kPrefetchBytes = 6144;
 // prefetches are what makes the DRAM-resident GEMV run at speed.
 inline void prefetch_line(const uint8_t* p) { asm volatile("prefetcht0 %0" : : "m"(*p)); }
 
+// Hints blocks b and b + 1 of group g (b even).
 template <class F>
-SLUICE_AVX512VNNI inline void prefetch_ahead(const uint8_t* scales, const uint8_t* high, const uint8_t* quants) {
-  constexpr int kBlocksAhead = kPrefetchBytes / (F::kChunks * 64);
-  const uint8_t* q = quants + kBlocksAhead * F::kChunks * 64;
+SLUICE_AVX512VNNI inline void prefetch_blocks(const Regions<F>& g, int64_t b) {
+  const uint8_t* q = g.quants_of(b);
 #pragma GCC unroll 16
   for (int l = 0; l < 2 * F::kChunks; ++l) prefetch_line(q + 64 * l);
-  prefetch_line(scales + kBlocksAhead * kPackRows * F::kScaleBytes);
+  prefetch_line(g.scales_of(b));
   if constexpr (F::kHighBytes > 0) {
     static_assert(kPackRows * F::kHighBytes == 64, "one line of high bits per block");
-    const uint8_t* h = high + kBlocksAhead * kPackRows * F::kHighBytes;
-    prefetch_line(h);
-    prefetch_line(h + 64);
+    prefetch_line(g.high_of(b));
+    prefetch_line(g.high_of(b + 1));
   }
 }
 
@@ -297,6 +301,8 @@ SLUICE_AVX512VNNI void packed_cols(int64_t n, const void* packed, const void* co
                                    int64_t out_stride) {
   const int64_t nb = n / kLegacyBlock;
   const Regions<F> g(packed, nb);
+  const Regions<F> next(g.quants_of(nb), nb);  // the group after this one
+  constexpr int64_t kBlocksAhead = 2 * (kPrefetchBytes / (F::kChunks * 64) / 2);  // even: pairs stay aligned
   const BlockQ8_0* y[N];
 #pragma GCC unroll 8
   for (int c = 0; c < N; ++c) y[c] = static_cast<const BlockQ8_0*>(act[c]);
@@ -308,7 +314,11 @@ SLUICE_AVX512VNNI void packed_cols(int64_t n, const void* packed, const void* co
   __m512i u[kLanes];
   int64_t b = 0;
   for (; b + 1 < nb; b += 2) {
-    prefetch_ahead<F>(g.scales_of(b), g.high_of(b), g.quants_of(b));
+    if (b + kBlocksAhead < nb) {
+      prefetch_blocks(g, b + kBlocksAhead);
+    } else {
+      prefetch_blocks(next, b + kBlocksAhead - nb);
+    }
     F::unsigned_levels(g.high_of(b), g.quants_of(b), u);
     block_cols<F, N, 0>(F::scales(g.scales_of(b)), u, y, b, acc);
     F::unsigned_levels(g.high_of(b + 1), g.quants_of(b + 1), u);
