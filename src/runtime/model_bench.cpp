@@ -181,6 +181,7 @@ ModelBenchRow run_point(const ModelBenchConfig& cfg, const BenchPoint& pt, std::
   std::vector<double> pp_tps, tg_tps;
   model::PrefetchCounters decode_pf;  // decode's share, summed over reps (used, needed, experts)
   model::PrefetchCounters prefill_pf;  // prefill's share, likewise
+  double decode_stall_s_sum = 0, decode_matmul_s_sum = 0;  // over reps
   uint64_t mtp_drafted = 0, mtp_accepted = 0, mtp_forwards = 0;  // --mtp, summed over reps
   for (int rep = 0; rep < cfg.reps; ++rep) {
     // Same prompts for every configuration: the RNG depends on (seed, rep) only.
@@ -238,6 +239,10 @@ ModelBenchRow run_point(const ModelBenchConfig& cfg, const BenchPoint& pt, std::
     prefill_pf.needed += stats_before.prefetch_counters.needed - stats_start.prefetch_counters.needed;
     row.prefill_stall_s += stats_before.time.expert_io_s - stats_start.time.expert_io_s;
     row.prefill_matmul_s += stats_before.time.expert_matmul_s - stats_start.time.expert_matmul_s;
+    const double decode_stall_s = stats_after.time.expert_io_s - stats_before.time.expert_io_s;
+    const double decode_matmul_s = stats_after.time.expert_matmul_s - stats_before.time.expert_matmul_s;
+    decode_stall_s_sum += decode_stall_s;
+    decode_matmul_s_sum += decode_matmul_s;
 
     pp_tps.push_back(pp_s > 0 ? cfg.n_prompt / pp_s : kNaN);
     tg_tps.push_back(tg_s > 0 ? decoded / tg_s : kNaN);
@@ -249,9 +254,13 @@ ModelBenchRow run_point(const ModelBenchConfig& cfg, const BenchPoint& pt, std::
     row.decode_experts_hit += after.experts_hit - before.experts_hit;
     row.decode_io_seconds += after.io_seconds - before.io_seconds;
 
-    char buf[160];
-    std::snprintf(buf, sizeof buf, "  rep %d/%d: pp %.2f tok/s, tg %.2f tok/s, %.1f MiB read in decode", rep + 1,
-                  cfg.reps, pp_tps.back(), tg_tps.back(), (after.bytes_read - before.bytes_read) / 1048576.0);
+    char buf[200];
+    const double per_tok_ms = decoded > 0 ? 1e3 / decoded : 0.0;
+    std::snprintf(buf, sizeof buf,
+                  "  rep %d/%d: pp %.2f tok/s, tg %.2f tok/s, %.1f MiB read in decode "
+                  "(per token: expert matmul %.2f ms, read wait %.2f ms)",
+                  rep + 1, cfg.reps, pp_tps.back(), tg_tps.back(), (after.bytes_read - before.bytes_read) / 1048576.0,
+                  decode_matmul_s * per_tok_ms, decode_stall_s * per_tok_ms);
     progress(cfg, buf);
   }
   mean_sd(pp_tps, row.prefill_tps, row.prefill_tps_sd);
@@ -261,6 +270,8 @@ ModelBenchRow run_point(const ModelBenchConfig& cfg, const BenchPoint& pt, std::
   row.prefill_prefetch_depth = session.model().stats().prefill_prefetch;
   row.prefill_stall_s /= cfg.reps;
   row.prefill_matmul_s /= cfg.reps;
+  row.decode_stall_ms_per_tok = row.decode_tokens ? 1e3 * decode_stall_s_sum / row.decode_tokens : kNaN;
+  row.decode_matmul_ms_per_tok = row.decode_tokens ? 1e3 * decode_matmul_s_sum / row.decode_tokens : kNaN;
   row.prefill_prefetch_coverage_pct =
       row.prefill_prefetch_depth > 0 && prefill_pf.needed ? 100.0 * prefill_pf.coverage() : kNaN;
   // NaN (not 0) where prefetch was off or had nothing to count.

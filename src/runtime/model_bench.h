@@ -163,6 +163,12 @@ struct ModelBenchRow {
   double prefill_stall_s = 0;
   double prefill_matmul_s = 0;
   double prefill_prefetch_coverage_pct = 0;
+  // Decode, per emitted token: the compute thread's wait for expert reads and
+  // its expert matmul time (the same two timers). With the cache on, the
+  // matmul figure against --load-all's on the same tokens says whether cached
+  // experts compute as fast as resident ones, apart from the reads of misses.
+  double decode_stall_ms_per_tok = 0;
+  double decode_matmul_ms_per_tok = 0;
 };
 
 // Fills the derived figures (mib_read_per_token, read_GBps, read_GBps_io,

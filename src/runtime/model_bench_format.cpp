@@ -72,6 +72,9 @@ const ExtraColumn kExtraColumns[] = {
     {"prefill_pf_cov_pct", "pp pf cov %", "n/a", [](const ModelBenchRow& r) { return num(r.prefill_prefetch_coverage_pct); }},
     {"prefill_stall_ms", "pp stall ms", "n/a", [](const ModelBenchRow& r) { return num(1e3 * r.prefill_stall_s); }},
     {"prefill_matmul_ms", "pp matmul ms", "n/a", [](const ModelBenchRow& r) { return num(1e3 * r.prefill_matmul_s); }},
+    // Decode, per emitted token: expert read wait and expert matmul milliseconds.
+    {"decode_stall_ms_tok", "tg stall ms/tok", "n/a", [](const ModelBenchRow& r) { return num(r.decode_stall_ms_per_tok); }},
+    {"decode_matmul_ms_tok", "tg matmul ms/tok", "n/a", [](const ModelBenchRow& r) { return num(r.decode_matmul_ms_per_tok); }},
     // --resident-layout (packed or plain): which layout the resident weights were computed in.
     {"resident_layout", "layout", "n/a", [](const ModelBenchRow& r) { return nlohmann::json(r.point.resident_layout); }},
 };
