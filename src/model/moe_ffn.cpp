@@ -30,8 +30,14 @@ std::optional<moe::ExpertStore::Batch> fetch_some(moe::ExpertStore& store, int l
   hit.clear();
   if (ids.empty()) return std::nullopt;
   std::vector<int> experts(ids.size());
-  for (size_t j = 0; j < ids.size(); ++j) experts[j] = distinct[ids[j]].expert;
-  moe::ExpertStore::Batch b = store.fetch(layer, experts);
+  std::vector<uint8_t> pack(ids.size());
+  for (size_t j = 0; j < ids.size(); ++j) {
+    experts[j] = distinct[ids[j]].expert;
+    pack[j] = distinct[ids[j]].uses.size() >= kMinUsesToPackStreamed;
+  }
+  moe::FetchOptions opt;
+  opt.transform_streamed = pack;
+  moe::ExpertStore::Batch b = store.fetch(layer, experts, opt);
   // fetch() recorded what it asked for and its hits; this thread is the only
   // one fetching, so the record is this batch's.
   hit = store.last_fetch(layer).hit;

@@ -33,6 +33,17 @@ struct ExpertTemplate {
   float weights_scale = 1.0f;        // multiplies every routing weight (RouterDesc::weights_scale)
 };
 
+// A streamed expert (cache off) that at least this many (position, slot)
+// entries of one batch use is asked to arrive in the packed layout
+// (moe::FetchOptions::transform_streamed): the read lane re-lays it, and the
+// batch's multi-column matmul then runs the packed kernels. Re-laying costs
+// about one pass over the expert's bytes (4.3 GB of Q4_0 experts in 0.65 s of
+// CPU); at 4 columns the packed Q4_0 kernel saves about that much over the
+// plain one (100 vs 41 GMAC/s from DRAM, bench/README.md), at 8+ it saves
+// more, at 1 (decode) it never pays. Results do not depend on it (packed_dot
+// is bit-identical to vec_dot).
+inline constexpr size_t kMinUsesToPackStreamed = 4;
+
 // Experts of one layer whose reads were started before that layer was routed
 // (--prefetch). Owns the Batch: the views of its experts live as long as it.
 struct PrefetchedExperts {

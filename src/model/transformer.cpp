@@ -289,7 +289,7 @@ Transformer::Transformer(std::shared_ptr<const gguf::GgufModel> gguf, const Mode
     sc.io_depth = cfg.io_depth;
     sc.load_all = cfg.load_all;
     sc.wrap_file = cfg.wrap_expert_file;
-    if (cfg.resident_layout == ResidentLayout::Packed && (cfg.load_all || cfg.cache_bytes > 0 || cfg.cache_auto)) {
+    if (cfg.resident_layout == ResidentLayout::Packed) {
       std::vector<FfnMatrices> shapes(layers_.size());
       for (size_t l = 0; l < layers_.size(); ++l)
         if (layers_[l].moe) shapes[l] = layers_[l].experts.m;
@@ -299,9 +299,9 @@ Transformer::Transformer(std::shared_ptr<const gguf::GgufModel> gguf, const Mode
         moe::moe_layer_shapes(experts, static_cast<int>(hp_.n_expert_used));
     sc.cache_bytes = resolve_cache_bytes(cfg, shapes, dense_->bytes(), kv_->bytes(),
                                          prefetch_depth_for_batch(prefetch_setting_, moe_k_, 1));
-    // Packed on entry only where the experts stay resident (cache on or --load-all).
+    // Resident experts (cache on or --load-all) are packed as they arrive;
+    // streamed ones only where a fetch asks (kMinUsesToPackStreamed).
     experts_packed_ = sc.on_resident && (sc.load_all || sc.cache_bytes > 0);
-    if (!experts_packed_) sc.on_resident = nullptr;
     store_ = std::make_unique<moe::ExpertStore>(*gguf_, std::move(experts), sc);
   }
   if (cfg.route_replay) {
@@ -900,8 +900,18 @@ void Transformer::start_prefetch(int il, int T, int depth) {
       experts.assign(pf_routing_.experts.begin(), pf_routing_.experts.end());
     }
     std::sort(experts.begin(), experts.end());
+    // Predicted uses per distinct expert decide which streamed ones come packed.
+    std::vector<uint8_t> pack;
+    for (size_t i = 0; i < experts.size();) {
+      size_t j = i;
+      while (j < experts.size() && experts[j] == experts[i]) ++j;
+      pack.push_back(j - i >= kMinUsesToPackStreamed);
+      i = j;
+    }
     experts.erase(std::unique(experts.begin(), experts.end()), experts.end());
-    moe::ExpertStore::Batch batch = store_->fetch(nl, experts);
+    moe::FetchOptions opt;
+    opt.transform_streamed = pack;
+    moe::ExpertStore::Batch batch = store_->fetch(nl, experts, opt);
     std::vector<uint8_t> hit = store_->last_fetch(nl).hit;
     hit.resize(experts.size(), 0);
     prefetch_.emplace(PrefetchedExperts{nl, std::move(experts), std::move(hit), std::move(batch)});

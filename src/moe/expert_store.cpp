@@ -17,8 +17,10 @@
 //    outside the Batch's lock, after the last read and before the expert is
 //    marked ready or inserted, so no reader and no other Batch ever sees its
 //    bytes between layouts; the view's `packed` flag travels with the cached
-//    payload. Streamed experts (cache off) are never transformed; --load-all
-//    experts are transformed once at construction.
+//    payload. Streamed experts (cache off) are transformed the same way, by
+//    the lane that completes them, where the fetch asked
+//    (FetchOptions::transform_streamed); --load-all experts are transformed
+//    once at construction.
 #include <algorithm>
 #include <array>
 #include <chrono>
@@ -283,6 +285,8 @@ struct ExpertStore::Batch::State final : ReadOwner {
   std::vector<std::unique_ptr<CachedExpert>> pending;
   std::vector<uint64_t> bytes_left;  // per expert: planned bytes not yet read
   std::vector<uint64_t> footprint;   // per expert: cache accounting bytes
+  // Cache off: per expert, apply cfg.on_resident after its read (empty: none).
+  std::vector<uint8_t> transform;
 
   std::mutex mu;
   std::condition_variable cv;
@@ -348,6 +352,26 @@ struct ExpertStore::Batch::State final : ReadOwner {
         keep = false;  // half re-laid bytes: never cached
       } else {
         views[i] = ce.view;
+        store->experts_transformed += 1;
+      }
+    }
+    if (expert_done && !error && !transform.empty() && transform[i]) {
+      // A streamed expert the fetch asked to re-lay: as above, outside the
+      // lock, before it is marked ready; its slot is this Batch's alone.
+      lk.unlock();
+      ExpertView v = views[i];
+      std::exception_ptr transform_err;
+      try {
+        store->cfg.on_resident(layer, const_cast<void*>(v.gate), const_cast<void*>(v.up), const_cast<void*>(v.down));
+        v.packed = true;
+      } catch (...) {
+        transform_err = std::current_exception();
+      }
+      lk.lock();
+      if (transform_err) {
+        if (!error) error = with_context(transform_err, item);
+      } else {
+        views[i] = v;
         store->experts_transformed += 1;
       }
     }
@@ -504,9 +528,12 @@ ExpertStore::ExpertStore(const gguf::GgufModel& model, std::vector<gguf::LayerEx
 
 ExpertStore::~ExpertStore() = default;
 
-ExpertStore::Batch ExpertStore::fetch(int layer, std::span<const int> experts) {
+ExpertStore::Batch ExpertStore::fetch(int layer, std::span<const int> experts, const FetchOptions& opt) {
   Impl& s = *impl_;
   s.check_layer(layer);
+  if (!opt.transform_streamed.empty() && opt.transform_streamed.size() != experts.size())
+    throw Error("expert store: " + std::to_string(opt.transform_streamed.size()) + " transform flags for " +
+                std::to_string(experts.size()) + " experts of layer " + std::to_string(layer));
   const uint64_t n_expert = s.parts(layer).n_expert();
   std::vector<char> seen(n_expert, 0);
   for (int e : experts) {
@@ -547,6 +574,8 @@ ExpertStore::Batch ExpertStore::fetch(int layer, std::span<const int> experts) {
     st->footprint.assign(k, 0);
   } else {
     st->slot_ids = s.acquire_slots(k);
+    if (s.cfg.on_resident && !opt.transform_streamed.empty())
+      st->transform.assign(opt.transform_streamed.begin(), opt.transform_streamed.end());
   }
   for (size_t i = 0; i < k; ++i) {
     const ExpertLayout lo = s.layout(layer, experts[i]);

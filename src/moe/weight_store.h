@@ -116,11 +116,25 @@ struct ExpertStoreConfig {
   // Optional: applied once to every expert that stays resident, i.e. as it
   // enters the cache (before the cache or the Batch serves it; also when the
   // cache cannot keep it and the Batch's private buffer serves it) and to
-  // every expert of --load-all at load. Cache off (streaming: bytes used once)
-  // never applies it. ExpertView::packed says which bytes it was applied to.
+  // every expert of --load-all at load. Cache off (streaming: bytes used
+  // once) applies it only to the experts a fetch asks for
+  // (FetchOptions::transform_streamed). ExpertView::packed says which bytes it
+  // was applied to.
   ExpertTransform on_resident;
   // Tests: wraps every file the store opens (e.g. in an io::FaultFile). Empty: none.
   io::WrapFile wrap_file;
+};
+
+// Per-fetch choices (ExpertStore::fetch).
+struct FetchOptions {
+  // Cache off: one flag per requested expert (fetch's order), or empty. A
+  // nonzero flag has the read lane apply ExpertStoreConfig::on_resident to that
+  // streamed expert after its read, as to a resident one, so its view comes
+  // back packed. Worth it for an expert several positions use (a prompt
+  // micro-batch): the re-lay then pays for itself in one multi-column matmul.
+  // Ignored with a cache or load_all (their experts are transformed anyway)
+  // and when on_resident is null.
+  std::span<const uint8_t> transform_streamed;
 };
 
 struct ExpertIoStats {
@@ -129,7 +143,7 @@ struct ExpertIoStats {
   uint64_t experts_read = 0;  // experts read from the file
   uint64_t experts_hit = 0;   // experts served from the cache (no read)
   uint64_t bytes_hit = 0;     // expert bytes (gate+up+down) those hits saved
-  uint64_t experts_transformed = 0;  // experts ExpertStoreConfig::on_resident was applied to
+  uint64_t experts_transformed = 0;  // experts ExpertStoreConfig::on_resident was applied to (resident or streamed)
   uint64_t cache_evictions = 0;
   uint64_t cache_bytes_resident = 0;  // allocated bytes held by the cache now
   uint64_t cache_peak_bytes = 0;
@@ -183,7 +197,8 @@ class ExpertStore {
   };
 
   // Starts reading `experts` (distinct ids) of `layer` on the read lanes.
-  Batch fetch(int layer, std::span<const int> experts);
+  // Error if opt.transform_streamed is neither empty nor experts.size() long.
+  Batch fetch(int layer, std::span<const int> experts, const FetchOptions& opt = {});
 
   uint64_t expert_bytes(int layer) const;  // gate+up+down bytes of one expert
   // Whether fetching (layer, expert) now would be served without a read (the

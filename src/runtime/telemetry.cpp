@@ -194,6 +194,7 @@ RunSummary summarize(const SummaryInput& in) {
   s.resident_layout = in.stats.resident_layout;
   s.dense_packed_bytes = in.stats.dense_packed_bytes;
   s.experts_packed = in.stats.experts_packed;
+  s.experts_transformed = in.stats.io.experts_transformed;
   s.peak_rss_mib = in.peak_rss_mib;
   s.time = in.stats.time;
   s.prefetch = in.stats.prefetch;
@@ -272,6 +273,7 @@ std::vector<std::pair<std::string, nlohmann::ordered_json>> summary_fields(const
   f.emplace_back("resident_layout", model::resident_layout_name(s.resident_layout));
   f.emplace_back("dense_packed_MiB", r4(static_cast<double>(s.dense_packed_bytes) / kMiB));
   f.emplace_back("experts_packed", s.experts_packed);
+  f.emplace_back("experts_transformed", s.experts_transformed);
   return f;
 }
 
@@ -311,9 +313,13 @@ std::string summary_human(const RunSummary& s) {
                 static_cast<double>(s.dense_bytes) / kMiB, 100.0 * s.dense_resident_frac, s.majflt_per_tok(),
                 s.peak_rss_mib);
   out += buf;
-  std::snprintf(buf, sizeof buf, "sluice: resident layout %s: dense %.1f MiB packed; experts %s\n",
+  std::snprintf(buf, sizeof buf, "sluice: resident layout %s: dense %.1f MiB packed; experts %s (%llu re-laid)\n",
                 model::resident_layout_name(s.resident_layout), static_cast<double>(s.dense_packed_bytes) / kMiB,
-                s.experts_packed ? "packed as they become resident (cache entry, --load-all)" : "plain");
+                s.experts_packed ? "packed as they become resident (cache entry, --load-all)"
+                : s.experts_transformed > 0
+                    ? "streamed: packed by the read lane where a prompt batch uses them several times"
+                    : "plain",
+                static_cast<unsigned long long>(s.experts_transformed));
   out += buf;
   std::snprintf(buf, sizeof buf,
                 "sluice: time %.3f s = expert I/O wait %.3f + expert matmul %.3f + attention %.3f + other %.3f\n",

@@ -14,7 +14,8 @@
 //   The prefetch_* summary keys come next to last (zero when --prefetch is off),
 //   then the mtp_* keys and the per-emitted-token figures, then route_replay
 //   (true when --route-replay replaced the router: a benchmark mode), then
-//   resident_layout, dense_packed_MiB and experts_packed (--resident-layout).
+//   resident_layout, dense_packed_MiB, experts_packed and experts_transformed
+//   (--resident-layout).
 //
 // Thread-safety: none; a recorder belongs to one Session (one thread).
 #pragma once
@@ -154,10 +155,13 @@ struct RunSummary {
   double dense_resident_frac = 1.0;
   uint64_t dense_bytes = 0;
   // --resident-layout in force, the dense bytes it re-laid at load, and
-  // whether experts are re-laid as they enter the cache (or at --load-all).
+  // whether experts are re-laid as they enter the cache (or at --load-all),
+  // and how many experts were re-laid (resident ones, and streamed ones of
+  // prompt batches that several positions use: model/moe_ffn.h).
   model::ResidentLayout resident_layout = model::ResidentLayout::Packed;
   uint64_t dense_packed_bytes = 0;
   bool experts_packed = false;
+  uint64_t experts_transformed = 0;
   double peak_rss_mib = 0;
   model::TimeProfile time;
   int prefetch = 0;                           // --prefetch depth in force (0: off)

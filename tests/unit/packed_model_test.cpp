@@ -245,12 +245,22 @@ TEST(PackedModel, PackingHappensWhereTheKernelsHaveIt) {
     EXPECT_EQ(s.io.experts_transformed, experts_packable ? s.io.experts_read : 0) << what;
     EXPECT_GT(s.io.experts_hit, 0u) << what;
 
-    c.cache_bytes = 0;  // streamed: used once, never re-laid
+    c.cache_bytes = 0;  // streamed: decode's experts (one position each) are never re-laid
     m = load(path, c);
-    fingerprint(*m);
+    fingerprint(*m, /*one_at_a_time=*/true);
     s = m->stats();
     EXPECT_FALSE(s.experts_packed) << what;
     EXPECT_EQ(s.io.experts_transformed, 0u) << what;
+    // A prompt batch: the experts kMinUsesToPackStreamed or more of its
+    // entries use come packed, the others plain (44 entries over 16 experts).
+    fingerprint(*m);
+    s = m->stats();
+    if (experts_packable) {
+      EXPECT_GT(s.io.experts_transformed, 0u) << what;
+      EXPECT_LT(s.io.experts_transformed, s.io.experts_read) << what;
+    } else {
+      EXPECT_EQ(s.io.experts_transformed, 0u) << what;
+    }
     EXPECT_EQ(s.dense_packed_bytes > 0, dense_packable) << what;
 
     c.dense_mode = moe::DenseMode::Mmap;  // read-only mapping: stays plain
@@ -346,20 +356,28 @@ TEST(PackedModel, SummarySaysTheLayoutAndWhatWasPacked) {
   runtime::RunSummary s;
   s.dense_packed_bytes = uint64_t{3} << 20;
   s.experts_packed = true;
+  s.experts_transformed = 96;
   EXPECT_NE(runtime::summary_human(s).find("sluice: resident layout packed: dense 3.0 MiB packed; "
                                            "experts packed as they become resident "
-                                           "(cache entry, --load-all)\n"),
+                                           "(cache entry, --load-all) (96 re-laid)\n"),
             std::string::npos)
       << runtime::summary_human(s);
   const nlohmann::ordered_json j = runtime::summary_json(s);
   EXPECT_EQ(j["resident_layout"], "packed");
   EXPECT_EQ(j["dense_packed_MiB"].get<double>(), 3.0);
   EXPECT_EQ(j["experts_packed"], true);
+  EXPECT_EQ(j["experts_transformed"], 96);
+  s.experts_packed = false;  // cache off: only prompt-batch experts were re-laid
+  s.experts_transformed = 7;
+  EXPECT_NE(runtime::summary_human(s).find("experts streamed: packed by the read lane where a prompt batch uses "
+                                           "them several times (7 re-laid)\n"),
+            std::string::npos)
+      << runtime::summary_human(s);
   s.resident_layout = ResidentLayout::Plain;
   s.dense_packed_bytes = 0;
-  s.experts_packed = false;
+  s.experts_transformed = 0;
   EXPECT_NE(runtime::summary_human(s).find(
-                "sluice: resident layout plain: dense 0.0 MiB packed; experts plain\n"),
+                "sluice: resident layout plain: dense 0.0 MiB packed; experts plain (0 re-laid)\n"),
             std::string::npos);
   EXPECT_EQ(runtime::summary_json(s)["resident_layout"], "plain");
 }

@@ -515,7 +515,8 @@ TEST(WeightStoreCache, HitsAreReadyAtOnceAndCountBytes) {
 // ExpertStoreConfig::on_resident (the model's packed layout) is applied exactly
 // once to every expert that stays resident (cached, including the private
 // buffer of one the cache cannot keep, and --load-all), before any view of it
-// is handed out, and never to streamed experts; ExpertView::packed says which.
+// is handed out, and to streamed experts only where the fetch asks
+// (FetchOptions::transform_streamed, mode 4 below); ExpertView::packed says which.
 // The transform here XORs each part with a per-layer key, so applying it twice
 // or not at all shows in the bytes.
 TEST(WeightStoreCache, OnResidentIsAppliedOnceBeforeAnyReaderSeesTheExpert) {
@@ -547,17 +548,20 @@ TEST(WeightStoreCache, OnResidentIsAppliedOnceBeforeAnyReaderSeesTheExpert) {
         ASSERT_EQ(std::memcmp(want.data(), p, want.size()), 0) << t->name << " expert " << e;
       }
     };
-    // budget 0: streamed; everything / 8: evictions and uncacheable experts; everything: all hits.
-    for (int mode = 0; mode < 4; ++mode) {
+    // budget 0: streamed; everything / 8: evictions and uncacheable experts; everything: all hits;
+    // 3: --load-all; 4: streamed, every other expert of each fetch asked to come transformed
+    // (the flags are ignored in modes 1-3, which get them too).
+    for (int mode = 0; mode < 5; ++mode) {
       ExpertStoreConfig cfg;
       cfg.io_threads = 3;
       cfg.on_resident = xor_parts;
       cfg.load_all = mode == 3;
-      cfg.cache_bytes = mode == 0 ? 0 : mode == 1 ? everything / 8 : everything;
+      cfg.cache_bytes = mode == 0 || mode == 4 ? 0 : mode == 1 ? everything / 8 : everything;
       SCOPED_TRACE("mode " + std::to_string(mode));
       calls = 0;
       ExpertStore store(m, layers, cfg);
       std::mt19937 rng(3);
+      uint64_t asked = 0;
       for (int round = 0; round < 3; ++round) {
         for (size_t l = 0; l < layers.size(); ++l) {
           if (n[l] == 0) continue;
@@ -565,22 +569,41 @@ TEST(WeightStoreCache, OnResidentIsAppliedOnceBeforeAnyReaderSeesTheExpert) {
           for (size_t e = 0; e < ex.size(); ++e) ex[e] = static_cast<int>(e);
           std::shuffle(ex.begin(), ex.end(), rng);
           ex.resize(std::min<size_t>(ex.size(), 1 + rng() % 3));
-          auto b = store.fetch(static_cast<int>(l), ex);
-          for (int idx; (idx = b.next_ready()) != -1;)
-            expect_view(static_cast<int>(l), ex[static_cast<size_t>(idx)], b.view(idx), mode != 0);
+          std::vector<uint8_t> flags(ex.size());
+          for (size_t i = 0; i < flags.size(); ++i) flags[i] = (round + i) % 2;
+          FetchOptions opt;
+          if (mode != 0) opt.transform_streamed = flags;
+          auto b = store.fetch(static_cast<int>(l), ex, opt);
+          for (int idx; (idx = b.next_ready()) != -1;) {
+            const bool flag = flags[static_cast<size_t>(idx)] != 0;
+            asked += flag;
+            expect_view(static_cast<int>(l), ex[static_cast<size_t>(idx)], b.view(idx),
+                        mode == 4 ? flag : mode != 0);
+          }
         }
       }
       const ExpertIoStats st = store.stats();
       EXPECT_EQ(st.experts_transformed, calls.load());
       uint64_t all = 0;
       for (int k : n) all += static_cast<uint64_t>(k);
-      // Streamed: never; cached: every read, never a hit; --load-all: every expert once.
-      const uint64_t want = mode == 0 ? 0 : mode == 3 ? all : st.experts_read;
+      // Streamed: never unless asked; cached: every read, never a hit; --load-all: every expert once.
+      const uint64_t want = mode == 0 ? 0 : mode == 3 ? all : mode == 4 ? asked : st.experts_read;
+      if (mode == 4) {
+        EXPECT_GT(asked, 0u);
+        EXPECT_LT(asked, st.experts_read);
+      }
       EXPECT_EQ(calls.load(), want);
       if (mode == 2) {
         EXPECT_GT(st.experts_hit, 0u);
       } else if (mode != 1) {
         EXPECT_EQ(st.experts_hit, 0u);  // streamed; --load-all: the store counts no hits
+      }
+      if (mode == 4) {  // one flag per requested expert, or none
+        const std::vector<int> two = {0, 1};
+        const std::vector<uint8_t> one_flag = {1};
+        FetchOptions bad;
+        bad.transform_streamed = one_flag;
+        EXPECT_THROW(store.fetch(1, two, bad), Error);
       }
     }
   }
