@@ -82,7 +82,8 @@ size_t tile_prepared_lines(int64_t n);
 // that one vector load feeds every row of the group and per-block scales of
 // all rows are combined in one vector op. Only weights that stay in memory are
 // packed (dense weights read into anonymous memory, cached and --load-all
-// experts), once, when they arrive; streamed weights stay plain. The layout is
+// experts, and streamed experts a prompt batch uses several times), once,
+// when they arrive. The layout is
 // private to the ISA that defines it: pack_rows and packed_dot always come from
 // one TypeKernels entry, and the bytes pack_rows writes are only ever read by
 // that entry's packed_dot.

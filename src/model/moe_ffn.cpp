@@ -50,7 +50,7 @@ std::optional<moe::ExpertStore::Batch> fetch_some(moe::ExpertStore& store, int l
 void MoeFfn::compute_expert(size_t i, const moe::ExpertView& view, int layer, const ExpertTemplate& tmpl,
                             const QuantizedRows& act_up, int64_t n_out, ThreadPool& pool) {
   // The view says whether the store re-laid these bytes (cached and
-  // --load-all experts; streamed ones are plain).
+  // --load-all experts, and streamed ones this batch asked for).
   FfnMatrices m;
   m.gate = expert_matrix(tmpl.m.gate, view.gate, view.packed);
   m.up = expert_matrix(tmpl.m.up, view.up, view.packed);

@@ -5,7 +5,8 @@
 //  - dense matmul weights read into anonymous memory (Transformer's Binder),
 //    never a tensor also read by row (token_embd, NextN embed_tokens);
 //  - cached and --load-all experts, through ExpertStoreConfig::on_resident
-//    (expert_packer below); streamed experts stay plain.
+//    (expert_packer below); streamed experts only where a prompt batch uses
+//    them several times (moe_ffn.h: kMinUsesToPackStreamed).
 // A matrix is packed only when packable(*w.kern); its n_out % kPackRows tail
 // rows stay plain (WeightMatrix::packed_rows).
 #pragma once
