@@ -320,6 +320,30 @@ struct ExpertStore::Batch::State final : ReadOwner {
     }
   }
 
+  // Applies cfg.on_resident to the bytes of v (expert `item`, read in full)
+  // with `lk` (on mu) released meanwhile, as other lanes report. Safe: this
+  // job still counts in `outstanding`, so the State lives on, and the expert
+  // is neither in `ready` nor in the cache yet, so nobody reads its bytes.
+  // On success sets v.packed and counts it; if the transform throws, records
+  // the error (with the expert's context) and returns false.
+  bool relay_outside_lock(std::unique_lock<std::mutex>& lk, ExpertView& v, int item) {
+    lk.unlock();
+    std::exception_ptr err;
+    try {
+      store->cfg.on_resident(layer, const_cast<void*>(v.gate), const_cast<void*>(v.up), const_cast<void*>(v.down));
+      v.packed = true;
+    } catch (...) {
+      err = std::current_exception();
+    }
+    lk.lock();
+    if (err) {
+      if (!error) error = with_context(err, item);
+      return false;
+    }
+    store->experts_transformed += 1;
+    return true;
+  }
+
   bool cancelled() const override { return abandoned.load(std::memory_order_relaxed); }
 
   void read_done(int item, uint64_t bytes, std::exception_ptr err) override {
@@ -332,48 +356,18 @@ struct ExpertStore::Batch::State final : ReadOwner {
     // leaves bytes_left > 0 or sets error.
     bool keep = expert_done && !error && !pending.empty() && pending[i] && bytes_left[i] == 0;
     if (keep && store->cfg.on_resident) {
-      // Re-laid outside the lock (other lanes report meanwhile). Safe: this
-      // job still counts in `outstanding`, so the State lives on; the expert
-      // is neither in `ready` nor in the cache yet, so nobody reads its bytes;
-      // and only this lane touches pending[i] until it is inserted below.
-      lk.unlock();
+      // Only this lane touches pending[i] until it is inserted below.
       CachedExpert& ce = *pending[i];
-      std::exception_ptr transform_err;
-      try {
-        store->cfg.on_resident(layer, const_cast<void*>(ce.view.gate), const_cast<void*>(ce.view.up),
-                               const_cast<void*>(ce.view.down));
-        ce.view.packed = true;
-      } catch (...) {
-        transform_err = std::current_exception();
-      }
-      lk.lock();
-      if (transform_err) {
-        if (!error) error = with_context(transform_err, item);
-        keep = false;  // half re-laid bytes: never cached
-      } else {
+      if (relay_outside_lock(lk, ce.view, item)) {
         views[i] = ce.view;
-        store->experts_transformed += 1;
+      } else {
+        keep = false;  // half re-laid bytes: never cached
       }
     }
     if (expert_done && !error && !transform.empty() && transform[i]) {
-      // A streamed expert the fetch asked to re-lay: as above, outside the
-      // lock, before it is marked ready; its slot is this Batch's alone.
-      lk.unlock();
+      // A streamed expert the fetch asked to re-lay; its slot is this Batch's alone.
       ExpertView v = views[i];
-      std::exception_ptr transform_err;
-      try {
-        store->cfg.on_resident(layer, const_cast<void*>(v.gate), const_cast<void*>(v.up), const_cast<void*>(v.down));
-        v.packed = true;
-      } catch (...) {
-        transform_err = std::current_exception();
-      }
-      lk.lock();
-      if (transform_err) {
-        if (!error) error = with_context(transform_err, item);
-      } else {
-        views[i] = v;
-        store->experts_transformed += 1;
-      }
+      if (relay_outside_lock(lk, v, item)) views[i] = v;
     }
     if (expert_done) {
       ready.push_back(item);
