@@ -609,6 +609,34 @@ TEST(WeightStoreCache, OnResidentIsAppliedOnceBeforeAnyReaderSeesTheExpert) {
   }
 }
 
+// A transform that throws surfaces from next_ready() as an Error naming the
+// expert, and its half re-laid bytes are never cached (cache on) or handed
+// out (a streamed expert asked to come transformed).
+TEST(WeightStoreCache, AThrowingTransformIsAnErrorAndNeverCached) {
+  const gguf::GgufModel m = gguf::GgufModel::open(files().single);
+  const auto layers = expert_layers(m);
+  for (const uint64_t cache : {uint64_t{64} << 20, uint64_t{0}}) {
+    SCOPED_TRACE("cache bytes " + std::to_string(cache));
+    ExpertStoreConfig cfg;
+    cfg.cache_bytes = cache;
+    cfg.on_resident = [](int, void*, void*, void*) { throw Error("transform refused"); };
+    ExpertStore store(m, layers, cfg);
+    const std::vector<int> want = {1};
+    const std::vector<uint8_t> flag = {1};
+    FetchOptions opt;
+    opt.transform_streamed = flag;
+    auto b = store.fetch(2, want, opt);
+    try {
+      b.next_ready();
+      ADD_FAILURE() << "no error";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("transform refused (expert 1 of layer 2)"), std::string::npos) << e.what();
+    }
+    EXPECT_FALSE(store.is_cached(2, 1));
+    EXPECT_EQ(store.stats().experts_transformed, 0u);
+  }
+}
+
 // --drop-cold-experts asks is_cached(): it must follow the cache, or cached
 // experts would be dropped (and their bytes counted as saved) for nothing.
 TEST(WeightStoreCache, IsCachedFollowsTheCache) {
