@@ -41,9 +41,11 @@ struct OpsKernels {
   // ISA, times scale).
   void (*dot_rows)(const float* q, const float* base, int64_t stride, int64_t n_rows, int64_t n, float scale,
                    float* out) = nullptr;
-  // out[d] = sum_j p[j] * row_j[d] for d < n, accumulated from 0 in ascending
-  // j as out[d] += p[j] * row_j[d] (rounded product, then add), so every ISA
-  // gives the scalar result bit for bit. out must not alias the rows or p.
+  // out[d] += sum_j p[j] * row_j[d] for d < n, accumulated onto out's values
+  // in ascending j as out[d] += p[j] * row_j[d] (rounded product, then add),
+  // so every ISA gives the scalar result bit for bit, and rows taken in
+  // consecutive blocks give what one call over all of them gives (attention
+  // walks the cache a block at a time). out must not alias the rows or p.
   void (*weighted_sum_rows)(const float* p, const float* base, int64_t stride, int64_t n_rows, int64_t n,
                             float* out) = nullptr;
   // Rotates one head in place by the angles (cos[j], sin[j]), j < half:

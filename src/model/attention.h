@@ -6,8 +6,6 @@
 // logit per head that joins the softmax's max and denominator but has no value.
 #pragma once
 
-#include <vector>
-
 #include "model/hparams.h"
 #include "model/kv_cache.h"
 #include "model/thread_pool.h"
@@ -27,14 +25,15 @@ class Attention {
  public:
   // q: n_tokens rows of n_head * head_dim floats (RoPE applied); token t sits at
   // position pos0 + t and sees cache positions [0, pos0 + t]. The cache must
-  // already hold those positions for `layer`. out: n_tokens rows of
-  // n_head * head_dim_v floats. Work is split over (token, head) pairs, each
-  // computed entirely by one thread, so results do not depend on the pool size.
+  // already hold those positions for `layer` (Error otherwise). out: n_tokens
+  // rows of n_head * head_dim_v floats. Work is split over (token, KV head,
+  // subgroup of its query heads) items; each head is computed entirely by one
+  // thread with the same operations whatever the split, so results do not
+  // depend on the pool size. The heads of an item read the cache together, a
+  // block of keys at a time (an F16 cache is converted a block at a time, by
+  // the thread that uses it).
   void run(const float* q, int n_tokens, int pos0, int layer, const KvCache& kv, const HParams& hp,
            const AttentionOptions& opt, float* out, ThreadPool& pool);
-
- private:
-  std::vector<float> k_scratch_, v_scratch_;  // F16 cache: keys/values of the layer as F32
 };
 
 }  // namespace sluice::model

@@ -88,6 +88,13 @@ const float* KvCache::v_f32(int layer, int pos) const {
   return type_ == KvType::F32 ? &v32_[v_index(layer, pos)] : nullptr;
 }
 
+const uint16_t* KvCache::k_f16(int layer, int pos) const {
+  return type_ == KvType::F16 ? &k16_[k_index(layer, pos)] : nullptr;
+}
+const uint16_t* KvCache::v_f16(int layer, int pos) const {
+  return type_ == KvType::F16 ? &v16_[v_index(layer, pos)] : nullptr;
+}
+
 uint64_t KvCache::bytes() const {
   return type_ == KvType::F32 ? (k32_.size() + v32_.size()) * 4ull : (k16_.size() + v16_.size()) * 2ull;
 }

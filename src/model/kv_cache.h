@@ -40,9 +40,13 @@ class KvCache {
   // Copies the key/value at `pos` into dst as F32 (k_dim / v_dim floats).
   void load_k(int layer, int pos, float* dst) const;
   void load_v(int layer, int pos, float* dst) const;
-  // Direct F32 access (type F32 only): nullptr otherwise.
+  // Direct access to the stored rows (row pos + 1 follows at k_dim / v_dim
+  // elements): F32 for type F32, F16 bits for type F16, nullptr for the other
+  // type. Unchecked: the caller keeps pos < n_filled().
   const float* k_f32(int layer, int pos) const;
   const float* v_f32(int layer, int pos) const;
+  const uint16_t* k_f16(int layer, int pos) const;
+  const uint16_t* v_f16(int layer, int pos) const;
 
   uint64_t bytes() const;
 

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
+#include <random>
 #include <vector>
 
 #include "model/attention.h"
@@ -181,6 +183,73 @@ TEST(ModelBlocks, AttentionWindowAndSink) {
   // Window and sink together: 2 keys + 1.
   std::vector<float> both = h.run({2, sink});
   EXPECT_NEAR(both[0], 7.0 / 3.0, 1e-6);
+}
+
+
+// Grouped-query attention over a cache longer than one key block (head_dim
+// 128: blocks of 128 keys), F32 and F16: every pool size gives the same bits
+// (items are split per KV head and subgroup of query heads, never inside a
+// head), and the output is the textbook softmax(q.k * scale) . v computed in
+// double from the stored (rounded) keys and values.
+TEST(ModelBlocks, AttentionOverManyKeyBlocksMatchesTheDefinitionForAnyPoolSize) {
+  HParams hp;
+  hp.n_head = 8;
+  hp.n_head_kv = 2;
+  hp.head_dim = hp.head_dim_v = 128;
+  const int n_ctx = 300, k_dim = 2 * 128;
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  auto randoms = [&](size_t n) {
+    std::vector<float> v(n);
+    for (float& x : v) x = dist(rng);
+    return v;
+  };
+  const std::vector<float> keys = randoms(static_cast<size_t>(n_ctx) * k_dim);
+  const std::vector<float> values = randoms(static_cast<size_t>(n_ctx) * k_dim);
+  const int n_tokens = 3, pos0 = n_ctx - n_tokens;  // the last 3 positions, as a 3-token ubatch
+  const std::vector<float> q = randoms(static_cast<size_t>(n_tokens) * 8 * 128);
+  for (KvType type : {KvType::F32, KvType::F16}) {
+    KvCache kv(type, 1, n_ctx, k_dim, k_dim);
+    kv.set_filled(n_ctx);
+    for (int j = 0; j < n_ctx; ++j) kv.store(0, j, &keys[static_cast<size_t>(j) * k_dim], &values[static_cast<size_t>(j) * k_dim]);
+    std::vector<std::vector<float>> outs;
+    for (int threads : {1, 2, 3, 5}) {
+      ThreadPool pool(threads);
+      Attention a;
+      std::vector<float> out(static_cast<size_t>(n_tokens) * 8 * 128, -1.0f);
+      a.run(q.data(), n_tokens, pos0, 0, kv, hp, {}, out.data(), pool);
+      outs.push_back(out);
+      EXPECT_EQ(0, std::memcmp(outs[0].data(), out.data(), out.size() * sizeof(float)))
+          << kv_type_name(type) << ", " << threads << " threads";
+    }
+    // The definition, over what the cache holds.
+    std::vector<float> k_row(k_dim), v_row(k_dim);
+    for (int t = 0; t < n_tokens; ++t) {
+      for (int h = 0; h < 8; ++h) {
+        const int kvh = h / 4;
+        std::vector<double> s(static_cast<size_t>(pos0 + t + 1));
+        double max_s = -1e300;
+        for (int j = 0; j <= pos0 + t; ++j) {
+          kv.load_k(0, j, k_row.data());
+          double d = 0;
+          for (int i = 0; i < 128; ++i) d += static_cast<double>(q[(static_cast<size_t>(t) * 8 + h) * 128 + i]) * k_row[kvh * 128 + i];
+          s[j] = d / std::sqrt(128.0);
+          max_s = std::max(max_s, s[j]);
+        }
+        double sum = 0;
+        for (double& x : s) sum += (x = std::exp(x - max_s));
+        for (int i = 0; i < 128; ++i) {
+          double o = 0;
+          for (int j = 0; j <= pos0 + t; ++j) {
+            kv.load_v(0, j, v_row.data());
+            o += s[j] / sum * v_row[kvh * 128 + i];
+          }
+          ASSERT_NEAR(outs[0][(static_cast<size_t>(t) * 8 + h) * 128 + i], o, 1e-5)
+              << kv_type_name(type) << " token " << t << " head " << h << " dim " << i;
+        }
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -186,7 +186,7 @@ TEST(KernelsOps, SwigluAndExpGiveTheSameValueAtAnyOffset) {
 }
 
 // Attention row kernels: dot_rows equals dot * scale of the same ISA per row;
-// weighted_sum_rows equals the scalar accumulation bit for bit (ops.h).
+// weighted_sum_rows equals the scalar accumulation onto out bit for bit (ops.h).
 TEST(KernelsOps, AttentionRowKernelsMatchTheirDefinitions) {
   const OpsKernels& ref = *ops_for(Isa::Scalar);
   std::vector<const OpsKernels*> sets = simd_sets();
@@ -203,15 +203,24 @@ TEST(KernelsOps, AttentionRowKernelsMatchTheirDefinitions) {
         EXPECT_EQ(0, std::memcmp(&expect, &scores[j], sizeof(float))) << "dot_rows n=" << n << " row " << j;
       }
       if (!k->weighted_sum_rows) continue;  // a partial set (NEON): scalar's serves, checked as `ref`
-      std::vector<float> a(n, 99.0f), b(n + 1, 99.0f);  // b[n]: must stay untouched
+      // It accumulates onto out: start from values, not zeros.
+      const std::vector<float> init = random_floats(n, 24);
+      std::vector<float> a = init, b = init;
+      b.push_back(99.0f);  // b[n]: must stay untouched
       ref.weighted_sum_rows(p.data(), rows.data(), stride, n_rows, n, a.data());
       k->weighted_sum_rows(p.data(), rows.data(), stride, n_rows, n, b.data());
       EXPECT_EQ(b[n], 99.0f) << "wrote past n";
       b.resize(n);
       EXPECT_TRUE(same_bits(a, b)) << "weighted_sum_rows n=" << n;
-      // Definition, in double: sum_j p_j row_j[d].
+      // Rows in two consecutive calls give the one call's bits (attention's blocks).
+      std::vector<float> c = init;
+      const int64_t split = n_rows / 3;
+      k->weighted_sum_rows(p.data(), rows.data(), stride, split, n, c.data());
+      k->weighted_sum_rows(p.data() + split, rows.data() + split * stride, stride, n_rows - split, n, c.data());
+      EXPECT_TRUE(same_bits(a, c)) << "weighted_sum_rows in two blocks, n=" << n;
+      // Definition, in double: init[d] + sum_j p_j row_j[d].
       for (int64_t d = 0; d < n; ++d) {
-        double e = 0, mag = 0;
+        double e = init[d], mag = std::fabs(static_cast<double>(init[d]));
         for (int64_t j = 0; j < n_rows; ++j) {
           e += static_cast<double>(p[j]) * rows[j * stride + d];
           mag += std::fabs(static_cast<double>(p[j]) * rows[j * stride + d]);

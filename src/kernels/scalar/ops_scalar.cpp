@@ -21,7 +21,6 @@ void dot_rows_scalar(const float* q, const float* base, int64_t stride, int64_t 
 
 void weighted_sum_rows_scalar(const float* p, const float* base, int64_t stride, int64_t n_rows, int64_t n,
                               float* out) {
-  for (int64_t d = 0; d < n; ++d) out[d] = 0.0f;
   for (int64_t j = 0; j < n_rows; ++j) {
     const float* row = base + j * stride;
     for (int64_t d = 0; d < n; ++d) out[d] += p[j] * row[d];

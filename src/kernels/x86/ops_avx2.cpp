@@ -100,15 +100,16 @@ SLUICE_AVX2 void dot_rows_avx2(const float* q, const float* base, int64_t stride
   for (int64_t j = 0; j < n_rows; ++j) out[j] = dot_inline(q, base + j * stride, n) * scale;
 }
 
-// Output chunks of up to 32 floats stay in registers across all rows; each
-// lane does out += p[j] * row[d] in ascending j, exactly the scalar sequence.
+// Output chunks of up to 32 floats stay in registers across all rows, starting
+// from out's values; each lane does out += p[j] * row[d] in ascending j,
+// exactly the scalar sequence.
 SLUICE_AVX2 void weighted_sum_rows_avx2(const float* p, const float* base, int64_t stride, int64_t n_rows, int64_t n,
                                         float* out) {
   for (int64_t d = 0; d < n; d += 32) {
     __m256i m[4];
     for (int k = 0; k < 4; ++k) m[k] = tail_mask(std::min<int64_t>(8, std::max<int64_t>(0, n - d - 8 * k)));
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-    __m256 acc2 = _mm256_setzero_ps(), acc3 = _mm256_setzero_ps();
+    __m256 acc0 = _mm256_maskload_ps(out + d, m[0]), acc1 = _mm256_maskload_ps(out + d + 8, m[1]);
+    __m256 acc2 = _mm256_maskload_ps(out + d + 16, m[2]), acc3 = _mm256_maskload_ps(out + d + 24, m[3]);
     const int64_t width = n - d;
     if (width >= 32) {
       for (int64_t j = 0; j < n_rows; ++j) {
