@@ -22,20 +22,33 @@ constexpr int64_t kItemsPerThread = 2;
 // head of the item. Speed only: values do not depend on the block size.
 constexpr int64_t kBlockBytes = 64 * 1024;
 
+// How many cached rows ahead of the one being converted to hint into cache:
+// a head's slice is a few lines of each row, spaced by the row, which the
+// hardware prefetcher does not follow far enough. Speed only.
+constexpr int kPrefetchRows = 8;
+
+// Hints the lines of [p, p + bytes) into cache.
+inline void prefetch_bytes(const void* p, size_t bytes) {
+  const auto* b = static_cast<const char*>(p);
+  for (size_t off = 0; off < bytes; off += 64) __builtin_prefetch(b + off, 0, 3);
+}
+
 // Rows [j0, j0 + n) of one head's slice (`dim` elements at offset `off` of
 // each cached row of `row_len` elements) as F32: a pointer straight into an F32
-// cache, or the slice converted into `scratch` (exact: F16 -> F32 is lossless).
-// Returns the rows and sets `stride` to their row stride.
-const float* head_rows(const float* f32, const uint16_t* f16, int64_t row_len, int64_t off, int64_t dim, int j0, int n,
-                       std::vector<float>& scratch, int64_t& stride) {
+// cache, or the slice converted into `scratch` by `f16_to_f32` (exact: F16 ->
+// F32 is lossless). Returns the rows and sets `stride` to their row stride.
+const float* head_rows(const float* f32, const uint16_t* f16, kernels::DequantizeFn f16_to_f32, int64_t row_len,
+                       int64_t off, int64_t dim, int j0, int n, std::vector<float>& scratch, int64_t& stride) {
   if (f32) {
     stride = row_len;
     return f32 + static_cast<int64_t>(j0) * row_len + off;
   }
   scratch.resize(static_cast<size_t>(n) * dim);
-  for (int j = 0; j < n; ++j)
-    kernels::dequantize_row(GgmlType::F16, f16 + static_cast<int64_t>(j0 + j) * row_len + off,
-                            &scratch[static_cast<size_t>(j) * dim], dim);
+  const uint16_t* src = f16 + static_cast<int64_t>(j0) * row_len + off;
+  for (int j = 0; j < n; ++j) {
+    if (j + kPrefetchRows < n) prefetch_bytes(src + (j + kPrefetchRows) * row_len, sizeof(uint16_t) * dim);
+    f16_to_f32(src + j * row_len, &scratch[static_cast<size_t>(j) * dim], dim);
+  }
   stride = dim;
   return scratch.data();
 }
@@ -77,6 +90,7 @@ void Attention::run(const float* q, int n_tokens, int pos0, int layer, const KvC
   const int64_t key_block = std::max<int64_t>(16, kBlockBytes / (static_cast<int64_t>(sizeof(float)) * std::max(hd, hdv)));
 
   const kernels::OpsKernels& ops = kernels::ops();
+  const kernels::DequantizeFn f16_to_f32 = kernels::kernels_for(GgmlType::F16).dequantize;
   auto body = [&](int64_t b, int64_t e) {
     // Scores of the item's heads, and converted F16 blocks; reused across calls.
     thread_local std::vector<float> p, k_block, v_block;
@@ -94,7 +108,7 @@ void Attention::run(const float* q, int n_tokens, int pos0, int layer, const KvC
       for (int j0 = first; j0 <= pos; j0 += static_cast<int>(key_block)) {
         const int n = std::min(static_cast<int>(key_block), pos + 1 - j0);
         int64_t stride = 0;
-        const float* rows = head_rows(k32, k16, k_dim, kvh * hd, hd, j0, n, k_block, stride);
+        const float* rows = head_rows(k32, k16, f16_to_f32, k_dim, kvh * hd, hd, j0, n, k_block, stride);
         for (int h = h0; h < h1; ++h) {
           const float* qh = q + (static_cast<int64_t>(t) * n_head + h) * hd;
           ops.dot_rows(qh, rows, stride, n, hd, scale, scores(h) + (j0 - first));
@@ -117,7 +131,7 @@ void Attention::run(const float* q, int n_tokens, int pos0, int layer, const KvC
       for (int j0 = first; j0 <= pos; j0 += static_cast<int>(key_block)) {
         const int n = std::min(static_cast<int>(key_block), pos + 1 - j0);
         int64_t stride = 0;
-        const float* rows = head_rows(v32, v16, v_len, kvh * hdv, hdv, j0, n, v_block, stride);
+        const float* rows = head_rows(v32, v16, f16_to_f32, v_len, kvh * hdv, hdv, j0, n, v_block, stride);
         for (int h = h0; h < h1; ++h)
           ops.weighted_sum_rows(scores(h) + (j0 - first), rows, stride, n, hdv,
                                 out + (static_cast<int64_t>(t) * n_head + h) * hdv);
