@@ -7,6 +7,7 @@
 #include "kernels/ops.h"
 #include "kernels/quant.h"
 #include "util/error.h"
+#include "util/prefetch.h"
 
 namespace sluice::model {
 namespace {
@@ -26,12 +27,6 @@ constexpr int64_t kBlockBytes = 64 * 1024;
 // a head's slice is a few lines of each row, spaced by the row, which the
 // hardware prefetcher does not follow far enough. Speed only.
 constexpr int kPrefetchRows = 8;
-
-// Hints the lines of [p, p + bytes) into cache.
-inline void prefetch_bytes(const void* p, size_t bytes) {
-  const auto* b = static_cast<const char*>(p);
-  for (size_t off = 0; off < bytes; off += 64) __builtin_prefetch(b + off, 0, 3);
-}
 
 // Rows [j0, j0 + n) of one head's slice (`dim` elements at offset `off` of
 // each cached row of `row_len` elements) as F32: a pointer straight into an F32

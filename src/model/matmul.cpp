@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "util/error.h"
+#include "util/prefetch.h"
 
 namespace sluice::model {
 namespace {
@@ -34,10 +35,6 @@ constexpr int64_t kMinParallelTileGroups = 4;
 // row into cache. Only affects speed.
 constexpr int64_t kPrefetchAheadBytes = 4096;
 
-// Hints the cache lines of [p, p + bytes) (a read, kept in all cache levels).
-inline void prefetch_row(const uint8_t* p, size_t bytes) {
-  for (size_t off = 0; off < bytes; off += 64) __builtin_prefetch(p + off, 0, 3);
-}
 
 int64_t position_tile(size_t act_row_bytes) {
   int64_t tile = static_cast<int64_t>(kTileActivationBytes / std::max<size_t>(act_row_bytes, 1));
@@ -176,7 +173,7 @@ void plain_rows(const WeightMatrix& w, std::span<const void* const> act, float* 
     // are in flight while this one is computed. Speed only.
     const int64_t ahead = std::max<int64_t>(1, kPrefetchAheadBytes / std::max<int64_t>(1, static_cast<int64_t>(w.row_bytes)));
     for (int64_t r = r0; r < r1; ++r) {
-      if (r + ahead < r1) prefetch_row(w.row(r + ahead), w.row_bytes);
+      if (r + ahead < r1) prefetch_bytes(w.row(r + ahead), w.row_bytes);
       out[r] = kern.vec_dot(n_in, w.row(r), acts[0]);
     }
     return;
