@@ -166,6 +166,9 @@ struct PrefetchCounters {
   uint64_t wasted = 0;   // of those, not used (mispredicted, or their read failed)
   uint64_t needed = 0;   // distinct experts the real routing needed in those layer batches
   uint64_t failed = 0;   // needed prefetched experts whose read failed and were read again
+  // Of `used`, those the prefetch read (not found in the cache): misses taken
+  // off their layer's critical path. With a cache this is what prefetch buys.
+  uint64_t read_ahead = 0;
   // Expert bytes (gate+up+down) of wasted experts the prefetch did not find in
   // the cache: reads asked for and not used. A read still queued when its layer
   // finished is cancelled, so at most this much was really read.

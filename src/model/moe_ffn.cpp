@@ -140,6 +140,7 @@ void MoeFfn::run(int layer, const ExpertTemplate& tmpl, const float* xn, const m
         if (idx < 0) break;
         const int i = f.to_distinct[static_cast<size_t>(idx)];
         if (i >= 0) {
+          f.batch->use(idx);  // a prefetched expert turns into a demand access here
           compute_expert(static_cast<size_t>(i), f.batch->view(idx), layer, tmpl, act_up, n_out, pool);
           done[static_cast<size_t>(i)] = 1;
           ++got;
@@ -223,6 +224,7 @@ void MoeFfn::run(int layer, const ExpertTemplate& tmpl, const float* xn, const m
       const bool used_j = i >= 0 && std::find(retry.begin(), retry.end(), static_cast<size_t>(i)) == retry.end();
       const bool hit_j = j < pf->hit.size() && pf->hit[j];
       if (!used_j && !hit_j && !src.all_resident) prefetch_.wasted_bytes += store.expert_bytes(layer);
+      if (used_j && !hit_j && !src.all_resident) prefetch_.read_ahead += 1;
     }
   }
 

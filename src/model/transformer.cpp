@@ -911,6 +911,7 @@ void Transformer::start_prefetch(int il, int T, int depth) {
     experts.erase(std::unique(experts.begin(), experts.end()), experts.end());
     moe::FetchOptions opt;
     opt.transform_streamed = pack;
+    opt.speculative = true;  // a wrong guess must not evict or promote anything
     moe::ExpertStore::Batch batch = store_->fetch(nl, experts, opt);
     std::vector<uint8_t> hit = store_->last_fetch(nl).hit;
     hit.resize(experts.size(), 0);

@@ -56,6 +56,14 @@ void ExpertCache::unpin(Entry* e) {
   if (--e->pins == 0) --stats_.pinned;
 }
 
+ExpertCache::Pin ExpertCache::pin_locked(Entry& e) {
+  Pin pin;
+  if (e.pins++ == 0) ++stats_.pinned;
+  pin.cache_ = this;
+  pin.entry_ = &e;
+  return pin;
+}
+
 ExpertCache::Pin ExpertCache::acquire(ExpertKey key) {
   Pin pin;
   std::lock_guard<std::mutex> lk(mu_);
@@ -66,11 +74,15 @@ ExpertCache::Pin ExpertCache::acquire(ExpertKey key) {
   }
   ++stats_.hits;
   lru_.splice(lru_.end(), lru_, it->second);  // to MRU; iterators stay valid
-  Entry& e = *it->second;
-  if (e.pins++ == 0) ++stats_.pinned;
-  pin.cache_ = this;
-  pin.entry_ = &e;
-  return pin;
+  return pin_locked(*it->second);
+}
+
+ExpertCache::Pin ExpertCache::peek(ExpertKey key) {
+  Pin pin;
+  std::lock_guard<std::mutex> lk(mu_);
+  const auto it = index_.find(key);
+  if (it == index_.end()) return pin;
+  return pin_locked(*it->second);
 }
 
 ExpertCache::Pin ExpertCache::insert(ExpertKey key, uint64_t bytes,

@@ -91,6 +91,12 @@ class ExpertCache {
   // Miss: returns an empty Pin. Counts a hit or a miss.
   Pin acquire(ExpertKey key);
 
+  // Like acquire() on a hit, but counts nothing and leaves the LRU order as
+  // it is; an empty Pin when absent. For a speculative fetch (a prefetch):
+  // whether the expert is used is not known yet, so it must not look
+  // recently used. The user then calls acquire(), which counts and reorders.
+  Pin peek(ExpertKey key);
+
   // Caches `payload` as `key` costing `bytes`, evicting least-recently-used
   // unpinned entries until it fits. The new entry is most-recently-used and
   // comes back pinned. When it cannot be cached (bytes > budget, not enough
@@ -112,6 +118,7 @@ class ExpertCache {
     }
   };
   void unpin(Entry* e);
+  Pin pin_locked(Entry& e);  // mu_ held
 
   const uint64_t budget_;
   mutable std::mutex mu_;

@@ -158,6 +158,7 @@ struct ExpertStore::Impl {
   LaneStats lane_stats;
   std::atomic<uint64_t> experts_read{0};
   std::atomic<uint64_t> experts_hit{0};
+  std::atomic<uint64_t> experts_unused{0};  // speculative reads never used
   std::atomic<uint64_t> bytes_hit{0};
   std::atomic<uint64_t> experts_transformed{0};  // cfg.on_resident applied
   std::unique_ptr<ExpertCache> cache;  // null: cache off
@@ -287,6 +288,13 @@ struct ExpertStore::Batch::State final : ReadOwner {
   std::vector<uint64_t> footprint;   // per expert: cache accounting bytes
   // Cache off: per expert, apply cfg.on_resident after its read (empty: none).
   std::vector<uint8_t> transform;
+  // FetchOptions::speculative with a cache: hits are peeked, reads wait in
+  // `pending` until use(); per expert whether use() came and whether its read
+  // completed in full (else nothing to count as unused), and a hit's bytes.
+  bool speculative = false;
+  std::vector<uint8_t> used;
+  std::vector<uint8_t> read_in_full;
+  std::vector<uint64_t> hit_bytes;
 
   std::mutex mu;
   std::condition_variable cv;
@@ -304,6 +312,8 @@ struct ExpertStore::Batch::State final : ReadOwner {
       std::unique_lock<std::mutex> lk(mu);
       cv.wait(lk, [this] { return outstanding == 0; });
     }
+    for (size_t i = 0; i < read_in_full.size(); ++i)
+      if (read_in_full[i] && !used[i]) store->experts_unused += 1;
     if (store && !slot_ids.empty()) store->release_slots(slot_ids);
   }
 
@@ -350,11 +360,14 @@ struct ExpertStore::Batch::State final : ReadOwner {
     const size_t i = static_cast<size_t>(item);
     std::unique_lock<std::mutex> lk(mu);
     if (err && !error) error = with_context(err, item);
-    if (!bytes_left.empty()) bytes_left[i] -= std::min(bytes_left[i], bytes);
+    bytes_left[i] -= std::min(bytes_left[i], bytes);
     const bool expert_done = --reads_left[i] == 0 && !err;
+    // A cancelled read reports no error and no bytes: the expert is done but
+    // was not read in full, so it is not counted as read.
+    const bool in_full = expert_done && bytes_left[i] == 0;
     // Cache only what was read in full: a skipped (cancelled) or failed read
     // leaves bytes_left > 0 or sets error.
-    bool keep = expert_done && !error && !pending.empty() && pending[i] && bytes_left[i] == 0;
+    bool keep = in_full && !error && !pending.empty() && pending[i];
     if (keep && store->cfg.on_resident) {
       // Only this lane touches pending[i] until it is inserted below.
       CachedExpert& ce = *pending[i];
@@ -369,11 +382,13 @@ struct ExpertStore::Batch::State final : ReadOwner {
       ExpertView v = views[i];
       if (relay_outside_lock(lk, v, item)) views[i] = v;
     }
-    if (expert_done) {
-      ready.push_back(item);
-      store->experts_read += 1;
+    if (expert_done) ready.push_back(item);
+    if (in_full) store->experts_read += 1;
+    if (keep && speculative) {
+      read_in_full[i] = 1;  // enters the cache at use(), if it comes
+    } else if (keep) {
+      pins[i] = store->cache->insert({layer, experts[i]}, footprint[i], std::move(pending[i]));
     }
-    if (keep) pins[i] = store->cache->insert({layer, experts[i]}, footprint[i], std::move(pending[i]));
     --outstanding;
     // Notify under the lock: the destructor may free this State as soon as it
     // can observe outstanding == 0, which needs the lock we still hold.
@@ -548,6 +563,7 @@ ExpertStore::Batch ExpertStore::fetch(int layer, std::span<const int> experts, c
   const size_t k = experts.size();
   st->views.resize(k);
   st->reads_left.assign(k, 0);
+  st->bytes_left.assign(k, 0);
   st->taken.assign(k, 0);
 
   if (s.cfg.load_all) {
@@ -564,8 +580,13 @@ ExpertStore::Batch ExpertStore::fetch(int layer, std::span<const int> experts, c
   if (s.cache) {
     st->pins.resize(k);
     st->pending.resize(k);
-    st->bytes_left.assign(k, 0);
     st->footprint.assign(k, 0);
+    if (opt.speculative) {
+      st->speculative = true;
+      st->used.assign(k, 0);
+      st->read_in_full.assign(k, 0);
+      st->hit_bytes.assign(k, 0);
+    }
   } else {
     st->slot_ids = s.acquire_slots(k);
     if (s.cfg.on_resident && !opt.transform_streamed.empty())
@@ -575,12 +596,16 @@ ExpertStore::Batch ExpertStore::fetch(int layer, std::span<const int> experts, c
     const ExpertLayout lo = s.layout(layer, experts[i]);
     uint8_t* dst = nullptr;
     if (s.cache) {
-      ExpertCache::Pin pin = s.cache->acquire({layer, experts[i]});
+      ExpertCache::Pin pin = st->speculative ? s.cache->peek({layer, experts[i]}) : s.cache->acquire({layer, experts[i]});
       if (pin) {  // hit: resident and pinned for this Batch's lifetime
         st->views[i] = static_cast<const CachedExpert*>(pin.payload())->view;
         st->pins[i] = std::move(pin);
-        s.experts_hit += 1;
-        s.bytes_hit += lo.bytes;
+        if (st->speculative) {
+          st->hit_bytes[i] = lo.bytes;  // counted at use()
+        } else {
+          s.experts_hit += 1;
+          s.bytes_hit += lo.bytes;
+        }
         continue;
       }
       st->pending[i] = std::make_unique<CachedExpert>(lo.footprint, s.pool);
@@ -590,10 +615,8 @@ ExpertStore::Batch ExpertStore::fetch(int layer, std::span<const int> experts, c
       dst = s.slot_data(st->slot_ids[i]);
     }
     st->views[i] = s.plan(lo, dst, reads);
-    if (s.cache) {
-      st->pending[i]->view = st->views[i];
-      for (const PlannedRead& r : reads) st->bytes_left[i] += r.n;
-    }
+    if (s.cache) st->pending[i]->view = st->views[i];
+    for (const PlannedRead& r : reads) st->bytes_left[i] += r.n;
     for (const PlannedRead& r : reads) jobs.push_back({r, st.get(), static_cast<int>(i)});
     st->reads_left[i] = static_cast<int>(reads.size());
     reads.clear();
@@ -639,6 +662,7 @@ ExpertIoStats ExpertStore::stats() const {
   r.reads = s.lane_stats.reads.load();
   r.experts_read = s.experts_read.load();
   r.experts_hit = s.experts_hit.load();
+  r.experts_unused = s.experts_unused.load();
   r.bytes_hit = s.bytes_hit.load();
   r.experts_transformed = s.experts_transformed.load();
   if (s.cache) {
@@ -690,16 +714,39 @@ int ExpertStore::Batch::next_ready() {
   return idx;
 }
 
+// Throws Error unless `index` is one next_ready() returned; st.mu held.
+static void check_taken(const ExpertStore::Batch::State& st, int index, const char* what) {
+  if (index < 0 || static_cast<size_t>(index) >= st.experts.size())
+    throw Error(std::string("expert store: ") + what + "(" + std::to_string(index) + ") is not an index of this batch");
+  if (!st.taken[static_cast<size_t>(index)])
+    throw Error(std::string("expert store: ") + what + "(" + std::to_string(index) + ") before next_ready() returned it");
+}
+
 ExpertView ExpertStore::Batch::view(int index) const {
-  if (!state_ || index < 0 || static_cast<size_t>(index) >= state_->experts.size()) {
-    throw Error("expert store: view(" + std::to_string(index) + ") is not an index of this batch");
-  }
+  if (!state_) throw Error("expert store: view(" + std::to_string(index) + ") on an empty batch");
   std::lock_guard<std::mutex> lk(state_->mu);
-  if (!state_->taken[static_cast<size_t>(index)]) {
-    throw Error("expert store: view(" + std::to_string(index) +
-                ") before next_ready() returned it");
-  }
+  check_taken(*state_, index, "view");
   return state_->views[static_cast<size_t>(index)];
+}
+
+void ExpertStore::Batch::use(int index) {
+  if (!state_) throw Error("expert store: use(" + std::to_string(index) + ") on an empty batch");
+  State& st = *state_;
+  std::lock_guard<std::mutex> lk(st.mu);
+  check_taken(st, index, "use");
+  const size_t i = static_cast<size_t>(index);
+  if (!st.speculative || st.used[i]) return;
+  st.used[i] = 1;
+  Impl& s = *st.store;
+  const ExpertKey key{st.layer, st.experts[i]};
+  if (st.pins[i]) {  // a peeked hit: now a demand hit (counted, most recently used)
+    s.cache->acquire(key);
+    s.experts_hit += 1;
+    s.bytes_hit += st.hit_bytes[i];
+  } else if (st.pending[i]) {  // read in full: a demand miss, cached as a fetch's would be
+    s.cache->acquire(key);     // counts the miss (present only if another Batch cached it meanwhile)
+    st.pins[i] = s.cache->insert(key, st.footprint[i], std::move(st.pending[i]));
+  }
 }
 
 }  // namespace sluice::moe

@@ -135,13 +135,23 @@ struct FetchOptions {
   // Ignored with a cache or load_all (their experts are transformed anyway)
   // and when on_resident is null.
   std::span<const uint8_t> transform_streamed;
+  // A prediction (the next layer's prefetch): until the consumer calls
+  // Batch::use(i), expert i leaves the cache as it was. A hit is pinned but
+  // neither counted nor made recently used; a miss is read (and re-laid) into
+  // its own buffer but not inserted, so a wrong guess evicts nothing. use()
+  // makes it an ordinary demand access: the hit counts and becomes most
+  // recently used, the read one enters the cache. Experts never used are
+  // dropped with the Batch (read buffers back to the pool) and counted in
+  // ExpertIoStats::experts_unused. No effect without a cache.
+  bool speculative = false;
 };
 
 struct ExpertIoStats {
   uint64_t bytes_read = 0;
   uint64_t reads = 0;
   uint64_t experts_read = 0;  // experts read from the file
-  uint64_t experts_hit = 0;   // experts served from the cache (no read)
+  uint64_t experts_unused = 0;  // of experts_read: speculative reads never used (FetchOptions::speculative)
+  uint64_t experts_hit = 0;   // experts served from the cache (no read); speculative ones once used
   uint64_t bytes_hit = 0;     // expert bytes (gate+up+down) those hits saved
   uint64_t experts_transformed = 0;  // experts ExpertStoreConfig::on_resident was applied to (resident or streamed)
   uint64_t cache_evictions = 0;
@@ -189,6 +199,10 @@ class ExpertStore {
     // the requested list, or -1 once all were taken. Throws Error on I/O failure.
     int next_ready();
     ExpertView view(int index) const;  // index must have been returned by next_ready()
+    // The consumer uses expert `index` (returned by next_ready()): for a
+    // speculative fetch, counts it and lets it into the cache (see
+    // FetchOptions::speculative); otherwise, and when called again, nothing.
+    void use(int index);
     struct State;
    private:
     friend class ExpertStore;

@@ -252,6 +252,7 @@ ModelBenchRow run_point(const ModelBenchConfig& cfg, const BenchPoint& pt, std::
     row.decode_reads += after.reads - before.reads;
     row.decode_experts_read += after.experts_read - before.experts_read;
     row.decode_experts_hit += after.experts_hit - before.experts_hit;
+    row.decode_experts_unused += after.experts_unused - before.experts_unused;
     row.decode_io_seconds += after.io_seconds - before.io_seconds;
 
     char buf[200];
@@ -361,7 +362,9 @@ void derive_figures(ModelBenchRow& r, const std::vector<IoBenchRow>& ceiling) {
   const double lane_busy_s = r.decode_io_seconds / std::max(1, concurrency);
   r.read_GBps_io = lane_busy_s > 0 ? bytes / lane_busy_s / 1e9 : kNaN;
   r.lane_busy_pct = lane_busy_s > 0 && r.decode_seconds > 0 ? 100.0 * lane_busy_s / r.decode_seconds : kNaN;
-  const uint64_t asked = r.decode_experts_read + r.decode_experts_hit;
+  // Demand only: a mispredicted prefetch read was read, but nobody asked for it.
+  const uint64_t asked = r.decode_experts_read - std::min(r.decode_experts_unused, r.decode_experts_read) +
+                         r.decode_experts_hit;
   r.cache_hit_pct = asked ? 100.0 * static_cast<double>(r.decode_experts_hit) / static_cast<double>(asked) : kNaN;
   r.read_size_bytes = r.decode_reads ? bytes / static_cast<double>(r.decode_reads) : kNaN;
 

@@ -124,6 +124,7 @@ struct ModelBenchRow {
   uint64_t decode_reads = 0;
   uint64_t decode_experts_read = 0;
   uint64_t decode_experts_hit = 0;
+  uint64_t decode_experts_unused = 0;  // of decode_experts_read: prefetched, never used
   double decode_io_seconds = 0;
 
   double mib_read_per_token = 0;

@@ -150,6 +150,7 @@ std::string format_bench_json(const std::vector<ModelBenchRow>& rows) {
     o["decode_reads"] = r.decode_reads;
     o["decode_experts_read"] = r.decode_experts_read;
     o["decode_experts_hit"] = r.decode_experts_hit;
+    o["decode_experts_unused"] = r.decode_experts_unused;
     o["decode_io_seconds"] = num(r.decode_io_seconds);
     o["mib_read_per_token"] = num(r.mib_read_per_token);
     o["read_GBps"] = num(r.read_GBps);

@@ -38,6 +38,7 @@ model::PrefetchCounters minus(const model::PrefetchCounters& a, const model::Pre
   d.wasted = a.wasted - b.wasted;
   d.needed = a.needed - b.needed;
   d.failed = a.failed - b.failed;
+  d.read_ahead = a.read_ahead - b.read_ahead;
   d.wasted_bytes = a.wasted_bytes - b.wasted_bytes;
   return d;
 }
@@ -49,6 +50,7 @@ void accumulate(model::PrefetchCounters& into, const model::PrefetchCounters& c)
   into.wasted += c.wasted;
   into.needed += c.needed;
   into.failed += c.failed;
+  into.read_ahead += c.read_ahead;
   into.wasted_bytes += c.wasted_bytes;
 }
 
@@ -250,6 +252,7 @@ std::vector<std::pair<std::string, nlohmann::ordered_json>> summary_fields(const
   f.emplace_back("prefetch_wasted", p.wasted);
   f.emplace_back("prefetch_needed", p.needed);
   f.emplace_back("prefetch_failed", p.failed);
+  f.emplace_back("prefetch_read_ahead", p.read_ahead);
   f.emplace_back("prefetch_precision_pct", r4(100.0 * p.precision()));
   f.emplace_back("prefetch_coverage_pct", r4(100.0 * p.coverage()));
   f.emplace_back("prefetch_wasted_MiB", r4(static_cast<double>(p.wasted_bytes) / kMiB));
@@ -331,9 +334,10 @@ std::string summary_human(const RunSummary& s) {
     const std::string depth = s.prefetch > 0 ? "depth " + std::to_string(s.prefetch) : "prefill";
     std::snprintf(buf, sizeof buf,
                   "sluice: prefetch (%s): %" PRIu64 " experts predicted, %" PRIu64
-                  " used (%.1f%% precise, %.1f%% of %" PRIu64 " needed), %" PRIu64
+                  " used (%.1f%% precise, %.1f%% of %" PRIu64 " needed; %" PRIu64 " read ahead), %" PRIu64
                   " wasted (%.1f MiB, %.2f MiB/token), %" PRIu64 " failed reads re-read\n",
-                  depth.c_str(), p.experts, p.used, 100.0 * p.precision(), 100.0 * p.coverage(), p.needed, p.wasted,
+                  depth.c_str(), p.experts, p.used, 100.0 * p.precision(), 100.0 * p.coverage(), p.needed,
+                  p.read_ahead, p.wasted,
                   static_cast<double>(p.wasted_bytes) / kMiB, s.prefetch_wasted_mib_per_tok(), p.failed);
     out += buf;
   }

@@ -104,6 +104,30 @@ TEST(ExpertCacheLru, PinnedEntriesAreNotEvicted) {
   EXPECT_FALSE(c.contains(K(0, 0)));
 }
 
+// peek() is for speculative fetches: it pins, but neither counts nor makes
+// the entry recently used, so a wrong guess leaves eviction order as it was.
+TEST(ExpertCacheLru, PeekPinsWithoutCountingOrReordering) {
+  ExpertCache c(30);
+  c.insert(K(0, 0), 10);
+  c.insert(K(0, 1), 10);
+  c.insert(K(0, 2), 10);  // [A B C]
+  ExpertCache::Pin a = c.peek(K(0, 0));
+  EXPECT_TRUE(a.cached());
+  EXPECT_FALSE(c.peek(K(0, 9)));
+  EXPECT_THAT(c.lru_order(), ElementsAre(K(0, 0), K(0, 1), K(0, 2)));
+  EXPECT_EQ(c.stats().hits, 0u);
+  EXPECT_EQ(c.stats().misses, 0u);
+  EXPECT_EQ(c.stats().pinned, 1u);
+  // A is least recently used but pinned: B goes.
+  EXPECT_TRUE(c.insert(K(0, 3), 10).cached());
+  EXPECT_THAT(c.lru_order(), ElementsAre(K(0, 0), K(0, 2), K(0, 3)));
+  a.reset();
+  EXPECT_EQ(c.stats().pinned, 0u);
+  // Unpinned and still least recently used: A goes next.
+  EXPECT_TRUE(c.insert(K(0, 4), 10).cached());
+  EXPECT_THAT(c.lru_order(), ElementsAre(K(0, 2), K(0, 3), K(0, 4)));
+}
+
 TEST(ExpertCacheLru, PinsCountPerHolderAndMove) {
   ExpertCache c(10);
   ExpertCache::Pin p1 = c.insert(K(0, 0), 10);

@@ -107,6 +107,7 @@ void expect_balanced(const model::ModelStats& s, const std::string& what) {
   const model::PrefetchCounters& p = s.prefetch_counters;
   EXPECT_EQ(p.experts, p.used + p.wasted) << what;
   EXPECT_LE(p.used, p.needed) << what;
+  EXPECT_LE(p.read_ahead, p.used) << what;
   EXPECT_EQ(p.failed, 0u) << what;
 }
 
@@ -167,7 +168,18 @@ TEST_P(PrefetchInvariance, LogitsAreBitIdenticalWithPrefetchOnAndOff) {
       EXPECT_EQ(s.prefetch_counters.wasted, 0u) << v.what;
       EXPECT_EQ(s.prefetch_counters.wasted_bytes, 0u) << v.what;
     }
+    if (v.what == "cache 64 MiB") {
+      // Every expert fits. A prediction is speculative: a wrong guess is
+      // neither cached nor counted, so the cache serves exactly the hits and
+      // reads it serves without prefetch.
+      EXPECT_EQ(s.io.cache_evictions, 0u);
+      EXPECT_EQ(s.experts.hit, m_off->stats().experts.hit) << rel;
+      EXPECT_EQ(s.experts.read, m_off->stats().experts.read) << rel;
+      EXPECT_EQ(s.io.experts_hit, m_off->stats().io.experts_hit) << rel;
+      EXPECT_EQ(s.io.experts_read - s.io.experts_unused, m_off->stats().io.experts_read) << rel;
+    }
     if (v.cfg.cache_bytes == 0) {
+      EXPECT_EQ(s.prefetch_counters.read_ahead, s.prefetch_counters.used) << v.what;  // nothing is cached
       // Cache off: every used expert was read, and io.experts_read also holds
       // the wasted reads that ran (a queued one is cancelled with its batch).
       EXPECT_EQ(s.experts.hit, 0u) << v.what;
@@ -431,6 +443,8 @@ TEST(Prefetch, SummaryCarriesTheCounters) {
   EXPECT_EQ(j["prefetch_used"].get<uint64_t>(), p.used);
   EXPECT_EQ(j["prefetch_wasted"].get<uint64_t>(), p.wasted);
   EXPECT_EQ(j["prefetch_needed"].get<uint64_t>(), p.needed);
+  EXPECT_EQ(j["prefetch_read_ahead"].get<uint64_t>(), p.read_ahead);
+  EXPECT_EQ(p.read_ahead, p.used);  // cache off: every expert a prefetch delivered, it read
   EXPECT_DOUBLE_EQ(j["prefetch_precision_pct"].get<double>(), std::round(100.0 * p.precision() * 1e4) / 1e4);
   EXPECT_DOUBLE_EQ(j["prefetch_coverage_pct"].get<double>(), std::round(100.0 * p.coverage() * 1e4) / 1e4);
   EXPECT_DOUBLE_EQ(j["prefetch_wasted_MiB"].get<double>(),

@@ -685,6 +685,82 @@ TEST(WeightStoreCache, PinnedWhileABatchUsesThem) {
   }
 }
 
+// Allocated cache bytes of one expert: cache it alone and ask the cache.
+uint64_t expert_footprint(const gguf::GgufModel& m, const std::vector<LayerExperts>& layers, int layer, int e) {
+  ExpertStoreConfig cfg;
+  cfg.cache_bytes = 64 << 20;
+  ExpertStore store(m, layers, cfg);
+  const std::vector<int> one = {e};
+  auto b = store.fetch(layer, one);
+  drain_and_check(m, layers[static_cast<size_t>(layer)], b, one);
+  return store.stats().cache_bytes_resident;
+}
+
+// FetchOptions::speculative (the next layer's prefetch): until use(), the
+// cache is as it was: nothing inserted, counted, or made recently used; the
+// bytes served are the file's all the same.
+TEST(WeightStoreCache, SpeculativeFetchChangesTheCacheOnlyAtUse) {
+  const gguf::GgufModel m = gguf::GgufModel::open(files().single);
+  const auto layers = expert_layers(m);
+  const uint64_t fp0 = expert_footprint(m, layers, 2, 0), fp1 = expert_footprint(m, layers, 2, 1),
+                 fp2 = expert_footprint(m, layers, 2, 2);
+  ExpertStoreConfig cfg;
+  // Holds 0 and 1, and 2 with either one of them: caching 2 evicts one expert.
+  cfg.cache_bytes = fp1 + std::max(fp0, fp2);
+  ExpertStore store(m, layers, cfg);
+  for (int e : {0, 1}) {  // LRU order [0 1]
+    const std::vector<int> one = {e};
+    auto b = store.fetch(2, one);
+    drain_and_check(m, layers[2], b, one);
+  }
+  const ExpertIoStats before = store.stats();
+  FetchOptions spec;
+  spec.speculative = true;
+  const std::vector<int> guess = {2, 0};  // a miss, and the least recently used hit
+  {
+    auto b = store.fetch(2, guess, spec);
+    drain_and_check(m, layers[2], b, guess);
+    EXPECT_FALSE(store.is_cached(2, 2));  // read, but not cached before use
+    const ExpertIoStats st = store.stats();
+    EXPECT_EQ(st.experts_read, before.experts_read + 1);
+    EXPECT_EQ(st.experts_hit, before.experts_hit);  // a peeked hit is not a hit yet
+    EXPECT_EQ(st.cache_evictions, 0u);
+  }  // neither used: the read is counted unused, the hit untouched
+  EXPECT_EQ(store.stats().experts_unused, 1u);
+  EXPECT_FALSE(store.is_cached(2, 2));
+  {
+    // Expert 0 is still least recently used: caching 2 evicts 0, not 1.
+    const std::vector<int> two = {2};
+    auto b = store.fetch(2, two);
+    drain_and_check(m, layers[2], b, two);
+  }
+  EXPECT_FALSE(store.is_cached(2, 0));
+  EXPECT_TRUE(store.is_cached(2, 1));
+  EXPECT_TRUE(store.is_cached(2, 2));
+  // Now use both guesses of a speculative batch: {0 (a miss), 1 (a hit)}.
+  const ExpertIoStats mid = store.stats();
+  const std::vector<int> guess2 = {0, 1};
+  {
+    auto b = store.fetch(2, guess2, spec);
+    drain_and_check(m, layers[2], b, guess2);
+    EXPECT_FALSE(store.is_cached(2, 0));
+    b.use(1);  // the hit: counted, and most recently used
+    b.use(1);  // once only
+    EXPECT_EQ(store.stats().experts_hit, mid.experts_hit + 1);
+    EXPECT_EQ(store.stats().bytes_hit, mid.bytes_hit + store.expert_bytes(2));
+    b.use(0);  // the read: cached now, evicting the least recently used (2)
+    EXPECT_TRUE(store.is_cached(2, 0));
+    EXPECT_TRUE(store.is_cached(2, 1));
+    EXPECT_FALSE(store.is_cached(2, 2));
+  }
+  EXPECT_EQ(store.stats().experts_unused, 1u);  // both were used
+  const std::vector<int> both = {0, 1};
+  auto b = store.fetch(2, both);  // served from the cache, whole
+  drain_and_check(m, layers[2], b, both);
+  EXPECT_EQ(store.stats().experts_read, mid.experts_read + 1);
+  EXPECT_THAT(error_of([&] { store.fetch(2, both, spec).use(0); }), HasSubstr("before next_ready()"));
+}
+
 TEST(WeightStoreCache, AbandonedAndFailedReadsAreNotCached) {
   const gguf::GgufModel m = gguf::GgufModel::open(files().single);
   const auto layers = expert_layers(m);
