@@ -1,5 +1,5 @@
 // Kernel throughput: dequantize, vec_dot, the 4- and 8-column dot_cols and the
-// packed layout's 1-, 4- and 8-column packed_dot per format and ISA, in GB/s
+// packed layout's pack_rows and 1-, 4- and 8-column packed_dot per format and ISA, in GB/s
 // of weight bytes consumed (each weight byte once, whatever the column
 // count), next to the machine's measured memory read bandwidth.
 // "GMAC/s" counts multiply-adds (elements x columns).
@@ -185,6 +185,29 @@ void BM_packed(benchmark::State& state, GgmlType t, Isa isa, uint64_t bytes, int
   report_rates(state, groups * group_bytes, groups * kPackRows * kRow * cols);
 }
 
+// pack_rows itself: what a cache miss pays, on a read lane, before a cached
+// expert can be used (and --load-all, per expert at load). GB/s of weight
+// bytes re-laid, group by group into a second buffer.
+void BM_pack(benchmark::State& state, GgmlType t, Isa isa, uint64_t bytes) {
+  const TypeKernels* k = kernels_or_skip(state, t, isa, &TypeKernels::pack_rows);
+  if (!k) return;
+  const Fixture f = make_fixture(t, bytes);
+  const int64_t groups = std::max<int64_t>(1, f.rows / kPackRows);
+  const uint64_t group_bytes = kPackRows * f.row_bytes;
+  if (f.rows < kPackRows) {
+    state.SkipWithError("fixture smaller than one group");
+    return;
+  }
+  std::vector<TileLine> storage((groups * group_bytes + sizeof(TileLine) - 1) / sizeof(TileLine));
+  auto* packed = reinterpret_cast<uint8_t*>(storage.data());
+  for (auto _ : state) {
+    for (int64_t g = 0; g < groups; ++g)
+      k->pack_rows(kRow, f.weights.data() + g * group_bytes, packed + g * group_bytes);
+    benchmark::DoNotOptimize(packed);
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * groups * static_cast<int64_t>(group_bytes));
+}
+
 void BM_dequant(benchmark::State& state, GgmlType t, Isa isa, uint64_t bytes) {
   const TypeKernels* k = kernels_or_skip(state, t, isa, &TypeKernels::dequantize);
   if (!k) return;
@@ -238,6 +261,8 @@ const GgmlType kBenchTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, 
             benchmark::RegisterBenchmark(("packed" + std::to_string(cols) + "/" + base + "/" + label).c_str(),
                                          BM_packed, t, isa, bytes, cols, size_t{0})
                 ->Unit(benchmark::kMicrosecond);
+          benchmark::RegisterBenchmark(("pack/" + base + "/" + label).c_str(), BM_pack, t, isa, bytes)
+              ->Unit(benchmark::kMicrosecond);
           for (int cols : {1, 4})  // groups at 32 mod 64, as in place in a GGUF file
             benchmark::RegisterBenchmark(("packed" + std::to_string(cols) + "o32/" + base + "/" + label).c_str(),
                                          BM_packed, t, isa, bytes, cols, size_t{32})

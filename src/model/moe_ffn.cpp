@@ -116,8 +116,8 @@ void MoeFfn::run(int layer, const ExpertTemplate& tmpl, const float* xn, const m
   }
   for (size_t i = 0; i < n_distinct; ++i) {
     if (pf) {
-      const auto it = std::lower_bound(pf->experts.begin(), pf->experts.end(), distinct_[i].expert);
-      if (it != pf->experts.end() && *it == distinct_[i].expert) {
+      const auto it = std::find(pf->experts.begin(), pf->experts.end(), distinct_[i].expert);
+      if (it != pf->experts.end()) {
         const size_t j = static_cast<size_t>(it - pf->experts.begin());
         pf_feed.to_distinct[j] = static_cast<int>(i);
         ++pf_feed.wanted;
@@ -155,6 +155,13 @@ void MoeFfn::run(int layer, const ExpertTemplate& tmpl, const float* xn, const m
     return true;
   };
 
+  // The prediction's reads not started yet: the needed ones now go before
+  // this layer's own, the wrong ones are dropped.
+  if (pf) {
+    std::vector<uint8_t> needed(pf->experts.size());
+    for (size_t j = 0; j < needed.size(); ++j) needed[j] = pf_feed.to_distinct[j] >= 0;
+    pf->batch.settle(needed);
+  }
   // This layer's own reads first, then the next layer's prefetch behind them.
   auto t_io = Clock::now();
   std::vector<uint8_t> own_hit;

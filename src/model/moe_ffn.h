@@ -48,7 +48,7 @@ inline constexpr size_t kMinUsesToPackStreamed = 4;
 // (--prefetch). Owns the Batch: the views of its experts live as long as it.
 struct PrefetchedExperts {
   int layer = -1;
-  std::vector<int> experts;  // distinct ids, ascending, as fetched
+  std::vector<int> experts;  // distinct ids, most probable first, as fetched
   std::vector<uint8_t> hit;  // per expert: the cache served it without a read
   moe::ExpertStore::Batch batch;
 };

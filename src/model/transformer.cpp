@@ -13,6 +13,7 @@
 #include "model/norm.h"
 #include "model/packed_layout.h"
 #include "moe/cache_budget.h"
+#include "moe/prediction_order.h"
 #include "util/clock.h"
 #include "util/error.h"
 
@@ -899,16 +900,16 @@ void Transformer::start_prefetch(int il, int T, int depth) {
       route_topk(next.desc->ffn.router, next.selection_bias, pf_logits_.data(), T, n_expert, depth, pf_routing_);
       experts.assign(pf_routing_.experts.begin(), pf_routing_.experts.end());
     }
-    std::sort(experts.begin(), experts.end());
+    // Distinct experts, most probable first: the reads queue in this order
+    // and only some lanes run guesses, so the likeliest are read first.
     // Predicted uses per distinct expert decide which streamed ones come packed.
+    const std::vector<moe::PredictedExpert> order = moe::order_predictions(experts, depth);
+    experts.clear();
     std::vector<uint8_t> pack;
-    for (size_t i = 0; i < experts.size();) {
-      size_t j = i;
-      while (j < experts.size() && experts[j] == experts[i]) ++j;
-      pack.push_back(j - i >= kMinUsesToPackStreamed);
-      i = j;
+    for (const moe::PredictedExpert& p : order) {
+      experts.push_back(p.expert);
+      pack.push_back(p.uses >= kMinUsesToPackStreamed);
     }
-    experts.erase(std::unique(experts.begin(), experts.end()), experts.end());
     moe::FetchOptions opt;
     opt.transform_streamed = pack;
     opt.speculative = true;  // a wrong guess must not evict or promote anything

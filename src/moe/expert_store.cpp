@@ -292,6 +292,7 @@ struct ExpertStore::Batch::State final : ReadOwner {
   // `pending` until use(); per expert whether use() came and whether its read
   // completed in full (else nothing to count as unused), and a hit's bytes.
   bool speculative = false;
+  bool low_priority = false;  // FetchOptions::speculative, cache or not: queued as speculative reads
   std::vector<uint8_t> used;
   std::vector<uint8_t> read_in_full;
   std::vector<uint64_t> hit_bytes;
@@ -368,7 +369,9 @@ struct ExpertStore::Batch::State final : ReadOwner {
     // Cache only what was read in full: a skipped (cancelled) or failed read
     // leaves bytes_left > 0 or sets error.
     bool keep = in_full && !error && !pending.empty() && pending[i];
-    if (keep && store->cfg.on_resident) {
+    // A speculative read is re-laid at use(), by the consumer: a wrong guess
+    // then costs disk time only, not a lane's CPU beside the compute threads.
+    if (keep && store->cfg.on_resident && !speculative) {
       // Only this lane touches pending[i] until it is inserted below.
       CachedExpert& ce = *pending[i];
       if (relay_outside_lock(lk, ce.view, item)) {
@@ -385,7 +388,7 @@ struct ExpertStore::Batch::State final : ReadOwner {
     if (expert_done) ready.push_back(item);
     if (in_full) store->experts_read += 1;
     if (keep && speculative) {
-      read_in_full[i] = 1;  // enters the cache at use(), if it comes
+      read_in_full[i] = 1;  // re-laid and cached at use(), if it comes
     } else if (keep) {
       pins[i] = store->cache->insert({layer, experts[i]}, footprint[i], std::move(pending[i]));
     }
@@ -635,7 +638,8 @@ ExpertStore::Batch ExpertStore::fetch(int layer, std::span<const int> experts, c
   for (size_t i = 0; i < k; ++i) {
     if (st->reads_left[i] == 0) st->ready.push_back(static_cast<int>(i));
   }
-  s.lanes->submit(jobs);
+  st->low_priority = opt.speculative;
+  s.lanes->submit(jobs, opt.speculative ? ReadLanes::Priority::Speculative : ReadLanes::Priority::Demand);
   return Batch(std::move(st));
 }
 
@@ -729,10 +733,21 @@ ExpertView ExpertStore::Batch::view(int index) const {
   return state_->views[static_cast<size_t>(index)];
 }
 
+void ExpertStore::Batch::settle(std::span<const uint8_t> needed) {
+  if (!state_) return;
+  State& st = *state_;
+  if (needed.size() != st.experts.size())
+    throw Error("expert store: settle() with " + std::to_string(needed.size()) + " flags for a batch of " +
+                std::to_string(st.experts.size()) + " experts");
+  if (!st.low_priority) return;
+  // Outside st.mu: dropped jobs are reported through read_done, which takes it.
+  st.store->lanes->settle(&st, [&needed](int item) { return needed[static_cast<size_t>(item)] != 0; });
+}
+
 void ExpertStore::Batch::use(int index) {
   if (!state_) throw Error("expert store: use(" + std::to_string(index) + ") on an empty batch");
   State& st = *state_;
-  std::lock_guard<std::mutex> lk(st.mu);
+  std::unique_lock<std::mutex> lk(st.mu);
   check_taken(st, index, "use");
   const size_t i = static_cast<size_t>(index);
   if (!st.speculative || st.used[i]) return;
@@ -743,8 +758,15 @@ void ExpertStore::Batch::use(int index) {
     s.cache->acquire(key);
     s.experts_hit += 1;
     s.bytes_hit += st.hit_bytes[i];
-  } else if (st.pending[i]) {  // read in full: a demand miss, cached as a fetch's would be
-    s.cache->acquire(key);     // counts the miss (present only if another Batch cached it meanwhile)
+  } else if (st.pending[i] && st.read_in_full[i]) {  // a demand miss, cached as a fetch's would be
+    if (s.cfg.on_resident) {
+      // Its re-lay, deferred from the read (see read_done). No lane touches
+      // the buffer any more, and the consumer is this thread.
+      CachedExpert& ce = *st.pending[i];
+      if (!st.relay_outside_lock(lk, ce.view, index)) std::rethrow_exception(st.error);
+      st.views[i] = ce.view;
+    }
+    s.cache->acquire(key);  // counts the miss (present only if another Batch cached it meanwhile)
     st.pins[i] = s.cache->insert(key, st.footprint[i], std::move(st.pending[i]));
   }
 }

@@ -1,5 +1,6 @@
 #include "moe/read_lanes.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <exception>
@@ -15,6 +16,7 @@ ReadLanes::ReadLanes(int n_lanes, LaneStats& stats) : ReadLanes(io::IoEngine::Pr
 ReadLanes::ReadLanes(io::IoEngine engine, int n_lanes, int depth, LaneStats& stats) : stats_(stats) {
   if (engine == io::IoEngine::Pread) {
     if (n_lanes < 1) n_lanes = 1;
+    speculative_cap_ = std::max(1, n_lanes / 2);
     threads_.reserve(static_cast<size_t>(n_lanes));
     for (int i = 0; i < n_lanes; ++i) {
       try {
@@ -29,6 +31,7 @@ ReadLanes::ReadLanes(io::IoEngine engine, int n_lanes, int depth, LaneStats& sta
     }
     return;
   }
+  speculative_cap_ = std::max(1, depth / 2);
   uring_ = std::make_unique<io::UringQueue>(static_cast<unsigned>(depth),
                                            "--io-engine uring --io-depth " + std::to_string(depth));
   try {
@@ -49,11 +52,12 @@ void ReadLanes::stop() {
   for (auto& t : threads_) t.join();
 }
 
-void ReadLanes::submit(const std::vector<Job>& jobs) {
+void ReadLanes::submit(const std::vector<Job>& jobs, Priority p) {
   if (jobs.empty()) return;
   {
     std::lock_guard<std::mutex> lk(mu_);
-    queue_.insert(queue_.end(), jobs.begin(), jobs.end());
+    std::deque<Job>& q = p == Priority::Demand ? queue_ : speculative_queue_;
+    q.insert(q.end(), jobs.begin(), jobs.end());
   }
   if (jobs.size() == 1) {
     cv_.notify_one();
@@ -62,18 +66,64 @@ void ReadLanes::submit(const std::vector<Job>& jobs) {
   }
 }
 
+void ReadLanes::settle(const ReadOwner* owner, const std::function<bool(int item)>& keep) {
+  std::vector<Job> dropped;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    for (auto it = speculative_queue_.begin(); it != speculative_queue_.end();) {
+      if (it->owner != owner) {
+        ++it;
+        continue;
+      }
+      if (keep(it->item)) {
+        queue_.push_back(*it);
+      } else {
+        dropped.push_back(*it);
+      }
+      it = speculative_queue_.erase(it);
+    }
+  }
+  cv_.notify_all();
+  for (const Job& j : dropped) j.owner->read_done(j.item, 0, nullptr);
+}
+
+// Stopping lifts the cap: every queued job is drained, so no owner waits
+// forever on a dropped one.
+bool ReadLanes::ready_locked() const {
+  return !queue_.empty() ||
+         (!speculative_queue_.empty() && (speculative_running_ < speculative_cap_ || stopping_));
+}
+
+bool ReadLanes::take_locked(Job& job, bool& speculative) {
+  speculative = queue_.empty();
+  if (speculative && !ready_locked()) return false;
+  std::deque<Job>& q = speculative ? speculative_queue_ : queue_;
+  if (q.empty()) return false;
+  job = q.front();
+  q.pop_front();
+  if (speculative) ++speculative_running_;
+  return true;
+}
+
+void ReadLanes::speculative_done() {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    --speculative_running_;
+  }
+  cv_.notify_one();
+}
+
 void ReadLanes::run() {
   for (;;) {
     Job job;
+    bool speculative = false;
     {
       std::unique_lock<std::mutex> lk(mu_);
-      cv_.wait(lk, [this] { return stopping_ || !queue_.empty(); });
-      // Drain before stopping so no owner waits forever on a dropped job.
-      if (queue_.empty()) return;
-      job = queue_.front();
-      queue_.pop_front();
+      cv_.wait(lk, [this] { return stopping_ || ready_locked(); });
+      if (!take_locked(job, speculative)) return;  // stopping, drained
     }
     read_now(job);
+    if (speculative) speculative_done();
   }
 }
 
@@ -101,11 +151,12 @@ void ReadLanes::run_uring(io::UringQueue& q) {
     Job job;
     size_t done = 0;  // bytes already read (a short read re-issues the rest)
     std::chrono::steady_clock::time_point t0;
+    bool speculative = false;
   };
   std::vector<InFlight> slots(q.depth());
   std::vector<size_t> free_slots;
   for (size_t i = slots.size(); i-- > 0;) free_slots.push_back(i);
-  std::vector<Job> sync_jobs, skipped;
+  std::vector<std::pair<Job, bool>> sync_jobs, skipped;  // (job, speculative)
   auto issue = [&q](size_t slot, InFlight& f, int fd) {
     q.prepare(fd, f.job.read.dst + f.done, static_cast<uint32_t>(f.job.read.n - f.done), f.job.read.offset + f.done,
               slot);
@@ -114,28 +165,34 @@ void ReadLanes::run_uring(io::UringQueue& q) {
     {
       std::unique_lock<std::mutex> lk(mu_);
       if (q.in_flight() == 0) {
-        cv_.wait(lk, [this] { return stopping_ || !queue_.empty(); });
-        if (queue_.empty()) return;  // stopping, drained, nothing in flight
+        cv_.wait(lk, [this] { return stopping_ || ready_locked(); });
+        if (!ready_locked()) return;  // stopping, drained, nothing in flight
       }
-      while (!queue_.empty() && !free_slots.empty()) {
-        Job job = queue_.front();
-        queue_.pop_front();
+      Job job;
+      bool speculative = false;
+      while (!free_slots.empty() && take_locked(job, speculative)) {
         const auto* fd_file = dynamic_cast<const io::FdFile*>(job.read.file);
         if (job.owner->cancelled()) {
-          skipped.push_back(job);
+          skipped.emplace_back(job, speculative);
         } else if (!fd_file) {
-          sync_jobs.push_back(job);
+          sync_jobs.emplace_back(job, speculative);
         } else {
           const size_t slot = free_slots.back();
           free_slots.pop_back();
-          slots[slot] = InFlight{job, 0, std::chrono::steady_clock::now()};
+          slots[slot] = InFlight{job, 0, std::chrono::steady_clock::now(), speculative};
           issue(slot, slots[slot], fd_file->fd());
         }
       }
     }
-    for (const Job& j : skipped) j.owner->read_done(j.item, 0, nullptr);
+    for (const auto& [j, spec] : skipped) {
+      j.owner->read_done(j.item, 0, nullptr);
+      if (spec) speculative_done();
+    }
     skipped.clear();
-    for (const Job& j : sync_jobs) read_now(j);
+    for (const auto& [j, spec] : sync_jobs) {
+      read_now(j);
+      if (spec) speculative_done();
+    }
     sync_jobs.clear();
     if (q.in_flight() == 0) continue;
     const io::UringQueue::Completion c = q.wait();
@@ -160,8 +217,10 @@ void ReadLanes::run_uring(io::UringQueue& q) {
     const uint64_t bytes = error ? 0 : f.job.read.n;
     stats_.bytes_read += bytes;
     const Job job = f.job;
+    const bool speculative = f.speculative;
     free_slots.push_back(c.tag);
     job.owner->read_done(job.item, bytes, error);
+    if (speculative) speculative_done();
   }
 }
 

@@ -13,6 +13,14 @@
 // LaneStats::io_ns sums each read's latency (submit to completion for Uring,
 // so with depth D up to D reads' latencies overlap).
 //
+// Two classes of jobs: demand reads (a layer waits for them) and speculative
+// ones (a prefetch's guesses). A lane takes a speculative job only when no
+// demand job is queued, and at most max(1, lanes / 2) (Uring: depth / 2)
+// speculative reads run at once, so a guess never queues ahead of a read a
+// layer needs and always leaves it a lane. settle() turns a speculative
+// owner's queued jobs into demand jobs or drops them, once its layer knows
+// what it needs.
+//
 // Thread-safety: submit() may be called from any thread. read_done() runs on a
 // lane thread. Lanes are joined by the destructor after draining the queue.
 #pragma once
@@ -23,6 +31,7 @@
 #include <deque>
 #include <memory>
 #include <exception>
+#include <functional>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -65,19 +74,32 @@ class ReadLanes {
     ReadOwner* owner = nullptr;
     int item = 0;
   };
-  void submit(const std::vector<Job>& jobs);
+  enum class Priority { Demand, Speculative };
+  void submit(const std::vector<Job>& jobs, Priority p = Priority::Demand);
+  // The queued (not started) speculative jobs of `owner`: those whose item
+  // `keep` says are needed move to the demand queue, in their order; the
+  // others are reported to the owner as cancelled (read_done with 0 bytes, no
+  // error) on this thread. Jobs already running are left alone.
+  void settle(const ReadOwner* owner, const std::function<bool(int item)>& keep);
   int size() const { return static_cast<int>(threads_.size()); }
 
  private:
   void run();
   void run_uring(io::UringQueue& q);
+  // Under mu_: whether a lane may take a job now, and takes it (false: none).
+  bool ready_locked() const;
+  bool take_locked(Job& job, bool& speculative);
+  void speculative_done();  // a speculative read finished: frees its share
   void read_now(const Job& job);  // one blocking read_exact, reported
   void stop();  // stops and joins every started lane
 
   LaneStats& stats_;
   std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<Job> queue_;
+  std::deque<Job> queue_;              // demand
+  std::deque<Job> speculative_queue_;  // taken only when queue_ is empty
+  int speculative_running_ = 0;
+  int speculative_cap_ = 1;
   bool stopping_ = false;
   std::vector<std::thread> threads_;
   std::unique_ptr<io::UringQueue> uring_;  // Uring engine only

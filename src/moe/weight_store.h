@@ -137,12 +137,16 @@ struct FetchOptions {
   std::span<const uint8_t> transform_streamed;
   // A prediction (the next layer's prefetch): until the consumer calls
   // Batch::use(i), expert i leaves the cache as it was. A hit is pinned but
-  // neither counted nor made recently used; a miss is read (and re-laid) into
-  // its own buffer but not inserted, so a wrong guess evicts nothing. use()
+  // neither counted nor made recently used; a miss is read into its own
+  // buffer but neither re-laid nor inserted, so a wrong guess evicts nothing
+  // and costs no CPU. use()
   // makes it an ordinary demand access: the hit counts and becomes most
   // recently used, the read one enters the cache. Experts never used are
   // dropped with the Batch (read buffers back to the pool) and counted in
-  // ExpertIoStats::experts_unused. No effect without a cache.
+  // ExpertIoStats::experts_unused. The cache part has no effect without a
+  // cache; with or without one, the reads are queued behind every demand
+  // read and only a share of the lanes runs them (moe/read_lanes.h) until
+  // Batch::settle().
   bool speculative = false;
 };
 
@@ -201,8 +205,17 @@ class ExpertStore {
     ExpertView view(int index) const;  // index must have been returned by next_ready()
     // The consumer uses expert `index` (returned by next_ready()): for a
     // speculative fetch, counts it and lets it into the cache (see
-    // FetchOptions::speculative); otherwise, and when called again, nothing.
+    // FetchOptions::speculative), applying ExpertStoreConfig::on_resident to
+    // a read one first, on this thread; call view() after it. Otherwise, and
+    // when called again, nothing. Throws Error when the transform fails (the
+    // expert is then never cached).
     void use(int index);
+    // A speculative batch's consumer knows what it needs (needed[i] != 0 for
+    // expert i): their reads not yet started become demand reads; the
+    // others' are dropped, so next_ready() returns those experts without
+    // their bytes (their views must not be read). Error unless needed has
+    // size() flags. No effect on other batches.
+    void settle(std::span<const uint8_t> needed);
     struct State;
    private:
     friend class ExpertStore;

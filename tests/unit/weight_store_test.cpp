@@ -19,6 +19,7 @@
 #include <map>
 #include <random>
 #include <set>
+#include <thread>
 #include <tuple>
 
 #include "gguf/gguf.h"
@@ -759,6 +760,52 @@ TEST(WeightStoreCache, SpeculativeFetchChangesTheCacheOnlyAtUse) {
   drain_and_check(m, layers[2], b, both);
   EXPECT_EQ(store.stats().experts_read, mid.experts_read + 1);
   EXPECT_THAT(error_of([&] { store.fetch(2, both, spec).use(0); }), HasSubstr("before next_ready()"));
+}
+
+// A speculative read is re-laid (on_resident) at use(), on the caller's
+// thread, and never when the guess is not used: a wrong guess costs no CPU.
+TEST(WeightStoreCache, SpeculativeReadsAreReLaidAtUseOnly) {
+  const gguf::GgufModel m = gguf::GgufModel::open(files().single);
+  const auto layers = expert_layers(m);
+  const LayerExperts& le = layers[2];
+  std::atomic<int> calls{0};
+  std::thread::id caller;
+  ExpertStoreConfig cfg;
+  cfg.cache_bytes = 64 << 20;
+  cfg.on_resident = [&](int, void* gate, void* up, void* down) {
+    for (auto [t, p] : {std::pair{le.gate, gate}, std::pair{le.up, up}, std::pair{le.down, down}})
+      for (uint64_t i = 0; i < m.expert_range(*t, 0).bytes; ++i) static_cast<uint8_t*>(p)[i] ^= 0xA5;
+    caller = std::this_thread::get_id();
+    ++calls;
+  };
+  auto expect_bytes = [&](int e, const ExpertView& v, bool relaid) {
+    ASSERT_EQ(v.packed, relaid);
+    for (auto [t, p] : {std::pair{le.gate, v.gate}, std::pair{le.up, v.up}, std::pair{le.down, v.down}}) {
+      std::vector<uint8_t> want = file_bytes(m, m.expert_range(*t, static_cast<uint64_t>(e)));
+      if (relaid)
+        for (uint8_t& b : want) b ^= 0xA5;
+      ASSERT_EQ(std::memcmp(want.data(), p, want.size()), 0) << t->name << " expert " << e;
+    }
+  };
+  ExpertStore store(m, layers, cfg);
+  FetchOptions spec;
+  spec.speculative = true;
+  const std::vector<int> guess = {0, 1};
+  {
+    auto b = store.fetch(2, guess, spec);
+    for (int idx; (idx = b.next_ready()) != -1;) expect_bytes(guess[static_cast<size_t>(idx)], b.view(idx), false);
+    EXPECT_EQ(calls.load(), 0);
+    b.use(0);
+    EXPECT_EQ(calls.load(), 1);
+    EXPECT_EQ(caller, std::this_thread::get_id());
+    expect_bytes(0, b.view(0), true);
+  }
+  EXPECT_EQ(calls.load(), 1);  // the unused guess was never re-laid
+  EXPECT_EQ(store.stats().experts_transformed, 1u);
+  const std::vector<int> both = {0, 1};
+  auto b = store.fetch(2, both);  // 0: a hit, re-laid once; 1: read again, re-laid by its lane
+  for (int idx; (idx = b.next_ready()) != -1;) expect_bytes(both[static_cast<size_t>(idx)], b.view(idx), true);
+  EXPECT_EQ(calls.load(), 2);
 }
 
 TEST(WeightStoreCache, AbandonedAndFailedReadsAreNotCached) {
