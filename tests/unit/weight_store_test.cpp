@@ -183,6 +183,13 @@ void drain_and_check(const gguf::GgufModel& m, const LayerExperts& le, ExpertSto
   EXPECT_EQ(b.next_ready(), -1);  // stays exhausted
 }
 
+// Fetches `experts` of `layer` (a plain demand fetch) and drains it, checked.
+void fetch_and_check(ExpertStore& store, const gguf::GgufModel& m, const std::vector<LayerExperts>& layers, int layer,
+                     const std::vector<int>& experts) {
+  auto b = store.fetch(layer, experts);
+  drain_and_check(m, layers[static_cast<size_t>(layer)], b, experts);
+}
+
 using sluice::test::error_of;
 
 // ---- ExpertStore: every expert of every layer, over the config matrix ----
@@ -647,20 +654,12 @@ TEST(WeightStoreCache, IsCachedFollowsTheCache) {
   cfg.cache_bytes = 64 << 20;
   ExpertStore cached(m, layers, cfg);
   EXPECT_FALSE(cached.is_cached(2, 1));
-  {
-    const std::vector<int> want = {1};
-    auto b = cached.fetch(2, want);
-    drain_and_check(m, layers[2], b, want);
-  }
+  fetch_and_check(cached, m, layers, 2, {1});
   EXPECT_TRUE(cached.is_cached(2, 1));
   EXPECT_FALSE(cached.is_cached(2, 0));
   cfg.cache_bytes = 0;
   ExpertStore uncached(m, layers, cfg);
-  {
-    const std::vector<int> want = {1};
-    auto b = uncached.fetch(2, want);
-    drain_and_check(m, layers[2], b, want);
-  }
+  fetch_and_check(uncached, m, layers, 2, {1});
   EXPECT_FALSE(uncached.is_cached(2, 1));
   cfg.load_all = true;
   ExpertStore all(m, layers, cfg);
@@ -691,9 +690,7 @@ uint64_t expert_footprint(const gguf::GgufModel& m, const std::vector<LayerExper
   ExpertStoreConfig cfg;
   cfg.cache_bytes = 64 << 20;
   ExpertStore store(m, layers, cfg);
-  const std::vector<int> one = {e};
-  auto b = store.fetch(layer, one);
-  drain_and_check(m, layers[static_cast<size_t>(layer)], b, one);
+  fetch_and_check(store, m, layers, layer, {e});
   return store.stats().cache_bytes_resident;
 }
 
@@ -709,11 +706,7 @@ TEST(WeightStoreCache, SpeculativeFetchChangesTheCacheOnlyAtUse) {
   // Holds 0 and 1, and 2 with either one of them: caching 2 evicts one expert.
   cfg.cache_bytes = fp1 + std::max(fp0, fp2);
   ExpertStore store(m, layers, cfg);
-  for (int e : {0, 1}) {  // LRU order [0 1]
-    const std::vector<int> one = {e};
-    auto b = store.fetch(2, one);
-    drain_and_check(m, layers[2], b, one);
-  }
+  for (int e : {0, 1}) fetch_and_check(store, m, layers, 2, {e});  // LRU order [0 1]
   const ExpertIoStats before = store.stats();
   FetchOptions spec;
   spec.speculative = true;
@@ -729,12 +722,7 @@ TEST(WeightStoreCache, SpeculativeFetchChangesTheCacheOnlyAtUse) {
   }  // neither used: the read is counted unused, the hit untouched
   EXPECT_EQ(store.stats().experts_unused, 1u);
   EXPECT_FALSE(store.is_cached(2, 2));
-  {
-    // Expert 0 is still least recently used: caching 2 evicts 0, not 1.
-    const std::vector<int> two = {2};
-    auto b = store.fetch(2, two);
-    drain_and_check(m, layers[2], b, two);
-  }
+  fetch_and_check(store, m, layers, 2, {2});  // 0 is still least recently used: it goes, not 1
   EXPECT_FALSE(store.is_cached(2, 0));
   EXPECT_TRUE(store.is_cached(2, 1));
   EXPECT_TRUE(store.is_cached(2, 2));
@@ -756,8 +744,7 @@ TEST(WeightStoreCache, SpeculativeFetchChangesTheCacheOnlyAtUse) {
   }
   EXPECT_EQ(store.stats().experts_unused, 1u);  // both were used
   const std::vector<int> both = {0, 1};
-  auto b = store.fetch(2, both);  // served from the cache, whole
-  drain_and_check(m, layers[2], b, both);
+  fetch_and_check(store, m, layers, 2, both);  // served from the cache, whole
   EXPECT_EQ(store.stats().experts_read, mid.experts_read + 1);
   EXPECT_THAT(error_of([&] { store.fetch(2, both, spec).use(0); }), HasSubstr("before next_ready()"));
 }
