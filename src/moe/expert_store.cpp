@@ -380,8 +380,9 @@ struct ExpertStore::Batch::State final : ReadOwner {
         keep = false;  // half re-laid bytes: never cached
       }
     }
-    if (expert_done && !error && !transform.empty() && transform[i]) {
-      // A streamed expert the fetch asked to re-lay; its slot is this Batch's alone.
+    if (in_full && !error && !transform.empty() && transform[i]) {
+      // A streamed expert the fetch asked to re-lay, read in full (a dropped
+      // or cancelled one is never handed out); its slot is this Batch's alone.
       ExpertView v = views[i];
       if (relay_outside_lock(lk, v, item)) views[i] = v;
     }

@@ -795,6 +795,36 @@ TEST(WeightStoreCache, SpeculativeReadsAreReLaidAtUseOnly) {
   EXPECT_EQ(calls.load(), 2);
 }
 
+// Cache off, streamed experts asked to come re-laid: a guess that settle()
+// drops before its reads run is never re-laid (its bytes were never read).
+TEST(WeightStore, DroppedGuessesAreNotReLaid) {
+  const gguf::GgufModel m = gguf::GgufModel::open(files().single);
+  const auto layers = expert_layers(m);
+  ExpertStoreConfig cfg;
+  cfg.io_threads = 1;  // the demand reads below keep the one lane busy
+  cfg.on_resident = [](int, void*, void*, void*) {};
+  ExpertStore store(m, layers, cfg);
+  const std::vector<int> demand = {0, 1, 2}, guesses = {0, 1, 2, 3, 4, 5, 6, 7};
+  const std::vector<uint8_t> all3(3, 1), all8(8, 1), none(8, 0);
+  FetchOptions opt;
+  opt.transform_streamed = all3;
+  auto d = store.fetch(2, demand, opt);  // 3 experts over 1 MiB each, queued first
+  FetchOptions spec;
+  spec.transform_streamed = all8;
+  spec.speculative = true;
+  {
+    auto g = store.fetch(1, guesses, spec);
+    g.settle(none);  // nothing needed: every guess not started is dropped
+    for (int idx; (idx = g.next_ready()) != -1;) {
+    }
+  }
+  drain_and_check(m, layers[2], d, demand);
+  const ExpertIoStats st = store.stats();
+  EXPECT_EQ(st.experts_transformed, st.experts_read);  // only what was read in full
+  EXPECT_LT(st.experts_read, demand.size() + guesses.size()) << "no guess was dropped";
+  EXPECT_THROW(d.settle(none), Error);  // one flag per expert
+}
+
 TEST(WeightStoreCache, AbandonedAndFailedReadsAreNotCached) {
   const gguf::GgufModel m = gguf::GgufModel::open(files().single);
   const auto layers = expert_layers(m);
