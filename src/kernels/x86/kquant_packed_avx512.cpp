@@ -164,7 +164,32 @@ inline size_t q6k_halves(const void* group, int64_t blocks, int64_t i) {
   return static_cast<size_t>(blocks) * kQ6WordsBytes + static_cast<size_t>(i) * 2 * kRows;
 }
 
-void pack_q6k(int64_t n, const void* src, void* dst) {
+// The re-encoding above for one row's half h, 32 element positions l at
+// once: bits (2j, 2j+1) of qh[l] are the high bits of run j's quant. Every
+// shift is a 16-bit one whose bits from the neighbouring byte are masked off.
+// Dword m of x's vector is the 4 bytes of word 4 + 3(2m + h) + x.
+SLUICE_AVX512VNNI inline __m256i q6k_bits(__m256i v, int shift, int mask, int up) {  // ((v >> shift) & mask) << up
+  return _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(v, shift), _mm256_set1_epi8(static_cast<char>(mask))), up);
+}
+
+SLUICE_AVX512VNNI inline void q6k_encode_half(const BlockQ6K& b, int h, uint8_t* words, int r) {
+  const __m256i ql0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.ql + 64 * h));
+  const __m256i ql1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.ql + 64 * h + 32));
+  const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qh + 32 * h));
+  const __m256i q0 = _mm256_or_si256(q6k_bits(ql0, 0, 15, 0), q6k_bits(qh, 0, 3, 4));
+  const __m256i q1 = _mm256_or_si256(q6k_bits(ql1, 0, 15, 0), q6k_bits(qh, 2, 3, 4));
+  const __m256i q2 = _mm256_or_si256(q6k_bits(ql0, 4, 15, 0), q6k_bits(qh, 4, 3, 4));
+  const __m256i q3 = _mm256_or_si256(q6k_bits(ql1, 4, 15, 0), q6k_bits(qh, 6, 3, 4));
+  alignas(32) uint32_t x[3][8];
+  _mm256_store_si256(reinterpret_cast<__m256i*>(x[0]), _mm256_or_si256(q0, q6k_bits(q2, 4, 3, 6)));
+  _mm256_store_si256(reinterpret_cast<__m256i*>(x[1]), _mm256_or_si256(q1, q6k_bits(q3, 4, 3, 6)));
+  _mm256_store_si256(reinterpret_cast<__m256i*>(x[2]), _mm256_or_si256(q6k_bits(q2, 0, 15, 0), q6k_bits(q3, 0, 15, 4)));
+  for (int m = 0; m < 8; ++m)
+    for (int k = 0; k < 3; ++k)
+      std::memcpy(words + (kQ6QuantWord + 3 * (2 * m + h) + k) * 4 * kRows + 4 * r, &x[k][m], 4);
+}
+
+SLUICE_AVX512VNNI void pack_q6k(int64_t n, const void* src, void* dst) {
   const int64_t blocks = n / kQK_K;
   uint8_t* const g = static_cast<uint8_t*>(dst);
   for (int64_t i = 0; i < blocks; ++i) {
@@ -175,17 +200,7 @@ void pack_q6k(int64_t n, const void* src, void* dst) {
       for (int t = 0; t < 4; ++t)
         std::memcpy(words + t * 4 * kRows + 4 * r,
                     reinterpret_cast<const uint8_t*>(b.scales) + 4 * t, 4);
-      for (int h = 0; h < 2; ++h) {
-        for (int l = 0; l < 32; ++l) {
-          const uint8_t ql0 = b.ql[64 * h + l], ql1 = b.ql[64 * h + 32 + l], qh = b.qh[32 * h + l];
-          const int q0 = (ql0 & 15) | (qh & 3) << 4, q1 = (ql1 & 15) | (qh >> 2 & 3) << 4;
-          const int q2 = (ql0 >> 4) | (qh >> 4 & 3) << 4, q3 = (ql1 >> 4) | (qh >> 6 & 3) << 4;
-          uint8_t* w = words + (kQ6QuantWord + 3 * (2 * (l / 4) + h)) * 4 * kRows + 4 * r + l % 4;
-          w[0] = static_cast<uint8_t>(q0 | (q2 >> 4) << 6);
-          w[4 * kRows] = static_cast<uint8_t>(q1 | (q3 >> 4) << 6);
-          w[8 * kRows] = static_cast<uint8_t>((q2 & 15) | (q3 & 15) << 4);
-        }
-      }
+      for (int h = 0; h < 2; ++h) q6k_encode_half(b, h, words, r);
       std::memcpy(g + q6k_halves(dst, blocks, i) + 2 * r, &b.d, 2);
     }
   }
