@@ -107,7 +107,12 @@ std::vector<ReadLanes::Job> jobs(const ScriptedFile& f, Owner& owner, std::vecto
   return out;
 }
 
-class ReadLanesPriority : public ::testing::TestWithParam<io::IoEngine> {};
+class ReadLanesPriority : public ::testing::TestWithParam<io::IoEngine> {
+ protected:
+  void SetUp() override {
+    if (GetParam() == io::IoEngine::Uring && !io::uring_available()) GTEST_SKIP() << "this kernel gives no io_uring";
+  }
+};
 
 TEST_P(ReadLanesPriority, DemandReadsGoBeforeQueuedSpeculativeOnes) {
   ScriptedFile f;
