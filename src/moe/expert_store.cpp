@@ -288,11 +288,11 @@ struct ExpertStore::Batch::State final : ReadOwner {
   std::vector<uint64_t> footprint;   // per expert: cache accounting bytes
   // Cache off: per expert, apply cfg.on_resident after its read (empty: none).
   std::vector<uint8_t> transform;
-  // FetchOptions::speculative with a cache: hits are peeked, reads wait in
-  // `pending` until use(); per expert whether use() came and whether its read
+  // FetchOptions::speculative: queued as speculative reads. With a cache,
+  // hits are also peeked and reads wait in `pending` until use(); then, per
+  // expert (empty without a cache): whether use() came, whether its read
   // completed in full (else nothing to count as unused), and a hit's bytes.
   bool speculative = false;
-  bool low_priority = false;  // FetchOptions::speculative, cache or not: queued as speculative reads
   std::vector<uint8_t> used;
   std::vector<uint8_t> read_in_full;
   std::vector<uint64_t> hit_bytes;
@@ -566,6 +566,7 @@ ExpertStore::Batch ExpertStore::fetch(int layer, std::span<const int> experts, c
   st->experts.assign(experts.begin(), experts.end());
   const size_t k = experts.size();
   st->views.resize(k);
+  st->speculative = opt.speculative;
   st->reads_left.assign(k, 0);
   st->bytes_left.assign(k, 0);
   st->taken.assign(k, 0);
@@ -586,7 +587,6 @@ ExpertStore::Batch ExpertStore::fetch(int layer, std::span<const int> experts, c
     st->pending.resize(k);
     st->footprint.assign(k, 0);
     if (opt.speculative) {
-      st->speculative = true;
       st->used.assign(k, 0);
       st->read_in_full.assign(k, 0);
       st->hit_bytes.assign(k, 0);
@@ -639,7 +639,6 @@ ExpertStore::Batch ExpertStore::fetch(int layer, std::span<const int> experts, c
   for (size_t i = 0; i < k; ++i) {
     if (st->reads_left[i] == 0) st->ready.push_back(static_cast<int>(i));
   }
-  st->low_priority = opt.speculative;
   s.lanes->submit(jobs, opt.speculative ? ReadLanes::Priority::Speculative : ReadLanes::Priority::Demand);
   return Batch(std::move(st));
 }
@@ -740,7 +739,7 @@ void ExpertStore::Batch::settle(std::span<const uint8_t> needed) {
   if (needed.size() != st.experts.size())
     throw Error("expert store: settle() with " + std::to_string(needed.size()) + " flags for a batch of " +
                 std::to_string(st.experts.size()) + " experts");
-  if (!st.low_priority) return;
+  if (!st.speculative) return;
   // Outside st.mu: dropped jobs are reported through read_done, which takes it.
   st.store->lanes->settle(&st, [&needed](int item) { return needed[static_cast<size_t>(item)] != 0; });
 }
@@ -751,7 +750,7 @@ void ExpertStore::Batch::use(int index) {
   std::unique_lock<std::mutex> lk(st.mu);
   check_taken(st, index, "use");
   const size_t i = static_cast<size_t>(index);
-  if (!st.speculative || st.used[i]) return;
+  if (st.used.empty() || st.used[i]) return;  // not speculative with a cache, or used already
   st.used[i] = 1;
   Impl& s = *st.store;
   const ExpertKey key{st.layer, st.experts[i]};

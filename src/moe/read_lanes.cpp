@@ -95,10 +95,9 @@ bool ReadLanes::ready_locked() const {
 }
 
 bool ReadLanes::take_locked(Job& job, bool& speculative) {
-  speculative = queue_.empty();
-  if (speculative && !ready_locked()) return false;
+  if (!ready_locked()) return false;
+  speculative = queue_.empty();  // ready with no demand job: a speculative one may run
   std::deque<Job>& q = speculative ? speculative_queue_ : queue_;
-  if (q.empty()) return false;
   job = q.front();
   q.pop_front();
   if (speculative) ++speculative_running_;
