@@ -35,7 +35,6 @@ constexpr int64_t kMinParallelTileGroups = 4;
 // row into cache. Only affects speed.
 constexpr int64_t kPrefetchAheadBytes = 4096;
 
-
 int64_t position_tile(size_t act_row_bytes) {
   int64_t tile = static_cast<int64_t>(kTileActivationBytes / std::max<size_t>(act_row_bytes, 1));
   tile -= tile % kernels::kMaxDotCols;
