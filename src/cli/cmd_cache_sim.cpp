@@ -26,6 +26,7 @@
 #include "moe/route_trace.h"
 #include "tools/model_info.h"
 #include "util/error.h"
+#include "util/json_text.h"
 
 namespace sluice::cli {
 namespace {
@@ -162,7 +163,7 @@ void print_json(const std::vector<moe::RouteTrace>& traces, const std::vector<mo
                             {"hit_rate", r.hit_rate()},
                             {"mib_read_per_token", known(r.expert_bytes > 0, r.mib_read_per_token())}});
   }
-  outf("%s\n", j.dump(2).c_str());
+  outf("%s\n", json_text(j, 2).c_str());
 }
 
 void run_cache_sim(CacheSimCliOptions& o, bool expert_mib_given) {

@@ -23,6 +23,7 @@
 #include "runtime/session.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
+#include "util/json_text.h"
 
 namespace sluice::cli {
 namespace {
@@ -130,7 +131,7 @@ void run_eval(EvalCmdOptions& o) {
     j["top1_agree_pct"] = r.top1_agree_pct();
   }
   if (o.json) {
-    outf("%s\n", j.dump(2).c_str());  // stdout is this object and nothing else
+    outf("%s\n", json_text(j, 2).c_str());  // stdout is this object and nothing else
   } else {
     print_table(r, j);
   }

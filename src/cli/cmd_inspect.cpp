@@ -10,6 +10,7 @@
 #include "tools/inspect_report.h"
 #include "tools/model_info.h"
 #include "util/error.h"
+#include "util/json_text.h"
 
 namespace sluice::cli {
 namespace {
@@ -26,7 +27,7 @@ void run_inspect(const InspectOptions& o) {
   const gguf::GgufModel model = gguf::GgufModel::open(o.model);
   const tools::ModelInfo info = tools::model_info(model, static_cast<uint64_t>(o.kv_context));
   if (o.json) {
-    outf("%s\n", tools::inspect_json(info, model.metadata()).dump(2).c_str());
+    outf("%s\n", json_text(tools::inspect_json(info, model.metadata()), 2).c_str());
   } else {
     out(tools::inspect_text(info, o.tensors));
   }

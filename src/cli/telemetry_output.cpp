@@ -6,6 +6,7 @@
 #include "cli/stdout_output.h"
 #include "io/output_file.h"
 #include "util/error.h"
+#include "util/json_text.h"
 
 namespace sluice::cli {
 
@@ -95,7 +96,7 @@ void TelemetryOutput::finish(const runtime::SummaryOptions& opts, nlohmann::orde
   }
   if (flags_.json_path.empty()) return;  // json_ is set unless the object goes to stdout
   fields["summary"] = runtime::summary_json(s);
-  const std::string doc = fields.dump(2) + "\n";
+  const std::string doc = json_text(fields, 2) + "\n";
   if (flags_.json_to_stdout()) {
     out(doc);
     flush_stdout();

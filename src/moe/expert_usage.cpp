@@ -5,6 +5,7 @@
 
 #include "io/whole_file.h"
 #include "util/error.h"
+#include "util/json_text.h"
 
 namespace sluice::moe {
 
@@ -37,7 +38,7 @@ void write_expert_usage(const ExpertUsage& u, const std::string& path, io::Outpu
     j["counts"].push_back(std::vector<uint64_t>(first, first + u.n_expert));
   }
   io::OutputFile out(path, std::move(opts));
-  out.write(j.dump() + "\n");
+  out.write(json_text(j) + "\n");
   out.commit();
 }
 

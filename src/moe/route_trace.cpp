@@ -11,6 +11,7 @@
 
 #include "io/whole_file.h"
 #include "util/error.h"
+#include "util/json_text.h"
 
 namespace sluice::moe {
 
@@ -123,7 +124,7 @@ std::string route_record_json(const RouteRecord& r) {
   j["experts"] = r.experts;
   j["weights"] = r.weights;
   j["hit"] = r.hit;
-  return j.dump();
+  return json_text(j);
 }
 
 RouteTraceWriter::RouteTraceWriter(const std::string& path, io::OutputOptions opts) : out_(path, std::move(opts)) {}

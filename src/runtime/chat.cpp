@@ -6,6 +6,7 @@
 
 #include "chat/chat_template.h"
 #include "util/error.h"
+#include "util/json_text.h"
 
 namespace sluice::runtime {
 
@@ -32,14 +33,14 @@ ChatRenderer model_chat_renderer(const gguf::GgufModel& model, const tokenizer::
   const std::string bos = special(tok.bos()), eos = special(tok.eos());
   return [text = *tmpl, bos, eos](const nlohmann::json& messages, const nlohmann::json& tools, bool add_gen) {
     chat::ChatInputs in;
-    in.messages = nlohmann::ordered_json::parse(messages.dump());
+    in.messages = nlohmann::ordered_json::parse(json_text(messages));
     // OpenAI clients send `content: null` for an assistant message that only
     // calls tools, but templates treat content as a string (Qwen3's
     // `'</think>' in message.content` fails on null, in Python too): null
     // becomes "", as llama.cpp does for such templates.
     for (auto& m : in.messages)
       if (m.is_object() && m.contains("content") && m["content"].is_null()) m["content"] = "";
-    if (!tools.is_null()) in.tools = nlohmann::ordered_json::parse(tools.dump());
+    if (!tools.is_null()) in.tools = nlohmann::ordered_json::parse(json_text(tools));
     in.add_generation_prompt = add_gen;
     in.bos_token = bos;
     in.eos_token = eos;

@@ -14,6 +14,7 @@
 #include "util/csv.h"
 #include "util/decimal.h"
 #include "util/error.h"
+#include "util/json_text.h"
 
 namespace sluice::runtime {
 namespace {
@@ -159,7 +160,7 @@ std::string format_io_json(const std::vector<IoBenchRow>& rows) {
     o["engine"] = std::string(io::io_engine_name(r.engine));
     arr.push_back(std::move(o));
   }
-  return arr.dump(2) + "\n";
+  return json_text(arr, 2) + "\n";
 }
 
 std::string format_io_csv(const std::vector<IoBenchRow>& rows) {

@@ -13,6 +13,7 @@
 #include "runtime/model_bench.h"
 #include "util/csv.h"
 #include "util/decimal.h"
+#include "util/json_text.h"
 
 namespace sluice::runtime {
 namespace {
@@ -87,7 +88,7 @@ std::string cell(const nlohmann::json& v, const char* missing) {
   if (v.is_number_integer()) return v.dump();
   if (v.is_number()) return fixed(v.get<double>(), 1, missing);
   if (v.is_string()) return v.get<std::string>();
-  return v.dump();
+  return json_text(v);
 }
 
 }  // namespace
@@ -164,7 +165,7 @@ std::string format_bench_json(const std::vector<ModelBenchRow>& rows) {
     for (const ExtraColumn& c : kExtraColumns) o[c.key] = c.value(r);
     arr.push_back(std::move(o));
   }
-  return arr.dump(2) + "\n";
+  return json_text(arr, 2) + "\n";
 }
 
 std::string format_bench_csv(const std::vector<ModelBenchRow>& rows) {

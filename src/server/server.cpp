@@ -14,6 +14,7 @@
 #include "server/response.h"
 #include "server/metrics.h"
 #include "util/error.h"
+#include "util/json_text.h"
 
 namespace sluice::server {
 namespace {
@@ -21,7 +22,7 @@ namespace {
 using nlohmann::json;
 
 // Generated text may end mid-character; never let a dump throw on it.
-std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+std::string dump(const json& j) { return json_text(j); }
 
 const char* error_type(int status) {
   switch (status) {
