@@ -7,23 +7,22 @@ include(GNUInstallDirs)
 install(TARGETS sluice RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 
 # The man page and the completion are made by running the freshly built sluice,
-# so a cross build makes them only through CMAKE_CROSSCOMPILING_EMULATOR (which
-# CMake puts before `sluice` in the command; help2man runs the binary itself,
-# so no man page there). Generated files are part of ALL, so a plain build
-# leaves them ready to install.
-set(SLUICE_GENERATED_TARGETS)
+# as steps of the sluice target itself (POST_BUILD), so whatever builds the
+# binary (`ninja sluice`, a full build, sluice_dist) leaves them ready for
+# `cmake --install`. A cross build runs them through CMAKE_CROSSCOMPILING_EMULATOR
+# (which CMake puts before `sluice` in the command; help2man runs the binary
+# itself, so no man page there). The man page's text also comes from
+# docs/sluice.h2m: a change there relinks sluice (LINK_DEPENDS) and so remakes it.
 if(CMAKE_CROSSCOMPILING AND NOT CMAKE_CROSSCOMPILING_EMULATOR)
   message(STATUS "cross-compiling without CMAKE_CROSSCOMPILING_EMULATOR: the bash completion and man page "
                  "(made by running sluice) are not built or installed")
 else()
   set(SLUICE_COMPLETION ${CMAKE_BINARY_DIR}/completion/sluice)
-  add_custom_command(OUTPUT ${SLUICE_COMPLETION}
+  add_custom_command(TARGET sluice POST_BUILD
                      COMMAND ${CMAKE_COMMAND} -E make_directory ${CMAKE_BINARY_DIR}/completion
                      COMMAND sluice completion bash > ${SLUICE_COMPLETION}
-                     DEPENDS sluice VERBATIM
+                     VERBATIM
                      COMMENT "Generating the bash completion")
-  add_custom_target(sluice_completion ALL DEPENDS ${SLUICE_COMPLETION})
-  list(APPEND SLUICE_GENERATED_TARGETS sluice_completion)
   install(FILES ${SLUICE_COMPLETION} DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions)
 
   find_program(HELP2MAN help2man)
@@ -33,22 +32,21 @@ else()
     message(STATUS "help2man not found: the man page is not built or installed (scripts/deps.sh installs it)")
   else()
     set(SLUICE_MAN ${CMAKE_BINARY_DIR}/man/sluice.1)
-    add_custom_command(OUTPUT ${SLUICE_MAN}
+    set_property(TARGET sluice APPEND PROPERTY LINK_DEPENDS ${CMAKE_SOURCE_DIR}/docs/sluice.h2m)
+    add_custom_command(TARGET sluice POST_BUILD
                        COMMAND ${CMAKE_COMMAND} -E make_directory ${CMAKE_BINARY_DIR}/man
                        COMMAND ${HELP2MAN} --no-info --section=1 --no-discard-stderr
                                "--name=run MoE models larger than RAM by streaming experts from flash"
                                --include=${CMAKE_SOURCE_DIR}/docs/sluice.h2m --output=${SLUICE_MAN}
                                $<TARGET_FILE:sluice>
-                       DEPENDS sluice ${CMAKE_SOURCE_DIR}/docs/sluice.h2m VERBATIM
+                       VERBATIM
                        COMMENT "Generating the man page (help2man)")
-    add_custom_target(sluice_man ALL DEPENDS ${SLUICE_MAN})
-    list(APPEND SLUICE_GENERATED_TARGETS sluice_man)
     install(FILES ${SLUICE_MAN} DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
   endif()
 endif()
 
 # Everything the install rules need, without the tests and benchmarks.
-add_custom_target(sluice_dist DEPENDS sluice ${SLUICE_GENERATED_TARGETS})
+add_custom_target(sluice_dist DEPENDS sluice)
 
 # README's links to docs/ stay valid beside it.
 install(FILES README.md LICENSE DESTINATION ${CMAKE_INSTALL_DOCDIR})
