@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# bench/figures.sh — the reproducible recipe behind bench/README.md's figures.
+# bench/figures.sh — the reproducible recipe behind the memory-cap figures of
+# docs/benchmarks.md (bench/figures.png). Output goes under bench/out/ (git-ignored).
 #
 # Runs `sluice bench` sweeps on the synthesised Qwen3-30B-A3B-shaped model and
 # on the trained tiny MoE, writes one CSV per sweep into --out, merges them
@@ -52,8 +53,8 @@ model and tools
   --llama-timeout S   stop a llama-bench process after S seconds and record it as failed
                       (default 1200; under a cap just below its footprint it thrashes)
 output
-  --out DIR           CSVs, ceiling.json, machine.txt, logs (default: bench/results)
-  --png PATH          the plot (default: bench/figures.png)
+  --out DIR           CSVs, ceiling.json, machine.txt, logs (default: bench/out/figures)
+  --png PATH          the plot (default: OUT/figures.png)
 sizes (per configuration)
   -p N -n N -r N      30B prompt tokens, decode steps, repetitions (default 16, 16, 2)
   --tiny-p N --tiny-n N --tiny-r N   tiny MoE (default 128, 128, 3)
@@ -71,7 +72,7 @@ EOF
 }
 
 model="" synth_dir="" tiny_model="" sluice="$repo/build/sluice"
-out="$repo/bench/results" png="$repo/bench/figures.png"
+out="$repo/bench/out/figures" png=""
 p=16 n=16 r=2 tiny_p=128 tiny_n=128 tiny_r=3
 threads=$(nproc) io_threads=4
 cache_list="0,1000,2000,4000,auto" sweep_cap=8G caps="4G,8G,16G,none"
@@ -126,6 +127,7 @@ if has_step llama; then
 fi
 
 mkdir -p "$out" || die "--out: cannot create '$out'"
+[[ -n $png ]] || png="$out/figures.png"
 [[ -w $out ]] || die "--out: '$out' is not writable"
 log="$out/figures.log"
 lowram="$repo/scripts/lowram.sh"
@@ -179,7 +181,7 @@ if has_step cache || has_step cap || has_step llama; then
   fi
 fi
 
-# ---- machine description (for the README's figures) --------------------------------
+# ---- machine description (for docs/benchmarks.md) ------------------------------------
 runs=0
 for s in ceiling cache cap cold tiny llama; do has_step $s && runs=1; done
 if ((runs)); then

@@ -1,10 +1,12 @@
-# bench/plot.gp — the two panels of bench/figures.png, from the tables
-# bench/figures.sh derives from the merged bench CSV (see plot_data there).
+# bench/plot.gp — the two panels of the memory-cap figure (bench/figures.png in
+# docs/benchmarks.md), from the tables bench/figures.sh derives from the merged
+# bench CSV (see plot_data there).
 #
 # Variables (gnuplot -e "..."):
 #   dir       folder holding plot_cache.dat, plot_cap_off.dat, plot_cap_auto.dat and, from
 #             figures.sh --llama-bench, plot_cap_llama.dat and plot_cap_llama_failed.dat
-#   png       output file
+#             (default: bench/out/figures, figures.sh's default --out)
+#   png       output file (default: DIR/figures.png)
 #   model     model file name (title)
 #   settings  one line describing -p/-n/-r/-t (title)
 #   sweep_cap the memory cap of the cache sweep (left panel title)
@@ -17,8 +19,8 @@
 #          and caps where it failed (plot_cap_llama_failed.dat: cap_GiB reason,
 #          e.g. OOM-killed) are marked on the x axis with the reason.
 
-if (!exists("dir")) dir = "bench/results"
-if (!exists("png")) png = "bench/figures.png"
+if (!exists("dir")) dir = "bench/out/figures"
+if (!exists("png")) png = dir . "/figures.png"
 if (!exists("model")) model = "model"
 if (!exists("settings")) settings = ""
 if (!exists("sweep_cap")) sweep_cap = "?"

@@ -69,7 +69,7 @@ usage: bench/vs_llama.sh --model GGUF [options]
   --sluice-args ARGS  extra \`sluice bench\` flags, split on spaces
   --llama-args ARGS   extra llama-bench flags, split on spaces
   --out DIR           samples.csv, per-run CSVs and vs_llama.log (default: a new
-                      directory under \${TMPDIR:-/tmp})
+                      directory bench/out/vs_llama-MODEL-TIME.XXXX)
   -h, --help
 The table (markdown) goes to stdout; progress to stderr.
 EOF
@@ -120,7 +120,10 @@ read -r -a sluice_extra <<<"$sluice_args"
 read -r -a llama_extra <<<"$llama_args"
 
 if [[ -z $out ]]; then
-  out=$(mktemp -d "${TMPDIR:-/tmp}/vs_llama.XXXXXX") || die "cannot create a directory under ${TMPDIR:-/tmp}"
+  # A new directory per run under bench/out/ (git-ignored), named after the model and the time.
+  mkdir -p "$repo/bench/out" || die "cannot create $repo/bench/out"
+  out=$(mktemp -d "$repo/bench/out/vs_llama-$(basename "$model" .gguf)-$(date -u +%Y%m%dT%H%M%SZ).XXXX") ||
+    die "cannot create a directory under $repo/bench/out"
 fi
 mkdir -p "$out" || die "--out: cannot create '$out'"
 [[ -w $out ]] || die "--out: '$out' is not writable"

@@ -269,7 +269,7 @@ void register_bench(CLI::App& app) {
   cmd->add_option("--kv-type", opts->kv_type, "-m: KV cache element type f16|f32")->capture_default_str();
   cmd->add_option("--route-replay", opts->route_replay,
                   "-m: replace the router's expert choices by a recorded routing trace (JSONL), mapped onto the "
-                  "model (bench/README.md); rows say route_replay");
+                  "model (docs/benchmarks.md); rows say route_replay");
   cmd->add_option("--save-usage", opts->save_usage,
                   "-m: write how often each (layer, expert) was routed, summed over every configuration, to FILE "
                   "(JSON) for `cache-sim --cache-warm`");

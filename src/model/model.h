@@ -88,7 +88,7 @@ struct ModelConfig {
   // models, load_all, and --drop-cold-experts with an expert cache (drop-cold
   // asks the cache, whose contents prefetch changes).
   // Value: 0 off (the default: on the measured machine neither prefill nor
-  // decode won with it, bench/README.md "Prefill prefetch"); kPrefetchPrefill
+  // decode won with it, docs/benchmarks.md "Prefill prefetch"); kPrefetchPrefill
   // prefetches every predicted expert of micro-batches of more than one
   // position (prefill: the next layer's union read while this layer's
   // expert GEMM runs) and nothing at decode; otherwise how many of each

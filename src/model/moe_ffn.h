@@ -39,7 +39,7 @@ struct ExpertTemplate {
 // batch's multi-column matmul then runs the packed kernels. Re-laying costs
 // about one pass over the expert's bytes (4.3 GB of Q4_0 experts in 0.65 s of
 // CPU); at 4 columns the packed Q4_0 kernel saves about that much over the
-// plain one (100 vs 41 GMAC/s from DRAM, bench/README.md), at 8+ it saves
+// plain one (100 vs 41 GMAC/s from DRAM, docs/benchmarks.md), at 8+ it saves
 // more, at 1 (decode) it never pays. Results do not depend on it (packed_dot
 // is bit-identical to vec_dot).
 inline constexpr size_t kMinUsesToPackStreamed = 4;

@@ -3,7 +3,7 @@
 // (`--route-replay TRACE`), so cache, I/O and prefetch figures on synthetic
 // weights carry a real model's expert locality.
 //
-// The mapping (documented in bench/README.md; tests/unit/route_replay_test.cpp
+// The mapping (documented in docs/benchmarks.md; tests/unit/route_replay_test.cpp
 // pins it):
 //  - Tokens: the trace's (seq, pos) tokens in replay order (token-major). A
 //    token that lacks a record for some trace layer (the Mixtral traces' per-

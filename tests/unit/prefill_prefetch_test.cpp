@@ -53,7 +53,7 @@ std::shared_ptr<const moe::RouteTrace> small_trace() {
 
 
 TEST(PrefillPrefetch, RunsForPromptBatchesOnly) {
-  EXPECT_EQ(model::ModelConfig{}.prefetch, 0) << "off by default (bench/README.md, \"Prefill prefetch\")";
+  EXPECT_EQ(model::ModelConfig{}.prefetch, 0) << "off by default (docs/benchmarks.md, \"Prefill prefetch\")";
   EXPECT_EQ(model::prefetch_depth_for_batch(model::kPrefetchPrefill, 8, 1), 0) << "decode: off";
   EXPECT_EQ(model::prefetch_depth_for_batch(model::kPrefetchPrefill, 8, 2), 8) << "prefill: every predicted expert";
   EXPECT_EQ(model::prefetch_depth_for_batch(model::kPrefetchPrefill, 8, 512), 8);
