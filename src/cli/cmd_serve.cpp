@@ -12,6 +12,7 @@
 #include "runtime/chat.h"
 #include "runtime/session.h"
 #include "tokenizer/tokenizer.h"
+#include "server/limits.h"
 #include "server/server.h"
 #include "util/error.h"
 
@@ -22,7 +23,7 @@ struct ServeOptions {
   runtime::EngineOptions engine;
   server::ServerConfig server;
   SamplerFlags sampling;  // request defaults; -s -1 (default): a random seed per request
-  int64_t max_body_mb = 8;
+  int64_t max_body_mb = static_cast<int64_t>(server::kDefaultMaxBodyBytes >> 20);
 };
 
 void run_serve(ServeOptions& o) {
