@@ -2,9 +2,8 @@
 // every error has the OpenAI shape {"error": {"message", "type", "code"}}.
 #pragma once
 
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 namespace sluice::server {
 

@@ -86,12 +86,14 @@ class SocketStream final : public httplib::Stream {
   void get_remote_ip_and_port(std::string& ip, int& port) const override {
     sockaddr_storage addr{};
     socklen_t len = sizeof addr;
-    if (::getpeername(fd_, reinterpret_cast<sockaddr*>(&addr), &len) == 0) address_of(addr, ip, port);
+    if (::getpeername(fd_, reinterpret_cast<sockaddr*>(&addr), &len) == 0)
+      address_of(addr, ip, port);
   }
   void get_local_ip_and_port(std::string& ip, int& port) const override {
     sockaddr_storage addr{};
     socklen_t len = sizeof addr;
-    if (::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) == 0) address_of(addr, ip, port);
+    if (::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) == 0)
+      address_of(addr, ip, port);
   }
   socket_t socket() const override { return fd_; }
 
@@ -129,12 +131,14 @@ bool HttpServer::process_and_close_socket(socket_t sock) {
       break;
     }
     case HeadCheck::TooLarge: {
-      const std::string body =
-          error_body(431, "the request line and headers are over " + std::to_string(kMaxHeadBytes) + " bytes");
-      answer_and_close(sock,
-                       "HTTP/1.1 431 Request Header Fields Too Large\r\nContent-Type: application/json\r\n"
-                       "Content-Length: " + std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body,
-                       read_ms);
+      const std::string body = error_body(
+          431, "the request line and headers are over " + std::to_string(kMaxHeadBytes) + " bytes");
+      answer_and_close(
+          sock,
+          "HTTP/1.1 431 Request Header Fields Too Large\r\nContent-Type: application/json\r\n"
+          "Content-Length: " +
+              std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body,
+          read_ms);
       return true;
     }
     case HeadCheck::Gone:

@@ -24,7 +24,9 @@ short wait_for(int fd, short events, int timeout_ms) {
   return r > 0 ? p.revents : 0;
 }
 
-void set_rcvlowat(int fd, int bytes) { ::setsockopt(fd, SOL_SOCKET, SO_RCVLOWAT, &bytes, sizeof bytes); }
+void set_rcvlowat(int fd, int bytes) {
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVLOWAT, &bytes, sizeof bytes);
+}
 
 // Like wait_for, in slices, giving up early once `running` says so.
 short wait_while(int fd, short events, int timeout_ms, const std::function<bool()>& running) {
@@ -39,7 +41,8 @@ short wait_while(int fd, short events, int timeout_ms, const std::function<bool(
 
 }  // namespace
 
-HeadCheck peek_request_head(int fd, size_t limit, int pause_ms, const std::function<bool()>& running) {
+HeadCheck peek_request_head(int fd, size_t limit, int pause_ms,
+                            const std::function<bool()>& running) {
   std::vector<char> buf(limit);
   HeadCheck result = HeadCheck::Gone;
   size_t seen = 0;

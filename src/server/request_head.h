@@ -21,7 +21,8 @@ enum class HeadCheck {
 // `pause_ms`, and ends (Gone) soon after `running` (when given) turns false:
 // a server that stops does not wait out an idle client. Leaves the socket's
 // SO_RCVLOWAT at 1.
-HeadCheck peek_request_head(int fd, size_t limit, int pause_ms, const std::function<bool()>& running = {});
+HeadCheck peek_request_head(int fd, size_t limit, int pause_ms,
+                            const std::function<bool()>& running = {});
 
 // Sends `response` (a whole HTTP response), then closes `fd` without a reset:
 // what the client still uploads is read and dropped (at most 1 MiB, each wait

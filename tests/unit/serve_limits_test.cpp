@@ -2,20 +2,18 @@
 // error writer, the body's JSON depth, the request head check on a raw
 // socket, and every over-limit request against the live server, which must
 // answer each with its status and a JSON error, then still serve.
+#include <gtest/gtest.h>
+#include <httplib.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <httplib.h>
-
 #include <chrono>
 #include <cstdlib>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
-
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include "serve_test_support.h"
 #include "server/api_key.h"
@@ -35,9 +33,9 @@ using nlohmann::json;
 TEST(ServeApiKey, ConstantTimeCompareAnswersLikeEquality) {
   EXPECT_TRUE(server::constant_time_equal("sekret-key", "sekret-key"));
   EXPECT_TRUE(server::constant_time_equal("", ""));
-  EXPECT_FALSE(server::constant_time_equal("Sekret-key", "sekret-key"));  // first byte differs
-  EXPECT_FALSE(server::constant_time_equal("sekret-kez", "sekret-key"));  // last byte differs
-  EXPECT_FALSE(server::constant_time_equal("sekret-ke", "sekret-key"));   // a prefix
+  EXPECT_FALSE(server::constant_time_equal("Sekret-key", "sekret-key"));   // first byte differs
+  EXPECT_FALSE(server::constant_time_equal("sekret-kez", "sekret-key"));   // last byte differs
+  EXPECT_FALSE(server::constant_time_equal("sekret-ke", "sekret-key"));    // a prefix
   EXPECT_FALSE(server::constant_time_equal("sekret-key!", "sekret-key"));  // longer
   EXPECT_FALSE(server::constant_time_equal("", "sekret-key"));
   EXPECT_FALSE(server::constant_time_equal("sekret-key", ""));
@@ -78,11 +76,14 @@ std::string body_error(std::string_view text) {
   return "(no error)";
 }
 
-std::string nested_arrays(size_t depth) { return std::string(depth, '[') + std::string(depth, ']'); }
+std::string nested_arrays(size_t depth) {
+  return std::string(depth, '[') + std::string(depth, ']');
+}
 
 TEST(ServeRequest, JsonDepthIsCappedWhileParsing) {
   const std::string too_deep = "the request body nests deeper than 64 levels of objects and arrays";
-  EXPECT_EQ(server::parse_json_body(nested_arrays(server::kMaxJsonDepth)).dump(), nested_arrays(server::kMaxJsonDepth));
+  EXPECT_EQ(server::parse_json_body(nested_arrays(server::kMaxJsonDepth)).dump(),
+            nested_arrays(server::kMaxJsonDepth));
   EXPECT_EQ(body_error(nested_arrays(server::kMaxJsonDepth + 1)), too_deep);
   EXPECT_EQ(body_error(nested_arrays(100000)), too_deep);  // never reaches anything recursive
   std::string objects;
@@ -108,24 +109,35 @@ std::string request_error(const json& body, bool chat) {
 TEST(ServeRequest, FieldLimitsNameTheFieldAndTheLimit) {
   const json msg = {{"role", "user"}, {"content", "x"}};
   const json tool = {{"type", "function"}, {"function", {{"name", "f"}}}};
-  EXPECT_EQ(request_error({{"prompt", "x"}, {"stop", std::string(server::kMaxStopStringBytes, 's')}}, false),
+  EXPECT_EQ(request_error(
+                {{"prompt", "x"}, {"stop", std::string(server::kMaxStopStringBytes, 's')}}, false),
             "(no error)");
-  EXPECT_EQ(request_error({{"prompt", "x"}, {"stop", {"a", std::string(server::kMaxStopStringBytes + 1, 's')}}}, false),
+  EXPECT_EQ(request_error({{"prompt", "x"},
+                           {"stop", {"a", std::string(server::kMaxStopStringBytes + 1, 's')}}},
+                          false),
             "'stop' has a string of 257 bytes; the limit is 256");
-  EXPECT_EQ(request_error({{"prompt", "x"}, {"stop", std::vector<std::string>(server::kMaxStopStrings, "a")}}, false),
+  EXPECT_EQ(request_error(
+                {{"prompt", "x"}, {"stop", std::vector<std::string>(server::kMaxStopStrings, "a")}},
+                false),
             "(no error)");
-  EXPECT_EQ(request_error({{"messages", std::vector<json>(server::kMaxMessages, msg)}}, true), "(no error)");
+  EXPECT_EQ(request_error({{"messages", std::vector<json>(server::kMaxMessages, msg)}}, true),
+            "(no error)");
   EXPECT_EQ(request_error({{"messages", std::vector<json>(server::kMaxMessages + 1, msg)}}, true),
             "'messages' has 4097 entries; the limit is 4096");
-  EXPECT_EQ(request_error({{"messages", json::array({msg})}, {"tools", std::vector<json>(server::kMaxTools, tool)}}, true),
+  EXPECT_EQ(request_error({{"messages", json::array({msg})},
+                           {"tools", std::vector<json>(server::kMaxTools, tool)}},
+                          true),
             "(no error)");
-  EXPECT_EQ(request_error({{"messages", json::array({msg})}, {"tools", std::vector<json>(server::kMaxTools + 1, tool)}}, true),
+  EXPECT_EQ(request_error({{"messages", json::array({msg})},
+                           {"tools", std::vector<json>(server::kMaxTools + 1, tool)}},
+                          true),
             "'tools' has 129 entries; the limit is 128");
   json big = tool;
   big["function"]["description"] = std::string(server::kMaxToolJsonBytes, 'd');
   const size_t big_bytes = server::json_text(big).size();
-  EXPECT_EQ(request_error({{"messages", json::array({msg})}, {"tools", json::array({tool, big})}}, true),
-            "'tools'[1] is " + std::to_string(big_bytes) + " bytes of JSON; the limit is 65536");
+  EXPECT_EQ(
+      request_error({{"messages", json::array({msg})}, {"tools", json::array({tool, big})}}, true),
+      "'tools'[1] is " + std::to_string(big_bytes) + " bytes of JSON; the limit is 65536");
   // Out of int32 as an unsigned JSON number: named as sent, not wrapped.
   EXPECT_EQ(request_error({{"prompt", {1, 18446744073709551615ull}}}, false),
             "'prompt' has a token id out of range: 18446744073709551615");
@@ -133,9 +145,13 @@ TEST(ServeRequest, FieldLimitsNameTheFieldAndTheLimit) {
   // Which field set max_tokens (the engine checks it against the context).
   server::GenerationDefaults d;
   EXPECT_EQ(server::parse_completion_request({{"prompt", "x"}}, d).max_tokens_field, "");
-  EXPECT_EQ(server::parse_completion_request({{"prompt", "x"}, {"n_predict", -1}}, d).max_tokens_field, "n_predict");
-  EXPECT_EQ(server::parse_completion_request({{"prompt", "x"}, {"n_predict", 3}, {"max_tokens", 4}}, d).max_tokens_field,
-            "max_tokens");
+  EXPECT_EQ(
+      server::parse_completion_request({{"prompt", "x"}, {"n_predict", -1}}, d).max_tokens_field,
+      "n_predict");
+  EXPECT_EQ(
+      server::parse_completion_request({{"prompt", "x"}, {"n_predict", 3}, {"max_tokens", 4}}, d)
+          .max_tokens_field,
+      "max_tokens");
 }
 
 // ---- the request head --------------------------------------------------------
@@ -148,7 +164,8 @@ struct TcpPair {
     addr.sin_family = AF_INET;
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     socklen_t len = sizeof addr;
-    if (::bind(lst, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(lst, 1) != 0 ||
+    if (::bind(lst, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+        ::listen(lst, 1) != 0 ||
         ::getsockname(lst, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
       ::close(lst);
       return;
@@ -176,7 +193,8 @@ TEST(ServeRequestHead, PeeksUntilTheHeadEndsOrTheLimit) {
     ASSERT_TRUE(test::send_all(p.client, req));
     EXPECT_EQ(server::peek_request_head(p.server, 1024, kPauseMs), HeadCheck::Fits);
     std::string got(req.size(), '\0');
-    EXPECT_EQ(::recv(p.server, got.data(), got.size(), MSG_WAITALL), static_cast<ssize_t>(req.size()));
+    EXPECT_EQ(::recv(p.server, got.data(), got.size(), MSG_WAITALL),
+              static_cast<ssize_t>(req.size()));
     EXPECT_EQ(got, req);
   }
   {
@@ -211,7 +229,8 @@ TEST(ServeRequestHead, PeeksUntilTheHeadEndsOrTheLimit) {
     // A server that stops does not wait for an idle client.
     TcpPair p;
     ASSERT_GE(p.server, 0);
-    EXPECT_EQ(server::peek_request_head(p.server, 1024, kPauseMs, [] { return false; }), HeadCheck::Gone);
+    EXPECT_EQ(server::peek_request_head(p.server, 1024, kPauseMs, [] { return false; }),
+              HeadCheck::Gone);
   }
 }
 
@@ -230,9 +249,12 @@ struct Reply {
   int status = -1;
   json body;  // discarded when not JSON
   std::string message() const {
-    return body.is_object() && body.contains("error") ? body["error"].value("message", "") : "(no error)";
+    return body.is_object() && body.contains("error") ? body["error"].value("message", "")
+                                                      : "(no error)";
   }
-  std::string type() const { return body.is_object() && body.contains("error") ? body["error"].value("type", "") : ""; }
+  std::string type() const {
+    return body.is_object() && body.contains("error") ? body["error"].value("type", "") : "";
+  }
 };
 
 Reply reply_of(const httplib::Result& r) {
@@ -276,7 +298,8 @@ TEST(ServeLimits, OverLimitRequestsAreRefusedAndTheServerCarriesOn) {
     return reply_of(client().Post(path.c_str(), body, "application/json"));
   };
   const json msg = {{"role", "user"}, {"content", "Once upon a time"}};
-  const json tool = {{"type", "function"}, {"function", {{"name", "f"}, {"parameters", {{"type", "object"}}}}}};
+  const json tool = {{"type", "function"},
+                     {"function", {{"name", "f"}, {"parameters", {{"type", "object"}}}}}};
   // Each: the status, the error type, and a part of the message that names the field/limit.
   auto expect = [](const Reply& r, int status, const std::string& has, const std::string& what) {
     EXPECT_EQ(r.status, status) << what << ": " << r.body.dump();
@@ -287,54 +310,65 @@ TEST(ServeLimits, OverLimitRequestsAreRefusedAndTheServerCarriesOn) {
 
   // The API key: of the key's length (one byte off), of another length, absent.
   for (const std::string& key : {std::string("sekret-kez"), std::string("nope"), std::string()}) {
-    expect(reply_of(ls.client(key).Post("/v1/completions", R"({"prompt": "x"})", "application/json")), 401,
-           "invalid or missing API key", "key '" + key + "'");
+    expect(
+        reply_of(ls.client(key).Post("/v1/completions", R"({"prompt": "x"})", "application/json")),
+        401, "invalid or missing API key", "key '" + key + "'");
   }
 
   // The body: 9 MiB against the 8 MiB limit, by Content-Length, chunked, and
   // gzip-compressed (a few KiB on the wire).
   const size_t big = 9u << 20;
   const std::string auth = "Authorization: Bearer " + std::string(kKey) + "\r\n";
-  expect(raw_exchange(ls.port, "POST /v1/completions HTTP/1.1\r\nHost: x\r\n" + auth + "Content-Length: " +
-                                   std::to_string(big) + "\r\n\r\n" + std::string(big, ' ')),
+  expect(raw_exchange(ls.port, "POST /v1/completions HTTP/1.1\r\nHost: x\r\n" + auth +
+                                   "Content-Length: " + std::to_string(big) + "\r\n\r\n" +
+                                   std::string(big, ' ')),
          413, "too large: the limit is 8 MiB (--max-body-mb)", "Content-Length body");
   std::string chunks;
-  for (size_t sent = 0; sent < big; sent += 0x10000) chunks += "10000\r\n" + std::string(0x10000, ' ') + "\r\n";
+  for (size_t sent = 0; sent < big; sent += 0x10000)
+    chunks += "10000\r\n" + std::string(0x10000, ' ') + "\r\n";
   chunks += "0\r\n\r\n";
   auto chunked = [&](const std::string& request_line) {
     return request_line + "\r\nHost: x\r\n" + auth + "Transfer-Encoding: chunked\r\n\r\n" + chunks;
   };
-  expect(raw_exchange(ls.port, chunked("POST /v1/completions HTTP/1.1")), 413, "the limit is 8 MiB", "chunked body");
+  expect(raw_exchange(ls.port, chunked("POST /v1/completions HTTP/1.1")), 413, "the limit is 8 MiB",
+         "chunked body");
   // Bodies no handler takes are refused unread (cpp-httplib alone would read them whole).
-  expect(raw_exchange(ls.port, chunked("POST /nope HTTP/1.1")), 404, "no such endpoint", "POST elsewhere");
-  expect(raw_exchange(ls.port, chunked("PUT /v1/completions HTTP/1.1")), 405, "method PUT is not allowed", "PUT");
+  expect(raw_exchange(ls.port, chunked("POST /nope HTTP/1.1")), 404, "no such endpoint",
+         "POST elsewhere");
+  expect(raw_exchange(ls.port, chunked("PUT /v1/completions HTTP/1.1")), 405,
+         "method PUT is not allowed", "PUT");
   {
     auto c = client();
     c.set_compress(true);
-    expect(reply_of(c.Post("/v1/completions", std::string(big, ' '), "application/json")), 413, "the limit is 8 MiB",
-           "gzip body");
+    expect(reply_of(c.Post("/v1/completions", std::string(big, ' '), "application/json")), 413,
+           "the limit is 8 MiB", "gzip body");
   }
 
-  // The head: too many headers, too many bytes of them, a header line and a URI over httplib's limits.
+  // The head: too many headers, too many bytes of them, a header line and a URI over httplib's
+  // limits.
   {
     httplib::Headers many;
-    for (size_t i = 0; i <= server::kMaxHeaderCount; ++i) many.emplace("X-H" + std::to_string(i), "v");
-    expect(reply_of(client().Get("/v1/models", many)), 431, "headers; the limit is 100", "header count");
+    for (size_t i = 0; i <= server::kMaxHeaderCount; ++i)
+      many.emplace("X-H" + std::to_string(i), "v");
+    expect(reply_of(client().Get("/v1/models", many)), 431, "headers; the limit is 100",
+           "header count");
     httplib::Headers fat;
     for (int i = 0; i < 40; ++i) fat.emplace("X-F" + std::to_string(i), std::string(1000, 'f'));
     expect(reply_of(client().Get("/v1/models", fat)), 431, "over 32768 bytes", "head bytes");
-    expect(reply_of(client().Get("/v1/models", {{"X-Long", std::string(9000, 'l')}})), 400, "header line over 8192",
-           "header line");
-    expect(reply_of(client().Get(("/v1/models?q=" + std::string(9000, 'u')).c_str())), 414, "URI is over 8192",
-           "URI");
+    expect(reply_of(client().Get("/v1/models", {{"X-Long", std::string(9000, 'l')}})), 400,
+           "header line over 8192", "header line");
+    expect(reply_of(client().Get(("/v1/models?q=" + std::string(9000, 'u')).c_str())), 414,
+           "URI is over 8192", "URI");
   }
 
   // The JSON: nested 100k deep, as a completion and as a chat.
   expect(post("/v1/completions", nested_arrays(100000)), 400, "nests deeper than 64", "deep body");
-  expect(post("/v1/chat/completions",
-              R"({"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_schema", "json_schema": )" +
-                  nested_arrays(1000) + "}}"),
-         400, "nests deeper than 64", "deep schema");
+  expect(
+      post(
+          "/v1/chat/completions",
+          R"({"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_schema", "json_schema": )" +
+              nested_arrays(1000) + "}}"),
+      400, "nests deeper than 64", "deep schema");
 
   // The fields.
   const json base = {{"prompt", "Once upon a time"}, {"max_tokens", 2}};
@@ -343,32 +377,41 @@ TEST(ServeLimits, OverLimitRequestsAreRefusedAndTheServerCarriesOn) {
   expect(post("/v1/completions", j.dump()), 400, "'stop' has more than 16 strings", "stop count");
   j = base;
   j["stop"] = std::string(server::kMaxStopStringBytes + 1, 's');
-  expect(post("/v1/completions", j.dump()), 400, "'stop' has a string of 257 bytes; the limit is 256", "stop length");
-  expect(post("/v1/chat/completions", json({{"messages", json::array({msg})}, {"tools", std::vector<json>(server::kMaxTools + 1, tool)}}).dump()),
-         400, "'tools' has 129 entries; the limit is 128", "tool count");
+  expect(post("/v1/completions", j.dump()), 400,
+         "'stop' has a string of 257 bytes; the limit is 256", "stop length");
+  expect(
+      post("/v1/chat/completions", json({{"messages", json::array({msg})},
+                                         {"tools", std::vector<json>(server::kMaxTools + 1, tool)}})
+                                       .dump()),
+      400, "'tools' has 129 entries; the limit is 128", "tool count");
   json fat_tool = tool;
   fat_tool["function"]["description"] = std::string(server::kMaxToolJsonBytes, 'd');
-  expect(post("/v1/chat/completions", json({{"messages", json::array({msg})}, {"tools", json::array({fat_tool})}}).dump()), 400,
-         "'tools'[0] is", "tool size");
-  expect(post("/v1/chat/completions", json({{"messages", std::vector<json>(server::kMaxMessages + 1, msg)}}).dump()),
+  expect(post("/v1/chat/completions",
+              json({{"messages", json::array({msg})}, {"tools", json::array({fat_tool})}}).dump()),
+         400, "'tools'[0] is", "tool size");
+  expect(post("/v1/chat/completions",
+              json({{"messages", std::vector<json>(server::kMaxMessages + 1, msg)}}).dump()),
          400, "'messages' has 4097 entries; the limit is 4096", "message count");
   const std::string ctx = "the context holds " + std::to_string(n_ctx) + " tokens";
   j = base;
   j["max_tokens"] = n_ctx + 1;
-  expect(post("/v1/completions", j.dump()), 400, "'max_tokens' is " + std::to_string(n_ctx + 1) + "; " + ctx,
-         "max_tokens");
+  expect(post("/v1/completions", j.dump()), 400,
+         "'max_tokens' is " + std::to_string(n_ctx + 1) + "; " + ctx, "max_tokens");
   j = {{"prompt", "x"}, {"n_predict", 1000000}};
   expect(post("/v1/completions", j.dump()), 400, "'n_predict' is 1000000; " + ctx, "n_predict");
   j = base;
   j["n"] = 2;
-  expect(post("/v1/completions", j.dump()), 400, "'n': only one choice per request is supported", "n");
-  expect(post("/v1/completions", R"({"prompt": [1, 100000]})"), 400, "outside the vocabulary", "token id");
+  expect(post("/v1/completions", j.dump()), 400, "'n': only one choice per request is supported",
+         "n");
+  expect(post("/v1/completions", R"({"prompt": [1, 100000]})"), 400, "outside the vocabulary",
+         "token id");
 
   // max_tokens up to the context, and -1, still run: a prompt that leaves
   // room for 3 tokens gets 3.
   const std::vector<int32_t> long_prompt(static_cast<size_t>(n_ctx - 3), 5);
   for (const json& n : {json(n_ctx), json(-1)}) {
-    const Reply r = post("/v1/completions", json({{"prompt", long_prompt}, {"max_tokens", n}}).dump());
+    const Reply r =
+        post("/v1/completions", json({{"prompt", long_prompt}, {"max_tokens", n}}).dump());
     ASSERT_EQ(r.status, 200) << r.body.dump();
     EXPECT_EQ(r.body["usage"]["completion_tokens"], 3) << n;
     EXPECT_EQ(r.body["choices"][0]["finish_reason"], "length") << n;

@@ -4,25 +4,25 @@
 #pragma once
 
 #include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
 
-#include <httplib.h>
-
 #include <memory>
 #include <string>
 #include <thread>
-
-#include <gtest/gtest.h>
 
 #include "runtime/session.h"
 #include "server/server.h"
 
 namespace sluice::test {
 
-inline std::string model_path() { return std::string(SLUICE_SOURCE_DIR) + "/models/stories-moe-8x-q8_0.gguf"; }
+inline std::string model_path() {
+  return std::string(SLUICE_SOURCE_DIR) + "/models/stories-moe-8x-q8_0.gguf";
+}
 
 // A Session and a Server on a free port, serving from a thread until destroyed.
 struct LiveServer {
@@ -82,6 +82,5 @@ inline int connect_to(int port) {
 inline bool send_all(int fd, const std::string& s) {
   return ::send(fd, s.data(), s.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(s.size());
 }
-
 
 }  // namespace sluice::test
