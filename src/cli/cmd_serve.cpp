@@ -77,7 +77,7 @@ void register_serve(CLI::App& app) {
                   "max_tokens when a request gives none (-1: until the context is full)")
       ->capture_default_str();
   cmd->add_option("--http-threads", opts->server.http_threads, "connections served at once")->capture_default_str();
-  cmd->add_option("--max-body-mb", opts->max_body_mb, "largest request body in MiB (larger: 413)")
+  cmd->add_option("--max-body-mb", opts->max_body_mb, "largest request body in MiB, after decompression (larger: 413)")
       ->capture_default_str();
   add_sampler_flags(cmd, opts->sampling);
   cmd->callback([opts] { run_serve(*opts); });
