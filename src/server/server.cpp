@@ -67,7 +67,7 @@ std::string read_body(httplib::Response& res, const httplib::ContentReader& read
   // same one) and 415 for a Content-Encoding it cannot decode.
   if (over || res.status == 413) throw HttpError(413, too_large_message(max_body_bytes));
   if (res.status == 415) throw HttpError(415, "the request body's Content-Encoding is not supported (gzip, deflate, br are)");
-  throw RequestError("the request body could not be read (cut short, or malformed chunks)");
+  throw RequestError("the request body could not be read (cut short, malformed chunks, or a bad gzip/br stream)");
 }
 
 int64_t now_s() { return static_cast<int64_t>(std::time(nullptr)); }
