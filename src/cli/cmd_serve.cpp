@@ -12,6 +12,7 @@
 #include "runtime/chat.h"
 #include "runtime/session.h"
 #include "tokenizer/tokenizer.h"
+#include "server/limits.h"
 #include "server/server.h"
 #include "util/error.h"
 
@@ -22,7 +23,7 @@ struct ServeOptions {
   runtime::EngineOptions engine;
   server::ServerConfig server;
   SamplerFlags sampling;  // request defaults; -s -1 (default): a random seed per request
-  int64_t max_body_mb = 8;
+  int64_t max_body_mb = static_cast<int64_t>(server::kDefaultMaxBodyBytes >> 20);
 };
 
 void run_serve(ServeOptions& o) {
@@ -76,7 +77,7 @@ void register_serve(CLI::App& app) {
                   "max_tokens when a request gives none (-1: until the context is full)")
       ->capture_default_str();
   cmd->add_option("--http-threads", opts->server.http_threads, "connections served at once")->capture_default_str();
-  cmd->add_option("--max-body-mb", opts->max_body_mb, "largest request body in MiB (larger: 413)")
+  cmd->add_option("--max-body-mb", opts->max_body_mb, "largest request body in MiB, after decompression (larger: 413)")
       ->capture_default_str();
   add_sampler_flags(cmd, opts->sampling);
   cmd->callback([opts] { run_serve(*opts); });

@@ -21,6 +21,11 @@ Engine::Engine(runtime::Session& session, ChatRenderer renderer)
 }
 
 std::vector<int32_t> Engine::tokenize_prompt(const GenerationRequest& r, std::string* rendered) const {
+  // A count the context can never hold is the client's mistake, not a silent
+  // cap (a count that only the prompt leaves no room for still ends "length").
+  if (!r.max_tokens_field.empty() && r.max_tokens > n_ctx_)
+    throw RequestError("'" + r.max_tokens_field + "' is " + std::to_string(r.max_tokens) + "; the context holds " +
+                       std::to_string(n_ctx_) + " tokens (-1: until the context is full)");
   std::vector<int32_t> ids;
   if (rendered) rendered->clear();
   if (r.prompt_ids) {

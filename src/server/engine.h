@@ -59,7 +59,8 @@ class Engine {
   // The request's prompt as token ids: text is tokenized with the model's
   // special tokens (BOS), ids are range-checked, chat messages go through the
   // renderer. Throws RequestError when the prompt is empty, has a bad id, or
-  // does not leave room for one token in the context. `rendered` (optional)
+  // does not leave room for one token in the context, or when the request's
+  // max_tokens exceeds the context. `rendered` (optional)
   // gets the chat prompt's text ("" for other prompts).
   std::vector<int32_t> tokenize_prompt(const GenerationRequest& r, std::string* rendered = nullptr) const;
 

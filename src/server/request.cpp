@@ -3,6 +3,9 @@
 #include <cmath>
 #include <limits>
 
+#include "server/errors.h"
+#include "util/json_text.h"
+
 namespace sluice::server {
 namespace {
 
@@ -44,6 +47,7 @@ void parse_common(const json& body, const GenerationDefaults& d, GenerationReque
     if (n < -1 || n > std::numeric_limits<int>::max())
       bad(std::string("'") + key + "' must be -1 (until the context is full) or a count >= 0");
     r.max_tokens = static_cast<int>(n);
+    r.max_tokens_field = key;
   }
   if (auto it = body.find("temperature"); it != body.end() && !it->is_null()) {
     r.sampler.temperature = number_field(*it, "temperature");
@@ -84,8 +88,12 @@ void parse_common(const json& body, const GenerationDefaults& d, GenerationReque
     } else {
       bad("'stop' must be a string or an array of strings");
     }
-    for (const std::string& s : r.stop)
+    for (const std::string& s : r.stop) {
       if (s.empty()) bad("'stop' strings must not be empty");
+      if (s.size() > kMaxStopStringBytes)
+        bad("'stop' has a string of " + std::to_string(s.size()) + " bytes; the limit is " +
+            std::to_string(kMaxStopStringBytes));
+    }
   }
   if (auto it = body.find("stream"); it != body.end() && !it->is_null()) {
     if (!it->is_boolean()) bad("'stream' must be a boolean");
@@ -134,6 +142,20 @@ void require_object(const json& body) {
 
 }  // namespace
 
+json parse_json_body(std::string_view text) {
+  // depth: the containers open around the value being started (0 for the
+  // body itself). Throwing ends the parse at once; nothing deeper is built.
+  const json::parser_callback_t cap_depth = [](int depth, json::parse_event_t event, json&) {
+    if ((event == json::parse_event_t::object_start || event == json::parse_event_t::array_start) &&
+        depth >= kMaxJsonDepth)
+      bad("the request body nests deeper than " + std::to_string(kMaxJsonDepth) + " levels of objects and arrays");
+    return true;
+  };
+  json body = json::parse(text, cap_depth, false);
+  if (body.is_discarded()) bad("the request body is not valid JSON");
+  return body;
+}
+
 GenerationRequest parse_completion_request(const json& body, const GenerationDefaults& d) {
   require_object(body);
   GenerationRequest r;
@@ -149,6 +171,8 @@ GenerationRequest parse_completion_request(const json& body, const GenerationDef
     ids.reserve(p->size());
     for (const json& v : *p) {
       if (!v.is_number_integer()) bad("'prompt' must be a string or an array of token ids (one prompt per request)");
+      if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int32_t>::max()))
+        bad("'prompt' has a token id out of range: " + std::to_string(v.get<uint64_t>()));
       const int64_t id = v.get<int64_t>();
       if (id < 0 || id > std::numeric_limits<int32_t>::max()) bad("'prompt' has a token id out of range: " + std::to_string(id));
       ids.push_back(static_cast<int32_t>(id));
@@ -166,6 +190,8 @@ GenerationRequest parse_chat_request(const json& body, const GenerationDefaults&
   GenerationRequest r;
   auto it = body.find("messages");
   if (it == body.end() || !it->is_array() || it->empty()) bad("'messages' must be a non-empty array");
+  if (it->size() > kMaxMessages)
+    bad("'messages' has " + std::to_string(it->size()) + " entries; the limit is " + std::to_string(kMaxMessages));
   for (const json& m : *it) {
     if (!m.is_object()) bad("'messages' entries must be objects");
     auto role = m.find("role");
@@ -177,6 +203,14 @@ GenerationRequest parse_chat_request(const json& body, const GenerationDefaults&
   r.messages = *it;
   if (auto t = body.find("tools"); t != body.end() && !t->is_null()) {
     if (!t->is_array()) bad("'tools' must be an array");
+    if (t->size() > kMaxTools)
+      bad("'tools' has " + std::to_string(t->size()) + " entries; the limit is " + std::to_string(kMaxTools));
+    for (size_t i = 0; i < t->size(); ++i) {
+      const size_t bytes = json_text((*t)[i]).size();
+      if (bytes > kMaxToolJsonBytes)
+        bad("'tools'[" + std::to_string(i) + "] is " + std::to_string(bytes) + " bytes of JSON; the limit is " +
+            std::to_string(kMaxToolJsonBytes));
+    }
     r.tools = *t;
   }
   parse_tool_choice(body, r);

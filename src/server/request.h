@@ -12,11 +12,13 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "runtime/sampler.h"
+#include "server/limits.h"
 
 namespace sluice::server {
 
@@ -39,6 +41,9 @@ struct GenerationRequest {
   nlohmann::json messages;  // chat: the messages array (null otherwise)
   nlohmann::json tools;     // chat: the tools array (null when absent, or tool_choice "none")
   int max_tokens = 128;     // -1: until the context is full
+  // The field max_tokens came from ("max_tokens", "n_predict", ...), for the
+  // engine's check against the context; "" when it is the server's default.
+  std::string max_tokens_field;
   runtime::SamplerConfig sampler;
   bool random_seed = false;  // seed -1: draw one per request
   std::vector<std::string> stop;  // stop strings (each non-empty)
@@ -48,17 +53,20 @@ struct GenerationRequest {
   bool json_object = false;
 };
 
+// A request body as JSON. Throws RequestError when it is not JSON, or nests
+// deeper than kMaxJsonDepth (refused while parsing: a body nested 100k deep
+// costs nothing and never reaches recursive code).
+nlohmann::json parse_json_body(std::string_view text);
+
 // POST /v1/completions: prompt (string, [string], or [int...]) plus the
 // common fields.
 GenerationRequest parse_completion_request(const nlohmann::json& body, const GenerationDefaults& d);
 // POST /v1/chat/completions: messages (non-empty array of objects with a
-// string role) plus the common fields; tools if present must be an array.
+// string role, at most kMaxMessages) plus the common fields; tools if present
+// must be an array of at most kMaxTools, each at most kMaxToolJsonBytes.
 // tool_choice: "auto" (default) or "none" (the tools are dropped before the
 // template sees them; the answer is still split for calls as with "auto"); "required" and a named function are refused (sluice
 // cannot force a call), anything else is a 400 naming 'tool_choice'.
 GenerationRequest parse_chat_request(const nlohmann::json& body, const GenerationDefaults& d);
-
-// Most stop strings a request may give (llama-server has no limit; OpenAI 4).
-inline constexpr size_t kMaxStopStrings = 16;
 
 }  // namespace sluice::server

@@ -1,6 +1,5 @@
 #include "server/server.h"
 
-#include <httplib.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 
@@ -10,9 +9,15 @@
 #include <atomic>
 #include <ctime>
 #include <exception>
+#include <functional>
+#include <stdexcept>
 
-#include "server/response.h"
+#include "server/api_key.h"
+#include "server/errors.h"
+#include "server/http_server.h"
+#include "server/limits.h"
 #include "server/metrics.h"
+#include "server/response.h"
 #include "util/error.h"
 #include "util/json_text.h"
 
@@ -21,31 +26,49 @@ namespace {
 
 using nlohmann::json;
 
-// Generated text may end mid-character; never let a dump throw on it.
-std::string dump(const json& j) { return json_text(j); }
+// limits.h states these; the library was built with its header's defaults.
+static_assert(kMaxUriBytes == CPPHTTPLIB_REQUEST_URI_MAX_LENGTH);
+static_assert(kMaxHeaderLineBytes == CPPHTTPLIB_HEADER_MAX_LENGTH);
 
-const char* error_type(int status) {
-  switch (status) {
-    case 401: return "authentication_error";
-    case 404: return "not_found_error";
-    case 501: return "not_supported_error";
-    default: return status >= 500 ? "server_error" : "invalid_request_error";
-  }
-}
+// A refusal with its own status (the body's size and encoding).
+class HttpError : public std::runtime_error {
+ public:
+  HttpError(int status, const std::string& message) : std::runtime_error(message), status(status) {}
+  int status;
+};
 
 void send_error(httplib::Response& res, int status, const std::string& message) {
   res.status = status;
-  res.set_content(dump({{"error", {{"message", message}, {"type", error_type(status)}, {"code", status}}}}),
-                  "application/json");
+  res.set_content(error_body(status, message), "application/json");
 }
 
-void send_json(httplib::Response& res, const json& j) { res.set_content(dump(j), "application/json"); }
+void send_json(httplib::Response& res, const json& j) { res.set_content(json_text(j), "application/json"); }
 
-// The body as a JSON value; RequestError when it is not JSON.
-json parse_body(const httplib::Request& req) {
-  json body = json::parse(req.body, nullptr, false);
-  if (body.is_discarded()) throw RequestError("the request body is not valid JSON");
-  return body;
+std::string too_large_message(size_t max_body_bytes) {
+  return "the request body is too large: the limit is " + std::to_string(max_body_bytes >> 20) +
+         " MiB (--max-body-mb)";
+}
+
+// The request body, read through cpp-httplib's content reader so that the
+// limit holds whatever the framing (Content-Length, chunked, until the end)
+// and for the decompressed size of a gzip/brotli body.
+std::string read_body(httplib::Response& res, const httplib::ContentReader& reader, size_t max_body_bytes) {
+  std::string body;
+  bool over = false;
+  const bool ok = reader([&](const char* data, size_t n) {
+    if (n > max_body_bytes - body.size()) {
+      over = true;
+      return false;
+    }
+    body.append(data, n);
+    return true;
+  });
+  if (ok) return body;
+  // cpp-httplib sets 413 for a Content-Length over its payload limit (the
+  // same one) and 415 for a Content-Encoding it cannot decode.
+  if (over || res.status == 413) throw HttpError(413, too_large_message(max_body_bytes));
+  if (res.status == 415) throw HttpError(415, "the request body's Content-Encoding is not supported (gzip, deflate, br are)");
+  throw RequestError("the request body could not be read (cut short, malformed chunks, or a bad gzip/br stream)");
 }
 
 int64_t now_s() { return static_cast<int64_t>(std::time(nullptr)); }
@@ -79,14 +102,16 @@ struct Server::Impl {
 
   ServerConfig cfg;
   Engine engine;
-  httplib::Server http;
+  HttpServer http;
   std::atomic<uint64_t> next_id{1};
   int port = -1;
 
   enum class Kind { Completion, Chat };
 
   void routes();
-  void handle_generation(const httplib::Request& req, httplib::Response& res, Kind kind);
+  // POST `path`: `fn` gets the body parsed (parse_json_body), read within max_body_bytes.
+  void post(const std::string& path, std::function<void(const json& body, httplib::Response& res)> fn);
+  void handle_generation(const json& body, httplib::Response& res, Kind kind);
 };
 
 void Server::Impl::routes() {
@@ -98,19 +123,28 @@ void Server::Impl::routes() {
     int yes = 1;
     ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
   });
-  // Any error status without a body gets the JSON error shape (404, httplib's 413, ...).
-  http.set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request&, httplib::Response& res) {
-    if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
-    const char* msg = res.status == 404   ? "no such endpoint"
-                      : res.status == 413 ? "the request body is too large"
-                      : res.status == 405 ? "method not allowed"
-                                          : "bad request";
-    send_error(res, res.status, msg);
-    return httplib::Server::HandlerResponse::Handled;
-  }));
+  // Any error status without a body gets the JSON error shape (404, httplib's 413, 414, 400, ...).
+  http.set_error_handler(
+      httplib::Server::HandlerWithResponse([max_body = cfg.max_body_bytes](const httplib::Request&, httplib::Response& res) {
+        if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+        switch (res.status) {
+          case 404: send_error(res, 404, "no such endpoint"); break;
+          case 405: send_error(res, 405, "method not allowed"); break;
+          case 413: send_error(res, 413, too_large_message(max_body)); break;
+          case 414: send_error(res, 414, "the request URI is over " + std::to_string(kMaxUriBytes) + " bytes"); break;
+          case 400:
+            send_error(res, 400, "bad request: a malformed request line or header, or a header line over " +
+                                     std::to_string(kMaxHeaderLineBytes) + " bytes");
+            break;
+          default: send_error(res, res.status, "bad request"); break;
+        }
+        return httplib::Server::HandlerResponse::Handled;
+      }));
   http.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
     try {
       std::rethrow_exception(ep);
+    } catch (const HttpError& e) {
+      send_error(res, e.status, e.what());
     } catch (const RequestError& e) {
       send_error(res, 400, e.what());
     } catch (const std::exception& e) {
@@ -119,15 +153,25 @@ void Server::Impl::routes() {
       send_error(res, 500, "unknown error");
     }
   });
-  if (!cfg.api_key.empty()) {
-    http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-      if (req.path == "/health") return httplib::Server::HandlerResponse::Unhandled;
-      if (req.get_header_value("Authorization") == "Bearer " + cfg.api_key)
-        return httplib::Server::HandlerResponse::Unhandled;
-      send_error(res, 401, "invalid or missing API key (Authorization: Bearer KEY)");
+  // Runs once the headers are read, before any of the body is.
+  http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    // cpp-httplib reads the body of a PUT, PATCH, DELETE or PRI without a
+    // bound (chunked or compressed) when no handler takes it: refuse those unread.
+    if (req.method != "GET" && req.method != "HEAD" && req.method != "POST" && req.method != "OPTIONS") {
+      send_error(res, 405, "method " + req.method + " is not allowed");
       return httplib::Server::HandlerResponse::Handled;
-    });
-  }
+    }
+    if (req.headers.size() > kMaxHeaderCount) {
+      send_error(res, 431, "the request has " + std::to_string(req.headers.size()) + " headers; the limit is " +
+                               std::to_string(kMaxHeaderCount));
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    if (cfg.api_key.empty() || req.path == "/health") return httplib::Server::HandlerResponse::Unhandled;
+    if (bearer_matches(req.get_header_value("Authorization"), cfg.api_key))
+      return httplib::Server::HandlerResponse::Unhandled;
+    send_error(res, 401, "invalid or missing API key (Authorization: Bearer KEY)");
+    return httplib::Server::HandlerResponse::Handled;
+  });
 
   http.Get("/health", [](const httplib::Request&, httplib::Response& res) { send_json(res, {{"status", "ok"}}); });
   auto models = [this](const httplib::Request&, httplib::Response& res) {
@@ -144,8 +188,7 @@ void Server::Impl::routes() {
   http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
     res.set_content(prometheus_text(engine.metrics()), "text/plain; version=0.0.4");
   });
-  http.Post("/tokenize", [this](const httplib::Request& req, httplib::Response& res) {
-    const json body = parse_body(req);
+  post("/tokenize", [this](const json& body, httplib::Response& res) {
     if (!body.is_object() || !body.contains("content") || !body["content"].is_string())
       throw RequestError("'content' must be a string");
     bool add_special = false;
@@ -155,8 +198,7 @@ void Server::Impl::routes() {
     }
     send_json(res, {{"tokens", engine.tokenizer().encode(body["content"].get<std::string>(), add_special, true)}});
   });
-  http.Post("/detokenize", [this](const httplib::Request& req, httplib::Response& res) {
-    const json body = parse_body(req);
+  post("/detokenize", [this](const json& body, httplib::Response& res) {
     if (!body.is_object() || !body.contains("tokens") || !body["tokens"].is_array())
       throw RequestError("'tokens' must be an array of token ids");
     std::vector<int32_t> ids;
@@ -167,22 +209,29 @@ void Server::Impl::routes() {
     }
     send_json(res, {{"content", engine.tokenizer().decode(ids, false)}});
   });
-  http.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
-    handle_generation(req, res, Kind::Completion);
+  for (const char* path : {"/v1/completions", "/completions"})
+    post(path, [this](const json& body, httplib::Response& res) { handle_generation(body, res, Kind::Completion); });
+  for (const char* path : {"/v1/chat/completions", "/chat/completions"}) {
+    post(path, [this](const json& body, httplib::Response& res) {
+      if (!engine.has_chat_renderer()) return send_error(res, 501, "this build has no chat-template renderer");
+      handle_generation(body, res, Kind::Chat);
+    });
+  }
+  // Registered last: a POST to any other path is answered without reading its
+  // body (cpp-httplib would read it, without a bound, before its 404).
+  http.Post(".*", [](const httplib::Request&, httplib::Response& res, const httplib::ContentReader&) {
+    send_error(res, 404, "no such endpoint");
   });
-  http.Post("/completions", [this](const httplib::Request& req, httplib::Response& res) {
-    handle_generation(req, res, Kind::Completion);
-  });
-  auto chat = [this](const httplib::Request& req, httplib::Response& res) {
-    if (!engine.has_chat_renderer()) return send_error(res, 501, "this build has no chat-template renderer");
-    handle_generation(req, res, Kind::Chat);
-  };
-  http.Post("/v1/chat/completions", chat);
-  http.Post("/chat/completions", chat);
 }
 
-void Server::Impl::handle_generation(const httplib::Request& req, httplib::Response& res, Kind kind) {
-  const json body = parse_body(req);
+void Server::Impl::post(const std::string& path, std::function<void(const json& body, httplib::Response& res)> fn) {
+  http.Post(path, [this, fn = std::move(fn)](const httplib::Request&, httplib::Response& res,
+                                             const httplib::ContentReader& reader) {
+    fn(parse_json_body(read_body(res, reader, cfg.max_body_bytes)), res);
+  });
+}
+
+void Server::Impl::handle_generation(const json& body, httplib::Response& res, Kind kind) {
   const bool chat = kind == Kind::Chat;
   auto r = std::make_shared<GenerationRequest>(chat ? parse_chat_request(body, cfg.defaults)
                                                     : parse_completion_request(body, cfg.defaults));
@@ -211,7 +260,7 @@ void Server::Impl::handle_generation(const httplib::Request& req, httplib::Respo
   res.set_chunked_content_provider("text/event-stream", [this, r, prompt, builder](size_t, httplib::DataSink& sink) {
     auto send = [&](const std::vector<json>& events) {
       for (const json& j : events) {
-        const std::string s = "data: " + dump(j) + "\n\n";
+        const std::string s = "data: " + json_text(j) + "\n\n";
         if (!sink.write(s.data(), s.size())) return false;
       }
       return true;

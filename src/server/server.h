@@ -3,14 +3,17 @@
 // Endpoints: POST /v1/completions, POST /v1/chat/completions (501 without a
 // ChatRenderer), GET /v1/models, GET /health, GET /metrics (Prometheus),
 // POST /tokenize, POST /detokenize. Request bodies as llama-server accepts
-// (server/request.h); errors are JSON {"error":{"message","type"}} with 400
-// (bad request), 401 (API key), 404, 413 (body over max_body_bytes), 500, 501.
+// (server/request.h), bounded by server/limits.h; errors are JSON
+// {"error":{"message","type","code"}} with 400 (bad request), 401 (API key),
+// 404, 413 (body over max_body_bytes), 414 (URI), 415 (body encoding), 431
+// (headers), 500, 501. Each connection serves one request.
 // Streaming answers are Server-Sent Events: `data: {json}\n\n` chunks, then
 // `data: [DONE]\n\n`; a client that goes away stops its generation. Chat
 // streams split the answer as the non-streaming message does: deltas of
 // reasoning_content and content, and each tool call once complete.
 //
-// The HTTP layer (cpp-httplib) stays inside server.cpp.
+// The HTTP layer (cpp-httplib) stays inside server.cpp (request_head.h
+// bounds the head on the raw socket before cpp-httplib reads it).
 #pragma once
 
 #include <cstddef>
@@ -21,6 +24,7 @@
 #include "runtime/chat_output.h"
 #include "server/chat_renderer.h"
 #include "server/engine.h"
+#include "server/limits.h"
 #include "server/request.h"
 
 namespace sluice::server {
@@ -31,7 +35,7 @@ struct ServerConfig {
   std::string api_key;           // non-empty: every endpoint but /health needs "Authorization: Bearer KEY"
   std::string model_id;          // the id /v1/models lists and responses carry
   GenerationDefaults defaults;   // sampling and max_tokens when a request omits them
-  size_t max_body_bytes = 8u << 20;
+  size_t max_body_bytes = kDefaultMaxBodyBytes;  // 413 above (any framing; decompressed size)
   int http_threads = 8;          // connections served at once; more wait in the accept queue
   ChatRenderer chat_renderer;    // empty: /v1/chat/completions answers 501
   // How a chat answer is split into content, reasoning_content and tool_calls,

@@ -26,6 +26,7 @@
 #include "server/request.h"
 #include "server/server.h"
 #include "runtime/text_stream.h"
+#include "serve_test_support.h"
 #include "test_support.h"
 #include "tokenizer/tokenizer.h"
 
@@ -249,66 +250,12 @@ TEST(ServeResponse, ChatStreamsReasoningContentAndIndexedCallsAsTheyAreDecided) 
 
 // ---- the live server -------------------------------------------------------
 
-std::string model_path() { return std::string(SLUICE_SOURCE_DIR) + "/models/stories-moe-8x-q8_0.gguf"; }
-
-// A Session and a Server on a free port, serving from a thread until destroyed.
-struct LiveServer {
-  explicit LiveServer(server::ServerConfig cfg) {
-    model::ModelConfig mc;
-    mc.odirect = false;
-    session = std::make_unique<runtime::Session>(runtime::Session::open(model_path(), mc));
-    cfg.host = "127.0.0.1";
-    cfg.port = 0;
-    if (cfg.model_id.empty()) cfg.model_id = "stories";
-    srv = std::make_unique<server::Server>(*session, std::move(cfg));
-    port = srv->bind();
-    thread = std::thread([this] { srv->run(); });
-    // Answered only once run() accepts: stop() before that would be lost.
-    auto h = client().Get("/health");
-    EXPECT_TRUE(h && h->status == 200);
-  }
-  ~LiveServer() {
-    srv->stop();
-    thread.join();
-  }
-  httplib::Client client(const std::string& api_key = "") const {
-    httplib::Client c("127.0.0.1", port);
-    c.set_read_timeout(60, 0);
-    if (!api_key.empty()) c.set_bearer_token_auth(api_key.c_str());
-    return c;
-  }
-  std::unique_ptr<runtime::Session> session;
-  std::unique_ptr<server::Server> srv;
-  std::thread thread;
-  int port = 0;
-};
-
-server::ServerConfig plain_config() {
-  server::ServerConfig c;
-  c.defaults.sampler.temperature = 0;  // greedy unless a request says otherwise
-  return c;
-}
-
-// A connected TCP socket to the server (-1 on failure).
-int connect_to(int port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return -1;
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  timeval tv{60, 0};  // a hang guard only: a broken server fails the test instead of blocking it
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  return fd;
-}
-
-bool send_all(int fd, const std::string& s) {
-  return ::send(fd, s.data(), s.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(s.size());
-}
+// The live server and the raw-socket helpers: serve_test_support.h.
+using test::connect_to;
+using test::LiveServer;
+using test::model_path;
+using test::plain_config;
+using test::send_all;
 
 TEST(ServeSession, RewindKeepsAPrefix) {
   model::ModelConfig mc;

@@ -1,0 +1,86 @@
+// The HTTP server run in-process for the serve tests: a Session over the
+// bundled stories-moe-8x model (models/) and a Server on a free loopback port,
+// plus raw-socket helpers for requests cpp-httplib's client will not send.
+#pragma once
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "runtime/session.h"
+#include "server/server.h"
+
+namespace sluice::test {
+
+inline std::string model_path() {
+  return std::string(SLUICE_SOURCE_DIR) + "/models/stories-moe-8x-q8_0.gguf";
+}
+
+// A Session and a Server on a free port, serving from a thread until destroyed.
+struct LiveServer {
+  explicit LiveServer(server::ServerConfig cfg) {
+    model::ModelConfig mc;
+    mc.odirect = false;
+    session = std::make_unique<runtime::Session>(runtime::Session::open(model_path(), mc));
+    cfg.host = "127.0.0.1";
+    cfg.port = 0;
+    if (cfg.model_id.empty()) cfg.model_id = "stories";
+    srv = std::make_unique<server::Server>(*session, std::move(cfg));
+    port = srv->bind();
+    thread = std::thread([this] { srv->run(); });
+    // Answered only once run() accepts: stop() before that would be lost.
+    auto h = client().Get("/health");
+    EXPECT_TRUE(h && h->status == 200);
+  }
+  ~LiveServer() {
+    srv->stop();
+    thread.join();
+  }
+  httplib::Client client(const std::string& api_key = "") const {
+    httplib::Client c("127.0.0.1", port);
+    c.set_read_timeout(60, 0);
+    if (!api_key.empty()) c.set_bearer_token_auth(api_key.c_str());
+    return c;
+  }
+  std::unique_ptr<runtime::Session> session;
+  std::unique_ptr<server::Server> srv;
+  std::thread thread;
+  int port = 0;
+};
+
+inline server::ServerConfig plain_config() {
+  server::ServerConfig c;
+  c.defaults.sampler.temperature = 0;  // greedy unless a request says otherwise
+  return c;
+}
+
+// A connected TCP socket to the server (-1 on failure).
+inline int connect_to(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return -1;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  timeval tv{60, 0};  // a hang guard only: a broken server fails the test instead of blocking it
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+inline bool send_all(int fd, const std::string& s) {
+  return ::send(fd, s.data(), s.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(s.size());
+}
+
+}  // namespace sluice::test
