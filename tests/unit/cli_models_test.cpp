@@ -154,6 +154,15 @@ TEST(CliModels, RunByStoreNameIsRunOnTheFile) {
     EXPECT_EQ(r.status, 0) << name << ": " << r.out;
     EXPECT_EQ(r.out, direct.out) << name;
   }
+  // serve's default model id is the name asked for, not the blob's file name (sha256-...).
+  const std::string log = (h.home() / "serve.log").string();
+  int rc = 0;
+  const std::string served = sluice::test::run_cmd(
+      "env -u OLLAMA_MODELS -u HF_HUB_CACHE -u HF_HOME -u XDG_CACHE_HOME HOME=" + h.home().string() + " " +
+          SLUICE_BINARY + " serve -m stories:q8 --port 0 -t 1 >" + log + " 2>/dev/null & p=$!; " +
+          "for i in $(seq 300); do grep -q serving " + log + " && break; sleep 0.1; done; kill $p; wait $p; cat " + log,
+      &rc);
+  EXPECT_EQ(served.rfind("sluice: serving stories:q8 on http://127.0.0.1:", 0), 0u) << served;
   const CliResult info = h.sluice("inspect stories:q8 --json", "2>/dev/null");
   ASSERT_EQ(info.status, 0) << info.out;
   EXPECT_EQ(nlohmann::json::parse(info.out)["architecture"], "llama");
