@@ -32,7 +32,8 @@ struct Row {
 
 bool supported(const std::string& arch) {
   const auto& all = model::architectures();
-  return std::any_of(all.begin(), all.end(), [&](const model::ArchEntry& e) { return arch == e.name; });
+  return std::any_of(all.begin(), all.end(),
+                     [&](const model::ArchEntry& e) { return arch == e.name; });
 }
 
 Row describe(const store::StoredModel& m) {
@@ -47,8 +48,8 @@ Row describe(const store::StoredModel& m) {
     r.file_type = g.metadata().get_uint("general.file_type");
     r.runs = supported(r.architecture);
     if (!r.runs)
-      r.note = "architecture '" + r.architecture + "' is not supported (supported: " +
-               model::supported_architectures() + ")";
+      r.note = "architecture '" + r.architecture +
+               "' is not supported (supported: " + model::supported_architectures() + ")";
   } catch (const Error& e) {
     std::error_code ec;
     const uintmax_t size = std::filesystem::file_size(m.path, ec);
@@ -67,22 +68,29 @@ std::string quant_name(const std::optional<uint64_t>& ft) {
 
 std::string human_size(uint64_t b) {
   char buf[32];
-  if (b >= (1ull << 30)) std::snprintf(buf, sizeof buf, "%.1f GiB", b / 1073741824.0);
-  else if (b >= (1ull << 20)) std::snprintf(buf, sizeof buf, "%.1f MiB", b / 1048576.0);
-  else if (b >= 1024) std::snprintf(buf, sizeof buf, "%.1f KiB", b / 1024.0);
-  else std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(b));
+  if (b >= (1ull << 30))
+    std::snprintf(buf, sizeof buf, "%.1f GiB", b / 1073741824.0);
+  else if (b >= (1ull << 20))
+    std::snprintf(buf, sizeof buf, "%.1f MiB", b / 1048576.0);
+  else if (b >= 1024)
+    std::snprintf(buf, sizeof buf, "%.1f KiB", b / 1024.0);
+  else
+    std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(b));
   return buf;
 }
 
 std::string looked_in(const store::StoreRoots& roots) {
-  std::string s = "ollama (" + (roots.ollama.empty() ? "unknown" : roots.ollama) + "), Hugging Face cache (" +
-                  (roots.hf_hub.empty() ? "unknown" : roots.hf_hub) + "), LM Studio (";
+  std::string s = "ollama (" + (roots.ollama.empty() ? "unknown" : roots.ollama) +
+                  "), Hugging Face cache (" + (roots.hf_hub.empty() ? "unknown" : roots.hf_hub) +
+                  "), LM Studio (";
   for (size_t i = 0; i < roots.lmstudio.size(); ++i) s += (i ? ", " : "") + roots.lmstudio[i];
   return s + (roots.lmstudio.empty() ? "unknown)" : ")");
 }
 
 nlohmann::json to_json(const std::vector<Row>& rows, const store::StoreRoots& roots) {
-  const auto or_null = [](const std::string& s) { return s.empty() ? nlohmann::json() : nlohmann::json(s); };
+  const auto or_null = [](const std::string& s) {
+    return s.empty() ? nlohmann::json() : nlohmann::json(s);
+  };
   nlohmann::json models = nlohmann::json::array();
   for (const Row& r : rows)
     models.push_back({{"store", r.entry.store},
@@ -95,15 +103,20 @@ nlohmann::json to_json(const std::vector<Row>& rows, const store::StoreRoots& ro
                       {"runs", r.runs},
                       {"error", r.runs ? nlohmann::json() : or_null(r.note)}});
   return {{"models", models},
-          {"stores", {{"ollama", or_null(roots.ollama)}, {"huggingface", or_null(roots.hf_hub)}, {"lmstudio", roots.lmstudio}}}};
+          {"stores",
+           {{"ollama", or_null(roots.ollama)},
+            {"huggingface", or_null(roots.hf_hub)},
+            {"lmstudio", roots.lmstudio}}}};
 }
 
 std::string to_text(const std::vector<Row>& rows) {
-  std::vector<std::vector<std::string>> cells{{"REFERENCE", "STORE", "SIZE", "ARCH", "QUANT", "RUNS", "NOTE"}};
+  std::vector<std::vector<std::string>> cells{
+      {"REFERENCE", "STORE", "SIZE", "ARCH", "QUANT", "RUNS", "NOTE"}};
   for (const Row& r : rows) {
     const std::string q = quant_name(r.file_type);
     cells.push_back({r.entry.reference, r.entry.store, r.bytes ? human_size(*r.bytes) : "-",
-                     r.architecture.empty() ? "-" : r.architecture, q.empty() ? "-" : q, r.runs ? "yes" : "no", r.note});
+                     r.architecture.empty() ? "-" : r.architecture, q.empty() ? "-" : q,
+                     r.runs ? "yes" : "no", r.note});
   }
   std::vector<size_t> width(cells[0].size(), 0);
   for (const auto& row : cells)
@@ -126,7 +139,8 @@ std::string to_text(const std::vector<Row>& rows) {
 void register_models(CLI::App& app) {
   auto json = std::make_shared<bool>(false);
   CLI::App* cmd = app.add_subcommand(
-      "models", "List the GGUF models in ollama, the Hugging Face cache and LM Studio (names -m takes)");
+      "models",
+      "List the GGUF models in ollama, the Hugging Face cache and LM Studio (names -m takes)");
   cmd->add_flag("--json", *json, "Print one JSON object: {\"models\": [...], \"stores\": {...}}");
   cmd->footer(
       "Looks in $OLLAMA_MODELS (else ~/.ollama/models), $HF_HUB_CACHE (else $HF_HOME/hub, else\n"

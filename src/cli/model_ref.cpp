@@ -17,12 +17,19 @@ std::string env(const char* name) {
 store::StoreRoots store_roots_from_env() {
   store::StoreRoots r;
   const std::string home = env("HOME");
-  r.ollama = !env("OLLAMA_MODELS").empty() ? env("OLLAMA_MODELS") : home.empty() ? "" : home + "/.ollama/models";
-  // huggingface_hub's own order (constants.py): HF_HUB_CACHE, HF_HOME/hub, XDG_CACHE_HOME/huggingface/hub.
-  if (!env("HF_HUB_CACHE").empty()) r.hf_hub = env("HF_HUB_CACHE");
-  else if (!env("HF_HOME").empty()) r.hf_hub = env("HF_HOME") + "/hub";
-  else if (!env("XDG_CACHE_HOME").empty()) r.hf_hub = env("XDG_CACHE_HOME") + "/huggingface/hub";
-  else if (!home.empty()) r.hf_hub = home + "/.cache/huggingface/hub";
+  r.ollama = !env("OLLAMA_MODELS").empty() ? env("OLLAMA_MODELS")
+             : home.empty()                ? ""
+                                           : home + "/.ollama/models";
+  // huggingface_hub's own order (constants.py): HF_HUB_CACHE, HF_HOME/hub,
+  // XDG_CACHE_HOME/huggingface/hub.
+  if (!env("HF_HUB_CACHE").empty())
+    r.hf_hub = env("HF_HUB_CACHE");
+  else if (!env("HF_HOME").empty())
+    r.hf_hub = env("HF_HOME") + "/hub";
+  else if (!env("XDG_CACHE_HOME").empty())
+    r.hf_hub = env("XDG_CACHE_HOME") + "/huggingface/hub";
+  else if (!home.empty())
+    r.hf_hub = home + "/.cache/huggingface/hub";
   if (!home.empty()) r.lmstudio = {home + "/.lmstudio/models", home + "/.cache/lm-studio/models"};
   return r;
 }

@@ -20,7 +20,8 @@ std::optional<fs::path> pick_snapshot(const fs::path& repo) {
   if (is_file(repo / "refs" / "main")) {
     try {
       std::string rev = io::read_whole_file((repo / "refs" / "main").string(), 4096);
-      rev.erase(std::remove_if(rev.begin(), rev.end(), [](char c) { return c == '\n' || c == '\r' || c == ' '; }),
+      rev.erase(std::remove_if(rev.begin(), rev.end(),
+                               [](char c) { return c == '\n' || c == '\r' || c == ' '; }),
                 rev.end());
       if (plain_name(rev) && is_dir(snapshots / rev)) return snapshots / rev;
     } catch (const Error&) {
@@ -43,20 +44,26 @@ std::optional<fs::path> pick_snapshot(const fs::path& repo) {
 }  // namespace
 
 Lookup find_in_hf_cache(const std::string& ref, const std::string& hub) {
-  if (hub.empty()) return {"", "Hugging Face cache: no cache folder ($HF_HUB_CACHE, $HF_HOME and $HOME are unset)"};
+  if (hub.empty())
+    return {"",
+            "Hugging Face cache: no cache folder ($HF_HUB_CACHE, $HF_HOME and $HOME are unset)"};
   std::string org, name, selector;
   if (!split_repo_ref(ref, org, name, selector))
-    return {"", "Hugging Face cache (" + hub + "): '" + ref + "' is not ORG/NAME[:FILE.gguf|:QUANT]"};
+    return {"",
+            "Hugging Face cache (" + hub + "): '" + ref + "' is not ORG/NAME[:FILE.gguf|:QUANT]"};
   const std::string folder = std::string(kPrefix) + org + "--" + name;
   const std::optional<fs::path> repo = find_child(hub, folder);
-  if (!repo || !is_dir(*repo)) return {"", "Hugging Face cache: " + (fs::path(hub) / folder).string() + ": no such folder"};
+  if (!repo || !is_dir(*repo))
+    return {"", "Hugging Face cache: " + (fs::path(hub) / folder).string() + ": no such folder"};
   const std::optional<fs::path> snap = pick_snapshot(*repo);
   if (!snap) return {"", "Hugging Face cache: " + (*repo / "snapshots").string() + ": no snapshot"};
   const std::vector<std::string> files = model_files(*snap);
-  const std::optional<std::string> pick = pick_model(files, selector, "Hugging Face cache " + snap->string());
+  const std::optional<std::string> pick =
+      pick_model(files, selector, "Hugging Face cache " + snap->string());
   if (!pick)
     return {"", "Hugging Face cache: " + snap->string() + ": no model file" +
-                    (selector.empty() ? "" : " matching '" + selector + "'") + " (has: " + join_names(files) + ")"};
+                    (selector.empty() ? "" : " matching '" + selector + "'") +
+                    " (has: " + join_names(files) + ")"};
   return {(*snap / *pick).string(), ""};
 }
 
@@ -72,7 +79,8 @@ void list_hf_cache(const std::string& hub, std::vector<StoredModel>& out) {
     if (!snap) continue;
     const std::vector<std::string> files = model_files(*snap);
     for (const std::string& f : files)
-      out.push_back({"huggingface", files.size() == 1 ? ref : ref + ":" + f, (*snap / f).string(), ""});
+      out.push_back(
+          {"huggingface", files.size() == 1 ? ref : ref + ":" + f, (*snap / f).string(), ""});
   }
 }
 

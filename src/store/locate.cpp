@@ -8,15 +8,17 @@
 namespace sluice::store {
 
 bool looks_like_path(const std::string& arg) {
-  if (arg.empty() || arg[0] == '/' || arg[0] == '~' || arg.rfind("./", 0) == 0 || arg.rfind("../", 0) == 0 ||
-      arg == "." || arg == "..")
+  if (arg.empty() || arg[0] == '/' || arg[0] == '~' || arg.rfind("./", 0) == 0 ||
+      arg.rfind("../", 0) == 0 || arg == "." || arg == "..")
     return true;
-  return arg.find(':') == std::string::npos && arg.size() > 5 && detail::lower(arg.substr(arg.size() - 5)) == ".gguf";
+  return arg.find(':') == std::string::npos && arg.size() > 5 &&
+         detail::lower(arg.substr(arg.size() - 5)) == ".gguf";
 }
 
 std::string resolve_model(const std::string& arg, const StoreRoots& roots) {
   std::error_code ec;
-  if ((std::filesystem::exists(arg, ec) && !detail::is_dir(arg)) || looks_like_path(arg)) return arg;
+  if ((std::filesystem::exists(arg, ec) && !detail::is_dir(arg)) || looks_like_path(arg))
+    return arg;
   std::vector<std::string> looked;
   const auto ask = [&looked](const detail::Lookup& l) {
     if (l.path.empty()) looked.push_back(l.looked);
@@ -27,7 +29,9 @@ std::string resolve_model(const std::string& arg, const StoreRoots& roots) {
   for (const std::string& root : roots.lmstudio)
     if (std::string p = ask(detail::find_in_lmstudio(arg, root)); !p.empty()) return p;
   if (roots.lmstudio.empty()) looked.push_back("LM Studio: no models folder ($HOME is unset)");
-  std::string msg = "'" + arg + "' is not a file, and no local model store has it (nothing is downloaded); looked in:";
+  std::string msg =
+      "'" + arg +
+      "' is not a file, and no local model store has it (nothing is downloaded); looked in:";
   for (const std::string& l : looked) msg += "\n  " + l;
   throw Error(msg);
 }

@@ -30,8 +30,8 @@
 namespace sluice::store {
 
 struct StoreRoots {
-  std::string ollama;                 // $OLLAMA_MODELS, else ~/.ollama/models ("" when unknown)
-  std::string hf_hub;                 // $HF_HUB_CACHE, else $HF_HOME/hub, else ~/.cache/huggingface/hub
+  std::string ollama;  // $OLLAMA_MODELS, else ~/.ollama/models ("" when unknown)
+  std::string hf_hub;  // $HF_HUB_CACHE, else $HF_HOME/hub, else ~/.cache/huggingface/hub
   std::vector<std::string> lmstudio;  // ~/.lmstudio/models, ~/.cache/lm-studio/models
 };
 

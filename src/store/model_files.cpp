@@ -39,8 +39,8 @@ std::optional<fs::path> find_child(const fs::path& dir, const std::string& name)
   if (fs::exists(dir / name, ec)) return dir / name;
   std::optional<fs::path> found;
   const std::string want = lower(name);
-  for (fs::directory_iterator it(dir, fs::directory_options::skip_permission_denied, ec), end; !ec && it != end;
-       it.increment(ec)) {
+  for (fs::directory_iterator it(dir, fs::directory_options::skip_permission_denied, ec), end;
+       !ec && it != end; it.increment(ec)) {
     if (lower(it->path().filename().string()) != want) continue;
     if (found) return std::nullopt;  // two spellings: neither is "the" one
     found = it->path();
@@ -51,8 +51,8 @@ std::optional<fs::path> find_child(const fs::path& dir, const std::string& name)
 std::vector<std::string> subfolders(const fs::path& dir) {
   std::vector<std::string> out;
   std::error_code ec;
-  for (fs::directory_iterator it(dir, fs::directory_options::skip_permission_denied, ec), end; !ec && it != end;
-       it.increment(ec)) {
+  for (fs::directory_iterator it(dir, fs::directory_options::skip_permission_denied, ec), end;
+       !ec && it != end; it.increment(ec)) {
     const std::string n = it->path().filename().string();
     if (!n.empty() && n[0] != '.' && is_dir(it->path())) out.push_back(n);
   }
@@ -65,7 +65,8 @@ int split_part(const std::string& file_name) {
   constexpr size_t kTail = 20;
   if (file_name.size() <= kTail || !ends_with_ci(file_name, ".gguf")) return 0;
   const std::string t = lower(file_name.substr(file_name.size() - kTail));
-  if (t[0] != '-' || t.substr(6, 4) != "-of-" || !all_digits(t.substr(1, 5)) || !all_digits(t.substr(10, 5)))
+  if (t[0] != '-' || t.substr(6, 4) != "-of-" || !all_digits(t.substr(1, 5)) ||
+      !all_digits(t.substr(10, 5)))
     return 0;
   return std::stoi(t.substr(1, 5));
 }
@@ -80,7 +81,8 @@ std::vector<std::string> model_files(const fs::path& dir) {
       if (is_dir(it->path())) it.disable_recursion_pending();
       continue;
     }
-    if (it.depth() >= 2 && is_dir(it->path())) it.disable_recursion_pending();  // three levels are plenty
+    if (it.depth() >= 2 && is_dir(it->path()))
+      it.disable_recursion_pending();  // three levels are plenty
     if (!ends_with_ci(name, ".gguf") || !is_file(it->path())) continue;
     if (split_part(name) > 1 || lower(name).rfind("mmproj", 0) == 0) continue;
     out.push_back(it->path().lexically_relative(dir).generic_string());
@@ -97,23 +99,23 @@ std::string join_names(const std::vector<std::string>& names, size_t max) {
   return s;
 }
 
-std::optional<std::string> pick_model(const std::vector<std::string>& files, const std::string& selector,
-                                      const std::string& where) {
+std::optional<std::string> pick_model(const std::vector<std::string>& files,
+                                      const std::string& selector, const std::string& where) {
   std::vector<std::string> hits;
   const std::string want = lower(selector);
   for (const std::string& f : files) {
     const std::string rel = lower(f);
     const std::string base = rel.substr(rel.rfind('/') + 1);  // npos + 1 == 0: the whole path
     if (selector.empty() || (ends_with_ci(selector, ".gguf") ? (rel == want || base == want)
-                                                              : rel.find(want) != std::string::npos))
+                                                             : rel.find(want) != std::string::npos))
       hits.push_back(f);
   }
   if (hits.size() > 1) {
     if (selector.empty())
-      fail(where, "holds " + std::to_string(hits.size()) + " models; add :FILE.gguf or :QUANT to pick one of " +
-                      join_names(hits));
-    fail(where, "'" + selector + "' matches " + std::to_string(hits.size()) + " models; name one of " +
-                    join_names(hits));
+      fail(where, "holds " + std::to_string(hits.size()) +
+                      " models; add :FILE.gguf or :QUANT to pick one of " + join_names(hits));
+    fail(where, "'" + selector + "' matches " + std::to_string(hits.size()) +
+                    " models; name one of " + join_names(hits));
   }
   if (hits.empty()) return std::nullopt;
   return hits.front();
@@ -126,7 +128,8 @@ bool plain_name(const std::string& s) {
   });
 }
 
-bool split_repo_ref(const std::string& ref, std::string& org, std::string& name, std::string& selector) {
+bool split_repo_ref(const std::string& ref, std::string& org, std::string& name,
+                    std::string& selector) {
   const size_t colon = ref.find(':');
   const std::string repo = ref.substr(0, colon);
   selector = colon == std::string::npos ? "" : ref.substr(colon + 1);

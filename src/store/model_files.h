@@ -36,15 +36,16 @@ std::vector<std::string> model_files(const fs::path& dir);
 // file with that relative path or file name; anything else the file whose
 // relative path contains it (ignoring case). nullopt when nothing matches;
 // sluice::Error naming `where` and listing the candidates when several do.
-std::optional<std::string> pick_model(const std::vector<std::string>& files, const std::string& selector,
-                                      const std::string& where);
+std::optional<std::string> pick_model(const std::vector<std::string>& files,
+                                      const std::string& selector, const std::string& where);
 
 // "a, b, c" (the first `max` and a count of the rest), or "none" when empty.
 std::string join_names(const std::vector<std::string>& names, size_t max = 12);
 
 // ORG/NAME[:SELECTOR] split into its parts; false when `ref` is not of that
 // shape (two plain names, no '..', a selector that is a relative path).
-bool split_repo_ref(const std::string& ref, std::string& org, std::string& name, std::string& selector);
+bool split_repo_ref(const std::string& ref, std::string& org, std::string& name,
+                    std::string& selector);
 
 // A name component: non-empty, not '.' or '..', only letters, digits and ._-
 bool plain_name(const std::string& s);

@@ -23,7 +23,8 @@ struct OllamaName {
 // A host may carry a port (localhost:5000).
 bool host_name(const std::string& s) {
   const size_t colon = s.find(':');
-  return plain_name(s.substr(0, colon)) && (colon == std::string::npos || plain_name(s.substr(colon + 1)));
+  return plain_name(s.substr(0, colon)) &&
+         (colon == std::string::npos || plain_name(s.substr(colon + 1)));
 }
 
 // [HOST/][NAMESPACE/]MODEL[:TAG]; false when `ref` is not of that shape.
@@ -66,12 +67,14 @@ std::string blob_of(const fs::path& manifest, const fs::path& root) {
   const auto layers = j.find("layers");
   if (layers == j.end() || !layers->is_array()) fail(where, "has no \"layers\" array");
   for (const nlohmann::json& layer : *layers) {
-    if (!layer.is_object() || layer.value("mediaType", nlohmann::json()) != kModelMediaType) continue;
+    if (!layer.is_object() || layer.value("mediaType", nlohmann::json()) != kModelMediaType)
+      continue;
     const nlohmann::json digest = layer.value("digest", nlohmann::json());
     const std::string d = digest.is_string() ? digest.get<std::string>() : "";
     const bool hex = d.size() == 7 + 64 && d.rfind("sha256:", 0) == 0 &&
                      d.find_first_not_of("0123456789abcdef", 7) == std::string::npos;
-    if (!hex) fail(where, "the model layer's digest is not sha256:<64 hex digits> (got '" + d + "')");
+    if (!hex)
+      fail(where, "the model layer's digest is not sha256:<64 hex digits> (got '" + d + "')");
     const fs::path blob = root / "blobs" / ("sha256-" + d.substr(7));
     if (!is_file(blob)) fail(where, "its model blob " + blob.string() + " is missing");
     return blob.string();
@@ -85,7 +88,8 @@ Lookup find_in_ollama(const std::string& ref, const std::string& root) {
   if (root.empty()) return {"", "ollama: no store folder ($OLLAMA_MODELS and $HOME are unset)"};
   OllamaName n;
   if (!parse_name(ref, n))
-    return {"", "ollama (" + root + "): '" + ref + "' is not an ollama name [HOST/][NAMESPACE/]MODEL[:TAG]"};
+    return {"", "ollama (" + root + "): '" + ref +
+                    "' is not an ollama name [HOST/][NAMESPACE/]MODEL[:TAG]"};
   fs::path at = fs::path(root) / "manifests";
   for (const std::string& part : {n.host, n.ns, n.model, n.tag}) {
     const std::optional<fs::path> next = find_child(at, part);
@@ -107,7 +111,8 @@ void list_ollama(const std::string& root, std::vector<StoredModel>& out) {
     for (const std::string& ns : subfolders(manifests / host))
       for (const std::string& model : subfolders(manifests / host / ns)) {
         std::error_code ec;
-        for (fs::directory_iterator it(manifests / host / ns / model, ec), end; !ec && it != end; it.increment(ec)) {
+        for (fs::directory_iterator it(manifests / host / ns / model, ec), end; !ec && it != end;
+             it.increment(ec)) {
           const std::string tag = it->path().filename().string();
           if (tag.empty() || tag[0] == '.' || !is_file(it->path())) continue;
           StoredModel m{"ollama", short_name({host, ns, model, tag}), "", ""};
@@ -119,7 +124,8 @@ void list_ollama(const std::string& root, std::vector<StoredModel>& out) {
           found.push_back(std::move(m));
         }
       }
-  std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.reference < b.reference; });
+  std::sort(found.begin(), found.end(),
+            [](const auto& a, const auto& b) { return a.reference < b.reference; });
   out.insert(out.end(), found.begin(), found.end());
 }
 

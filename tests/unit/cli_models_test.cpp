@@ -26,8 +26,11 @@ namespace fs = std::filesystem;
 // One model of each kind, runnable or not, and two broken ones.
 struct Stores {
   Stores() {
-    write_header_gguf(add_ollama_model(h.ollama(), "registry.ollama.ai", "library", "qwen3", "tiny"), "qwen3moe", 15);
-    add_ollama_model(h.ollama(), "registry.ollama.ai", "someone", "gone", "latest");  // its blob is missing
+    write_header_gguf(
+        add_ollama_model(h.ollama(), "registry.ollama.ai", "library", "qwen3", "tiny"), "qwen3moe",
+        15);
+    add_ollama_model(h.ollama(), "registry.ollama.ai", "someone", "gone",
+                     "latest");  // its blob is missing
     const fs::path snap = h.hub() / "models--org--Tiny-GGUF" / "snapshots" / "rev1";
     write_text(h.hub() / "models--org--Tiny-GGUF" / "refs" / "main", "rev1");
     write_header_gguf(snap / "Tiny-Q8_0.gguf", "llama", 7);
@@ -78,7 +81,8 @@ TEST(CliModels, JsonListsEveryStoreWithHeaderFacts) {
   EXPECT_EQ(q8["quant"], "Q8_0");
   EXPECT_EQ(q8["runs"], true);
 
-  const nlohmann::json& split = m.at("org/Tiny-GGUF:Tiny-Q6_K-00001-of-00002.gguf");  // once, as its first part
+  const nlohmann::json& split =
+      m.at("org/Tiny-GGUF:Tiny-Q6_K-00001-of-00002.gguf");  // once, as its first part
   EXPECT_EQ(split["quant"], "Q6_K");
   EXPECT_EQ(split["size_bytes"], fs::file_size(s.split1) + fs::file_size(s.split2));
 
@@ -107,16 +111,18 @@ TEST(CliModels, TextIsATableWithOneRowPerModel) {
   const CliResult r = s.h.sluice("models", "2>/dev/null");
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_EQ(r.out.rfind("REFERENCE", 0), 0u) << r.out;
-  EXPECT_THAT(r.out, AllOf(HasSubstr("STORE"), HasSubstr("SIZE"), HasSubstr("ARCH"), HasSubstr("QUANT"),
-                           HasSubstr("RUNS")));
+  EXPECT_THAT(r.out, AllOf(HasSubstr("STORE"), HasSubstr("SIZE"), HasSubstr("ARCH"),
+                           HasSubstr("QUANT"), HasSubstr("RUNS")));
   EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 7) << r.out;
   const auto row = [&](const std::string& ref) {
     const size_t at = r.out.find("\n" + ref + " ");
-    return at == std::string::npos ? std::string() : r.out.substr(at + 1, r.out.find('\n', at + 1) - at - 1);
+    return at == std::string::npos ? std::string()
+                                   : r.out.substr(at + 1, r.out.find('\n', at + 1) - at - 1);
   };
-  EXPECT_THAT(row("qwen3:tiny"), AllOf(HasSubstr("ollama"), HasSubstr("qwen3moe"), HasSubstr("Q4_K_M"), HasSubstr("yes")));
-  EXPECT_THAT(row("pub/Gem-GGUF"), AllOf(HasSubstr("lmstudio"), HasSubstr("gemma4"), HasSubstr(" no "),
-                                         HasSubstr("not supported")));
+  EXPECT_THAT(row("qwen3:tiny"), AllOf(HasSubstr("ollama"), HasSubstr("qwen3moe"),
+                                       HasSubstr("Q4_K_M"), HasSubstr("yes")));
+  EXPECT_THAT(row("pub/Gem-GGUF"), AllOf(HasSubstr("lmstudio"), HasSubstr("gemma4"),
+                                         HasSubstr(" no "), HasSubstr("not supported")));
   EXPECT_THAT(row("pub/Bad-GGUF"), AllOf(HasSubstr(" no "), HasSubstr("bad.gguf")));
 }
 
@@ -128,19 +134,23 @@ TEST(CliModels, NoStoresSaysWhereItLooked) {
                            HasSubstr("Hugging Face cache (" + h.hub().string() + ")"),
                            HasSubstr(h.lmstudio_old().string())));
   // $OLLAMA_MODELS and $HF_HOME move those stores.
-  const CliResult moved = FakeHome::run_sluice_env(
-      "env -u HF_HUB_CACHE -u XDG_CACHE_HOME HOME=" + h.home().string() + " OLLAMA_MODELS=/o HF_HOME=/hf", "models",
-      "2>/dev/null");
-  EXPECT_THAT(moved.out, AllOf(HasSubstr("ollama (/o)"), HasSubstr("Hugging Face cache (/hf/hub)")));
+  const CliResult moved =
+      FakeHome::run_sluice_env("env -u HF_HUB_CACHE -u XDG_CACHE_HOME HOME=" + h.home().string() +
+                                   " OLLAMA_MODELS=/o HF_HOME=/hf",
+                               "models", "2>/dev/null");
+  EXPECT_THAT(moved.out,
+              AllOf(HasSubstr("ollama (/o)"), HasSubstr("Hugging Face cache (/hf/hub)")));
 }
 
 const std::string kStories = "models/stories-moe-8x-q8_0.gguf";
 
 TEST(CliModels, RunByStoreNameIsRunOnTheFile) {
-  if (!sluice::test::shared_has(kStories)) GTEST_SKIP() << kStories << " not present in " << SLUICE_SHARED_DIR;
+  if (!sluice::test::shared_has(kStories))
+    GTEST_SKIP() << kStories << " not present in " << SLUICE_SHARED_DIR;
   const fs::path model = fs::absolute(sluice::test::shared_path(kStories));
   FakeHome h;
-  fs::create_symlink(model, add_ollama_model(h.ollama(), "registry.ollama.ai", "library", "stories", "q8"));
+  fs::create_symlink(
+      model, add_ollama_model(h.ollama(), "registry.ollama.ai", "library", "stories", "q8"));
   const fs::path snap = h.hub() / "models--tiny--stories-GGUF" / "snapshots" / "abc";
   write_text(h.hub() / "models--tiny--stories-GGUF" / "refs" / "main", "abc");
   fs::create_directories(snap);
@@ -158,9 +168,10 @@ TEST(CliModels, RunByStoreNameIsRunOnTheFile) {
   const std::string log = (h.home() / "serve.log").string();
   int rc = 0;
   const std::string served = sluice::test::run_cmd(
-      "env -u OLLAMA_MODELS -u HF_HUB_CACHE -u HF_HOME -u XDG_CACHE_HOME HOME=" + h.home().string() + " " +
-          SLUICE_BINARY + " serve -m stories:q8 --port 0 -t 1 >" + log + " 2>/dev/null & p=$!; " +
-          "for i in $(seq 300); do grep -q serving " + log + " && break; sleep 0.1; done; kill $p; wait $p; cat " + log,
+      "env -u OLLAMA_MODELS -u HF_HUB_CACHE -u HF_HOME -u XDG_CACHE_HOME HOME=" +
+          h.home().string() + " " + SLUICE_BINARY + " serve -m stories:q8 --port 0 -t 1 >" + log +
+          " 2>/dev/null & p=$!; " + "for i in $(seq 300); do grep -q serving " + log +
+          " && break; sleep 0.1; done; kill $p; wait $p; cat " + log,
       &rc);
   EXPECT_EQ(served.rfind("sluice: serving stories:q8 on http://127.0.0.1:", 0), 0u) << served;
   const CliResult info = h.sluice("inspect stories:q8 --json", "2>/dev/null");
@@ -172,12 +183,16 @@ TEST(CliModels, UnknownNameIsOneErrorNamingTheFolders) {
   const FakeHome h;
   const CliResult r = h.sluice("run -m nosuch:tag -p hi -n 1");
   EXPECT_EQ(r.status, 1) << r.out;
-  EXPECT_THAT(r.out, AllOf(HasSubstr("sluice: error: -m: 'nosuch:tag' is not a file, and no local model store has it"),
-                           HasSubstr((h.ollama() / "manifests/registry.ollama.ai/library/nosuch/tag").string()),
-                           HasSubstr(h.hub().string()), HasSubstr(h.lmstudio().string())));
+  EXPECT_THAT(
+      r.out,
+      AllOf(HasSubstr(
+                "sluice: error: -m: 'nosuch:tag' is not a file, and no local model store has it"),
+            HasSubstr((h.ollama() / "manifests/registry.ollama.ai/library/nosuch/tag").string()),
+            HasSubstr(h.hub().string()), HasSubstr(h.lmstudio().string())));
   EXPECT_THAT(r.out, Not(HasSubstr("internal error")));
   // Every command that takes a model resolves it the same way.
-  for (const std::string cmd : {"inspect -m nosuch:tag", "tokenize -m nosuch:tag -p hi", "bench -m nosuch:tag"}) {
+  for (const std::string cmd :
+       {"inspect -m nosuch:tag", "tokenize -m nosuch:tag -p hi", "bench -m nosuch:tag"}) {
     const CliResult c = h.sluice(cmd);
     EXPECT_EQ(c.status, 1) << cmd << ": " << c.out;
     EXPECT_THAT(c.out, HasSubstr("'nosuch:tag' is not a file")) << cmd;

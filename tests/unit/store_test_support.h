@@ -5,11 +5,11 @@
 
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 
 #include "gguf/writer.h"
-#include <nlohmann/json.hpp>
 #include "store/locate.h"
 #include "test_support.h"
 
@@ -56,16 +56,24 @@ inline std::string digest_hex(const std::string& tag) {
 // ROOT/manifests/HOST/NS/MODEL/TAG naming the blob ROOT/blobs/sha256-HEX as
 // its model layer (beside a config and a template layer, as ollama writes).
 // Returns the blob's path; the caller puts a GGUF there.
-inline fs::path add_ollama_model(const fs::path& root, const std::string& host, const std::string& ns,
-                                 const std::string& model, const std::string& tag) {
+inline fs::path add_ollama_model(const fs::path& root, const std::string& host,
+                                 const std::string& ns, const std::string& model,
+                                 const std::string& tag) {
   const std::string hex = digest_hex(host + ns + model + tag);
   const nlohmann::json manifest = {
       {"schemaVersion", 2},
       {"mediaType", "application/vnd.docker.distribution.manifest.v2+json"},
-      {"config", {{"mediaType", "application/vnd.docker.container.image.v1+json"}, {"digest", "sha256:" + digest_hex("cfg")}, {"size", 10}}},
+      {"config",
+       {{"mediaType", "application/vnd.docker.container.image.v1+json"},
+        {"digest", "sha256:" + digest_hex("cfg")},
+        {"size", 10}}},
       {"layers",
-       {{{"mediaType", "application/vnd.ollama.image.template"}, {"digest", "sha256:" + digest_hex("tpl")}, {"size", 5}},
-        {{"mediaType", "application/vnd.ollama.image.model"}, {"digest", "sha256:" + hex}, {"size", 100}}}}};
+       {{{"mediaType", "application/vnd.ollama.image.template"},
+         {"digest", "sha256:" + digest_hex("tpl")},
+         {"size", 5}},
+        {{"mediaType", "application/vnd.ollama.image.model"},
+         {"digest", "sha256:" + hex},
+         {"size", 100}}}}};
   write_text(root / "manifests" / host / ns / model / tag, manifest.dump());
   fs::create_directories(root / "blobs");
   return root / "blobs" / ("sha256-" + hex);
@@ -84,10 +92,12 @@ struct FakeHome {
   }
   // `sluice ARGS` seeing only this HOME's stores.
   CliResult sluice(const std::string& args, const std::string& redirect = "2>&1") const {
-    return run_sluice_env("env -u OLLAMA_MODELS -u HF_HUB_CACHE -u HF_HOME -u XDG_CACHE_HOME HOME=" + home().string(),
-                          args, redirect);
+    return run_sluice_env(
+        "env -u OLLAMA_MODELS -u HF_HUB_CACHE -u HF_HOME -u XDG_CACHE_HOME HOME=" + home().string(),
+        args, redirect);
   }
-  static CliResult run_sluice_env(const std::string& env, const std::string& args, const std::string& redirect) {
+  static CliResult run_sluice_env(const std::string& env, const std::string& args,
+                                  const std::string& redirect) {
     CliResult r;
     r.out = run_cmd(env + " " + SLUICE_BINARY + " " + args + " " + redirect, &r.status);
     return r;
