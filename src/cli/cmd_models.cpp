@@ -144,7 +144,7 @@ void register_models(CLI::App& app) {
   cmd->add_flag("--json", *json, "Print one JSON object: {\"models\": [...], \"stores\": {...}}");
   cmd->footer(
       "Looks in $OLLAMA_MODELS (else ~/.ollama/models), $HF_HUB_CACHE (else $HF_HOME/hub, else\n"
-      "~/.cache/huggingface/hub) and ~/.lmstudio/models (and ~/.cache/lm-studio/models). Reads\n"
+      "$XDG_CACHE_HOME/huggingface/hub, else ~/.cache/huggingface/hub) and ~/.lmstudio/models (and ~/.cache/lm-studio/models). Reads\n"
       "only GGUF headers; downloads nothing.\n"
       "Examples:\n  sluice models\n  sluice run -m qwen3:30b-a3b -p 'Hello'\n"
       "  sluice run -m unsloth/Qwen3-30B-A3B-GGUF:Q4_K_M -p 'Hello'");
