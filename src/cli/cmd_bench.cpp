@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/model_ref.h"
 #include "cli/stdout_output.h"
 #include "gguf/gguf.h"
 #include "runtime/io_bench.h"
@@ -207,7 +208,9 @@ void register_bench(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "bench", "benchmarks: --io FILE measures the storage random-read ceiling; -m MODEL benchmarks the model");
   cmd->add_option("-m,--model", opts->model_path,
-                  "GGUF model; with --io: default FILE and default --sizes (its expert-slice sizes + 4K + 1M)");
+                  "GGUF model (or a stored model name, as for run); with --io: default FILE and default --sizes (its "
+                  "expert-slice sizes + 4K + 1M)")
+      ->transform(model_reference("-m"));
   cmd->add_option("-o,--output", opts->output, "output format")
       ->check(CLI::IsMember({"md", "json", "csv"}))
       ->capture_default_str();

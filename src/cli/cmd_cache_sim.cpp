@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/model_ref.h"
 #include "cli/stdout_output.h"
 #include "gguf/gguf.h"
 #include "model/arch.h"
@@ -209,10 +210,12 @@ void register_cache_sim(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("cache-sim", "replay routing traces through the expert cache");
   cmd->add_option("--trace", opts->traces, "routing trace (JSONL: sluice, Mixtral or Qwen-MoE format); repeatable")
       ->required();
-  CLI::Option* m = cmd->add_option("-m,--model", opts->model, "GGUF model: read the expert size (gate+up+down) from it");
+  CLI::Option* m = cmd->add_option("-m,--model", opts->model, "GGUF model: read the expert size (gate+up+down) from it")
+                       ->transform(model_reference("-m"));
   CLI::Option* onto = cmd->add_option("--replay-onto", opts->replay_onto,
                                       "GGUF model: map the traces onto it as --route-replay does (its experts, top-k "
-                                      "and expert size), one stream of tokens");
+                                      "and expert size), one stream of tokens")
+                           ->transform(model_reference("--replay-onto"));
   CLI::Option* mib =
       cmd->add_option("--expert-mib", opts->expert_mib, "bytes of one expert (gate+up+down) in MiB, e.g. 94.5");
   m->excludes(mib);

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/model_ref.h"
 #include "cli/stdout_output.h"
 #include "gguf/gguf.h"
 #include "tools/inspect_report.h"
@@ -38,8 +39,10 @@ void run_inspect(const InspectOptions& o) {
 void register_inspect(CLI::App& app) {
   auto opts = std::make_shared<InspectOptions>();
   CLI::App* cmd = app.add_subcommand("inspect", "Summarise a GGUF model: hyperparameters, tensors, streaming sizes");
-  CLI::Option* m = cmd->add_option("-m,--model", opts->model, "GGUF file (first split of a split model)");
-  CLI::Option* pos = cmd->add_option("model_file", opts->model, "the same, given positionally");
+  CLI::Option* m = cmd->add_option("-m,--model", opts->model, "GGUF file (first split of a split model) or a stored model name")
+                       ->transform(model_reference("-m"));
+  CLI::Option* pos = cmd->add_option("model_file", opts->model, "the same, given positionally")
+                         ->transform(model_reference("model_file"));
   m->excludes(pos);
   pos->excludes(m);
   cmd->add_flag("--json", opts->json, "Print one JSON object (always includes every tensor)");

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/model_ref.h"
 #include "cli/load_progress.h"
 #include "tools/repack.h"
 
@@ -36,7 +37,9 @@ void register_repack(CLI::App& app) {
   auto o = std::make_shared<RepackCliOptions>();
   CLI::App* cmd = app.add_subcommand(
       "repack", "Rewrite a model so each expert's gate, up and down are one 4 KiB-aligned extent (expert-major)");
-  cmd->add_option("IN", o->in, "Input GGUF (stacked experts; may be split)")->required();
+  cmd->add_option("IN", o->in, "Input GGUF (stacked experts; may be split) or a stored model name")
+      ->required()
+      ->transform(model_reference("IN"));
   cmd->add_option("OUT", o->out, "Output GGUF (one file; written to a temporary file beside it, then renamed; never IN)")->required();
   cmd->add_flag("--force", o->force, "Overwrite OUT if it exists (never IN)");
   cmd->callback([o] { run_repack(*o); });

@@ -35,7 +35,11 @@ void run_serve(ServeOptions& o) {
   if (o.server.http_threads < 1 || o.server.http_threads > 1024) throw Error("--http-threads: must be 1..1024");
   if (o.max_body_mb < 1 || o.max_body_mb > 4096) throw Error("--max-body-mb: must be 1..4096");
   o.server.max_body_bytes = static_cast<size_t>(o.max_body_mb) << 20;
-  if (o.server.model_id.empty()) o.server.model_id = std::filesystem::path(o.engine.model_path).filename().string();
+  // A stored model's id is the name it was asked for ("qwen3:30b-a3b"), not its blob's file name.
+  if (o.server.model_id.empty())
+    o.server.model_id = !o.engine.model_name.empty() && o.engine.model_name != o.engine.model_path
+                            ? o.engine.model_name
+                            : std::filesystem::path(o.engine.model_path).filename().string();
   model::ModelConfig cfg = o.engine.to_model_config();
   cfg.on_dense_progress = tty_load_progress("sluice: loading dense weights");
   runtime::Session session = runtime::Session::open(o.engine.model_path, cfg);
@@ -72,7 +76,7 @@ void register_serve(CLI::App& app) {
   cmd->add_option("--host", opts->server.host, "address to listen on")->capture_default_str();
   cmd->add_option("--port", opts->server.port, "port to listen on (0: any free port, printed)")->capture_default_str();
   cmd->add_option("--api-key", opts->server.api_key, "require 'Authorization: Bearer KEY' (all but /health)");
-  cmd->add_option("--alias", opts->server.model_id, "model id in /v1/models and responses (default: file name)");
+  cmd->add_option("--alias", opts->server.model_id, "model id in /v1/models and responses (default: file name, or the stored model's name)");
   cmd->add_option("-n,--n-predict", opts->server.defaults.max_tokens,
                   "max_tokens when a request gives none (-1: until the context is full)")
       ->capture_default_str();

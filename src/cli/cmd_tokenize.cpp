@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/model_ref.h"
 #include "cli/id_list.h"
 #include "cli/stdout_output.h"
 #include "gguf/gguf.h"
@@ -95,7 +96,9 @@ void run_tokenize(const TokenizeOptions& o) {
 void register_tokenize(CLI::App& app) {
   auto opts = std::make_shared<TokenizeOptions>();
   CLI::App* cmd = app.add_subcommand("tokenize", "show the token ids and pieces of a text, or decode ids");
-  cmd->add_option("-m,--model", opts->model_path, "GGUF model (or vocab-only GGUF)")->required();
+  cmd->add_option("-m,--model", opts->model_path, "GGUF model (or vocab-only GGUF)")
+      ->required()
+      ->transform(model_reference("-m"));
   cmd->add_option("-p,--prompt", opts->prompt, "text to tokenize");
   cmd->add_option("--decode", opts->decode_ids, "token ids to decode, comma separated (e.g. 1,403,407)");
   cmd->add_flag("--ids-only", opts->ids_only, "print only the ids, space separated");

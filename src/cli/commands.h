@@ -18,5 +18,6 @@ void register_bench(CLI::App& app);
 void register_eval(CLI::App& app);
 void register_repack(CLI::App& app);
 void register_serve(CLI::App& app);
+void register_models(CLI::App& app);
 
 }  // namespace sluice::cli

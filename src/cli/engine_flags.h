@@ -7,6 +7,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli/model_ref.h"
 #include "cli/notice.h"
 #include "cli/trim_flags.h"
 #include "runtime/engine_options.h"
@@ -19,7 +20,11 @@ namespace sluice::cli {
 inline void add_engine_flags(CLI::App* cmd, runtime::EngineOptions& o) {
   const char* group = "Engine";
   o.log = [](const std::string& line) { notice(line); };  // -q silences engine notices too
-  cmd->add_option("-m,--model", o.model_path, "GGUF model file (first split of a split model)")->required();
+  cmd->add_option("-m,--model", o.model_path,
+                  "GGUF model file (first split of a split model), or a model in ollama, the Hugging Face cache or "
+                  "LM Studio (`sluice models` lists them)")
+      ->required()
+      ->transform(model_reference("-m", &o.model_name));
   cmd->add_option("-t,--threads", o.threads, "compute threads, 1 to 4 x online CPUs (results do not depend on it)")
       ->capture_default_str()
       ->group(group);

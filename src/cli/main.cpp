@@ -35,6 +35,7 @@ constexpr const char* kFooter =
     "  sluice chat -m model.gguf --system 'You are terse.'\n"
     "  sluice inspect -m model.gguf\n"
     "  sluice serve -m model.gguf --port 8080\n"
+    "  sluice models; sluice run -m qwen3:30b-a3b  (ollama / Hugging Face cache / LM Studio names)\n"
     "llama.cpp habits (-ngl, -fa, -cnv, -sys, -ctk, -ctv, -tb, -ub, -b, -mli, --mmap, --no-mmap) are\n"
     "understood: mapped to sluice's flag, or ignored with one notice line saying why.\n"
     "Exit status: 0 ok; 1 runtime error (bad input, I/O failure); 2 usage error (unknown\n"
@@ -61,6 +62,7 @@ int main(int argc, char** argv) {
   sluice::cli::register_eval(app);
   sluice::cli::register_repack(app);
   sluice::cli::register_serve(app);
+  sluice::cli::register_models(app);
   sluice::cli::register_completion(app);  // last: it lists the commands above
   std::vector<std::string> args(argv + 1, argv + argc);
   try {

@@ -22,7 +22,8 @@ int default_thread_count();
 int parse_prefetch(const std::string& value, const std::string& flag = "--prefetch");
 
 struct EngineOptions {
-  std::string model_path;            // -m
+  std::string model_path;            // -m, as a file (a store reference resolved by the CLI)
+  std::string model_name;            // -m as typed (the path itself, or e.g. "qwen3:30b-a3b")
   int threads = default_thread_count();  // -t (results never depend on it)
   std::string dense_weights = "anon";  // --dense-weights mmap|warm|anon
   std::string resident_layout = "packed";  // --resident-layout packed|plain (model/resident_layout.h)
