@@ -137,14 +137,6 @@ class Binder {
 
 namespace {
 
-// Bytes of the KV cache for n_ctx positions, or nullopt when it overflows.
-std::optional<uint64_t> kv_cache_bytes(const HParams& hp, KvType type, int n_ctx) {
-  const unsigned __int128 b = static_cast<unsigned __int128>(hp.n_layer) * static_cast<uint64_t>(n_ctx) *
-                              (uint64_t{hp.k_dim()} + hp.kv_v_dim()) * (type == KvType::F32 ? 4 : 2);
-  if (b > std::numeric_limits<uint64_t>::max()) return std::nullopt;
-  return static_cast<uint64_t>(b);
-}
-
 // Working memory besides the dense set, KV cache and expert cache: activations,
 // logits and private expert buffers of a prefill batch. A fixed allowance; it
 // only shapes --cache-mb auto.
@@ -231,15 +223,25 @@ Transformer::Transformer(std::shared_ptr<const gguf::GgufModel> gguf, const Mode
   if (cfg.log && hp_.n_ctx_train > 0 && static_cast<uint32_t>(n_ctx) > hp_.n_ctx_train)
     cfg.log("sluice: warning: -c " + std::to_string(n_ctx) + " is above the " + std::to_string(hp_.n_ctx_train) +
             " positions this model was trained on; text past them may degrade");
-  // The KV cache is sized by -c: refuse before allocating what cannot fit.
-  const std::optional<uint64_t> kv_bytes = kv_cache_bytes(hp_, cfg.kv_type, n_ctx);
-  if (!kv_bytes || (cfg.memory_bytes > 0 && *kv_bytes > cfg.memory_bytes))
-    throw Error("-c " + std::to_string(n_ctx) + ": the KV cache would need " +
-                (kv_bytes ? moe::format_mib(*kv_bytes) : std::string("more than 2^64 bytes")) + " (" +
-                std::to_string(hp_.n_layer) + " layers x " + std::to_string(n_ctx) + " positions x " +
-                std::to_string(hp_.k_dim() + hp_.kv_v_dim()) + " " + kv_type_name(cfg.kv_type) +
-                " values), more than the " + moe::format_mib(cfg.memory_bytes) +
-                " of memory available; lower -c");
+  // The model state is sized by -c (state_spec.h, the rule inspect reports
+  // too): refuse before allocating what cannot fit. The NextN head's rows
+  // count when it is loaded.
+  const std::vector<LayerStateSpec> specs = model_state_specs(desc_, n_ctx);
+  std::vector<LayerStateSpec> all_specs = specs;
+  if (cfg.mtp && !desc_.nextn.empty()) all_specs.push_back(layer_state_spec(desc_.nextn.front().block, hp_, n_ctx));
+  const std::optional<StateBytes> need = model::state_bytes(all_specs, cfg.kv_type);
+  if (!need || (cfg.memory_bytes > 0 && need->total() > cfg.memory_bytes)) {
+    uint64_t kv_values = 0;  // per position, over every KV layer
+    int kv_layers = 0;
+    for (const LayerStateSpec& l : all_specs)
+      if (l.kind == StateKind::KvRows) kv_values += static_cast<uint64_t>(l.kv.k_dim() + l.kv.v_dim()), ++kv_layers;
+    throw Error("-c " + std::to_string(n_ctx) + ": the model state would need " +
+                (need ? moe::format_mib(need->total()) : std::string("more than 2^64 bytes")) + " (KV rows: " +
+                std::to_string(kv_layers) + " layers x " + std::to_string(n_ctx) + " positions, " +
+                std::to_string(kv_values) + " " + kv_type_name(cfg.kv_type) + " values per position" +
+                (need && need->recurrent ? "; recurrent state " + moe::format_mib(need->recurrent) : "") +
+                "), more than the " + moe::format_mib(cfg.memory_bytes) + " of memory available; lower -c");
+  }
 
   moe::DenseConfig dc;
   dc.mode = cfg.dense_mode;
@@ -272,14 +274,12 @@ Transformer::Transformer(std::shared_ptr<const gguf::GgufModel> gguf, const Mode
   });
   bind_weights(experts);
   try {
-    kv_ = std::make_unique<KvCache>(cfg.kv_type, static_cast<int>(hp_.n_layer), n_ctx,
-                                    static_cast<int>(hp_.k_dim()), static_cast<int>(hp_.kv_v_dim()));
+    state_ = std::make_unique<ModelState>(specs, cfg.kv_type, n_ctx);
     if (mtp_layer_ >= 0)
-      mtp_kv_ = std::make_unique<KvCache>(cfg.kv_type, 1, n_ctx, static_cast<int>(hp_.k_dim()),
-                                          static_cast<int>(hp_.kv_v_dim()));
+      mtp_state_ = std::make_unique<ModelState>(std::vector<LayerStateSpec>{all_specs.back()}, cfg.kv_type, n_ctx);
   } catch (const std::bad_alloc&) {
-    throw Error("-c " + std::to_string(n_ctx) + ": could not allocate the KV cache (" +
-                moe::format_mib(kv_bytes.value_or(0)) + "); lower -c");
+    throw Error("-c " + std::to_string(n_ctx) + ": could not allocate the model state (" +
+                moe::format_mib(need->total()) + "); lower -c");
   }
   prefetch_setting_ = resolve_prefetch();
   if (hp_.is_moe()) {
@@ -298,7 +298,7 @@ Transformer::Transformer(std::shared_ptr<const gguf::GgufModel> gguf, const Mode
     }
     const std::vector<moe::MoeLayerShape> shapes =
         moe::moe_layer_shapes(experts, static_cast<int>(hp_.n_expert_used));
-    sc.cache_bytes = resolve_cache_bytes(cfg, shapes, dense_->bytes(), kv_->bytes(),
+    sc.cache_bytes = resolve_cache_bytes(cfg, shapes, dense_->bytes(), state_bytes().total(),
                                          prefetch_depth_for_batch(prefetch_setting_, moe_k_, 1));
     // Resident experts (cache on or --load-all) are packed as they arrive;
     // streamed ones only where a fetch asks (kMinUsesToPackStreamed).
@@ -501,17 +501,32 @@ void Transformer::eval_hidden(std::span<const int32_t> tokens, int pos0, float* 
   run(tokens, pos0, logits_out, all_rows, hidden_out);
 }
 
-void Transformer::check_eval(std::span<const int32_t> tokens, int pos0, const KvCache& kv) const {
+StateBytes Transformer::state_bytes() const {
+  StateBytes b = state_->bytes();
+  if (mtp_state_) {
+    b.kv += mtp_state_->bytes().kv;
+    b.recurrent += mtp_state_->bytes().recurrent;
+  }
+  return b;
+}
+
+void Transformer::mtp_truncate(int n) {
+  if (!mtp_state_) throw Error("mtp_truncate: the model was loaded without its MTP head (--mtp)");
+  mtp_state_->truncate(n);  // KV rows only: exact
+}
+
+void Transformer::check_eval(std::span<const int32_t> tokens, int pos0, const ModelState& st, const char* what) const {
   const int T = static_cast<int>(tokens.size());
-  if (pos0 < 0 || pos0 > kv.n_filled())
-    throw Error("eval at position " + std::to_string(pos0) + " but only " + std::to_string(kv.n_filled()) +
-                " positions are cached");
+  if (pos0 != st.n_past())
+    throw Error(std::string(what) + " at position " + std::to_string(pos0) + " but the " +
+                (&st == mtp_state_.get() ? "NextN head's state" : "model state") + " holds " +
+                std::to_string(st.n_past()) + " positions (eval only appends: truncate first)");
   for (int32_t id : tokens)
     if (id < 0 || static_cast<uint32_t>(id) >= hp_.n_vocab)
       throw Error("token id " + std::to_string(id) + " is out of range [0, " + std::to_string(hp_.n_vocab) + ")");
-  if (static_cast<int64_t>(pos0) + T > kv.n_ctx())
+  if (static_cast<int64_t>(pos0) + T > st.n_ctx())
     throw Error("context full: " + std::to_string(pos0 + T) + " positions needed, context size is " +
-                std::to_string(kv.n_ctx()) + " (raise -c)");
+                std::to_string(st.n_ctx()) + " (raise -c)");
 }
 
 void Transformer::run(std::span<const int32_t> tokens, int pos0, float* logits_out, bool all_rows,
@@ -519,7 +534,7 @@ void Transformer::run(std::span<const int32_t> tokens, int pos0, float* logits_o
   const int T = static_cast<int>(tokens.size());
   if (T == 0) return;
   const auto t_eval = std::chrono::steady_clock::now();
-  check_eval(tokens, pos0, *kv_);
+  check_eval(tokens, pos0, *state_, "eval");
 
   // Ubatches of cfg_.ubatch positions. Every op is row-independent except
   // attention (which reads earlier positions from the KV cache either way) and
@@ -541,8 +556,11 @@ void Transformer::run(std::span<const int32_t> tokens, int pos0, float* logits_o
       }
     }
   } catch (...) {
-    prefetch_.reset();      // waits for its reads in flight, frees its slots
-    kv_->set_filled(pos0);  // the new positions are incomplete
+    prefetch_.reset();  // waits for its reads in flight, frees its slots
+    // The new positions are incomplete: drop them all (the contract: the
+    // state keeps [0, pos0), or less where a recurrent layer fell back).
+    state_->abort_append();
+    if (state_->n_past() > pos0) state_->truncate(pos0);
     eval_s_ += seconds_since(t_eval);  // keeps TimeProfile's parts within eval_s
     throw;
   }
@@ -560,10 +578,11 @@ void Transformer::run_ubatch(std::span<const int32_t> tokens, int pos0, int firs
     kernels::dequantize_row(token_embd_->type, token_embd_data_ + token_embd_->row_bytes() * tokens[t],
                             &x_[static_cast<size_t>(t) * n_embd], n_embd);
 
-  kv_->set_filled(pos0 + T);
+  state_->begin_append(T);
   trace_buf_.clear();
-  for (int il = 0; il < static_cast<int>(hp_.n_layer); ++il) forward_layer(il, T, pos0, *kv_, il);
+  for (int il = 0; il < static_cast<int>(hp_.n_layer); ++il) forward_layer(il, T, pos0, *state_, il);
   prefetch_.reset();  // none after the last layer; never carried into the next ubatch
+  state_->commit_append();
   if (cfg_.route_trace) {
     // Collected layer by layer; the file is token-major.
     std::stable_sort(trace_buf_.begin(), trace_buf_.end(),
@@ -592,7 +611,7 @@ void Transformer::mtp_eval(std::span<const int32_t> tokens, const float* hidden,
   const int T = static_cast<int>(tokens.size());
   if (T == 0) return;
   const auto t_eval = std::chrono::steady_clock::now();
-  check_eval(tokens, pos0, *mtp_kv_);
+  check_eval(tokens, pos0, *mtp_state_, "mtp_eval");
   const int64_t n_vocab = hp_.n_vocab, n_embd = hp_.n_embd;
   const int S = cfg_.ubatch;
   try {
@@ -605,7 +624,8 @@ void Transformer::mtp_eval(std::span<const int32_t> tokens, const float* hidden,
                  g_out ? g_out + c0 * n_embd : nullptr);
     }
   } catch (...) {
-    mtp_kv_->set_filled(pos0);
+    mtp_state_->abort_append();
+    if (mtp_state_->n_past() > pos0) mtp_state_->truncate(pos0);
     eval_s_ += seconds_since(t_eval);
     throw;
   }
@@ -629,9 +649,10 @@ void Transformer::mtp_ubatch(std::span<const int32_t> tokens, const float* hidde
     rms_norm(hidden + static_cast<int64_t>(t) * n_embd, head_.hnorm, n_embd, eps, cat + n_embd);
   }
   matmul_f32(head_.eh_proj, mtp_cat_.data(), T, x_.data(), pool_, act_);
-  mtp_kv_->set_filled(pos0 + T);
-  forward_layer(mtp_layer_, T, pos0, *mtp_kv_, 0);
+  mtp_state_->begin_append(T);
+  forward_layer(mtp_layer_, T, pos0, *mtp_state_, 0);
   prefetch_.reset();
+  mtp_state_->commit_append();
   float* g = g_out ? g_out : xn_.data();
   rms_norm_rows(x_.data(), head_.norm, T, n_embd, eps, g);
   if (T > first_row)
@@ -661,7 +682,7 @@ void Transformer::dense_ffn(const FfnMatrices& m, Activation act, int T, float* 
   swiglu_.run(m, act, FfnBiases{}, rows_gate, rows_up, out, n_embd, pool_);
 }
 
-void Transformer::attention_gqa(int il, int T, int pos0, KvCache& kv, int kv_layer) {
+void Transformer::attention_gqa(int il, int T, int pos0, KvRows& kv) {
   const Layer& L = layers_[il];
   const int hd = static_cast<int>(hp_.head_dim);
   const float eps = hp_.rms_eps;
@@ -686,11 +707,11 @@ void Transformer::attention_gqa(int il, int T, int pos0, KvCache& kv, int kv_lay
     apply_rope(&q_[static_cast<size_t>(t) * hp_.q_dim()], static_cast<int>(hp_.n_head), hd, rope_, hp_.rope.type);
     apply_rope(&k_[static_cast<size_t>(t) * hp_.k_dim()], static_cast<int>(hp_.n_head_kv), hd, rope_,
                hp_.rope.type);
-    kv.store(kv_layer, pos0 + t, &k_[static_cast<size_t>(t) * hp_.k_dim()], &v_[static_cast<size_t>(t) * hp_.v_dim()]);
+    kv.store(pos0 + t, &k_[static_cast<size_t>(t) * hp_.k_dim()], &v_[static_cast<size_t>(t) * hp_.v_dim()]);
   }
   attn_.resize(static_cast<size_t>(T) * hp_.n_head * hp_.head_dim_v);
   const AttentionOptions opt{L.desc->attn.window, L.sinks, hp_.attn_scale, false};
-  attention_.run(q_.data(), T, pos0, kv_layer, kv, hp_, opt, attn_.data(), pool_);
+  attention_.run(q_.data(), T, pos0, il, kv, hp_, opt, attn_.data(), pool_);
   matmul_f32(L.wo, attn_.data(), T, tmp_.data(), pool_, act_);
 }
 
@@ -698,7 +719,7 @@ void Transformer::attention_gqa(int il, int T, int pos0, KvCache& kv, int kv_lay
 // stores k = [norm(kv_cmpr), rope(k_pe)]; per head the query is
 // [k_b_h . q_nope_h, rope(q_pe_h)], so a score is one dot over the cached row,
 // and the head's output is v_b_h . (sum_j p_j kv_cmpr_j).
-void Transformer::attention_mla(int il, int T, int pos0, KvCache& kv, int kv_layer) {
+void Transformer::attention_mla(int il, int T, int pos0, KvRows& kv) {
   const Layer& L = layers_[il];
   const MlaParams& m = hp_.mla_params;
   const float eps = hp_.rms_eps;
@@ -725,7 +746,7 @@ void Transformer::attention_mla(int il, int T, int pos0, KvCache& kv, int kv_lay
     apply_rope(kr + lora, 1, static_cast<int>(rope_dim), rope_, hp_.rope.type);
     apply_rope(&q_[static_cast<size_t>(t) * n_head * qk] + nope, n_head, static_cast<int>(qk), rope_,
                hp_.rope.type);
-    kv.store(kv_layer, pos0 + t, kr, nullptr);
+    kv.store(pos0 + t, kr, nullptr);
   }
   // Absorbed queries: [T][n_head][row] = [k_b_h . q_nope_h | q_pe_h].
   v_.resize(static_cast<size_t>(T) * n_head * row);
@@ -745,7 +766,7 @@ void Transformer::attention_mla(int il, int T, int pos0, KvCache& kv, int kv_lay
   // Attention over the latent rows: one shared KV "head", values = the first lora dims.
   attn_.resize(static_cast<size_t>(T) * n_head * lora);
   const AttentionOptions opt{L.desc->attn.window, L.sinks, hp_.attn_scale, true};
-  attention_.run(v_.data(), T, pos0, kv_layer, kv, hp_, opt, attn_.data(), pool_);
+  attention_.run(v_.data(), T, pos0, il, kv, hp_, opt, attn_.data(), pool_);
   // Per head back to values: [T][n_head][v_head_dim], then the output projection.
   const int64_t vh = m.v_head_dim;
   q_.resize(static_cast<size_t>(T) * n_head * vh);  // reused as the heads' values
@@ -762,7 +783,7 @@ void Transformer::attention_mla(int il, int T, int pos0, KvCache& kv, int kv_lay
   matmul_f32(L.wo, q_.data(), T, tmp_.data(), pool_, act_);
 }
 
-void Transformer::forward_layer(int il, int T, int pos0, KvCache& kv, int kv_layer) {
+void Transformer::forward_layer(int il, int T, int pos0, ModelState& st, int st_layer) {
   const Layer& L = layers_[il];
   const LayerDesc& d = *L.desc;
   const int64_t n_embd = hp_.n_embd;
@@ -778,9 +799,9 @@ void Transformer::forward_layer(int il, int T, int pos0, KvCache& kv, int kv_lay
   const auto t_attn = std::chrono::steady_clock::now();
   rms_norm_rows(x_.data(), L.attn_norm, T, n_embd, eps, xn_.data());
   if (d.attn.kind == AttentionKind::Mla) {
-    attention_mla(il, T, pos0, kv, kv_layer);
+    attention_mla(il, T, pos0, st.kv(st_layer));
   } else {
-    attention_gqa(il, T, pos0, kv, kv_layer);
+    attention_gqa(il, T, pos0, st.kv(st_layer));
   }
   add_rows(tmp_.data(), L.bo, n_embd);
   for (size_t i = 0; i < x_.size(); ++i) x_[i] += tmp_[i];
