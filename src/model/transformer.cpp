@@ -233,24 +233,6 @@ void Transformer::bind_weights(const std::vector<gguf::LayerExpertParts>& expert
   dense_packed_bytes_ = b.packed_bytes();
 }
 
-void Transformer::bind_mla(Binder& b, const std::string& p, Layer& L) {
-  const MlaParams& m = hp_.mla_params;
-  const uint64_t n_embd = hp_.n_embd, n_head = hp_.n_head;
-  const uint64_t q_width = n_head * m.qk_head_dim;
-  if (m.q_lora_rank > 0) {
-    L.wq_a = b.matrix(p + "attn_q_a.weight", n_embd, m.q_lora_rank);
-    L.q_a_norm = b.vector(p + "attn_q_a_norm.weight", m.q_lora_rank);
-    L.wq_b = b.matrix(p + "attn_q_b.weight", m.q_lora_rank, q_width);
-  } else {
-    L.wq = b.matrix(p + "attn_q.weight", n_embd, q_width);
-  }
-  L.wkv_a = b.matrix(p + "attn_kv_a_mqa.weight", n_embd, uint64_t{m.kv_lora_rank} + m.kv_rope_dim);
-  L.kv_a_norm = b.vector(p + "attn_kv_a_norm.weight", m.kv_lora_rank);
-  L.k_b = b.per_head(p + "attn_k_b.weight", m.nope_dim(), m.kv_lora_rank, n_head);
-  L.v_b = b.per_head(p + "attn_v_b.weight", m.kv_lora_rank, m.v_head_dim, n_head);
-  L.wo = b.matrix(p + "attn_output.weight", n_head * m.v_head_dim, n_embd);
-}
-
 void Transformer::bind_layer(Binder& b, uint32_t il, const LayerDesc& d,
                              const std::vector<gguf::LayerExpertParts>& experts) {
   const uint64_t n_embd = hp_.n_embd;
@@ -260,20 +242,14 @@ void Transformer::bind_layer(Binder& b, uint32_t il, const LayerDesc& d,
   const std::string p = "blk." + std::to_string(il) + ".";
   L.attn_norm = b.vector(p + "attn_norm.weight", n_embd);
   L.ffn_norm = b.vector(p + d.ffn_norm + ".weight", n_embd);
+  // The token mixer (its own file under mixers/, with its state), then what
+  // every attention mixer shares: the output bias and the sinks.
   if (d.attn.kind == AttentionKind::Mla) {
-    bind_mla(b, p, L);
+    L.mla = bind_mla(b, p, hp_);
   } else {
-    L.wq = b.matrix(p + "attn_q.weight", n_embd, hp_.q_dim());
-    L.wk = b.matrix(p + "attn_k.weight", n_embd, hp_.k_dim());
-    L.wv = b.matrix(p + "attn_v.weight", n_embd, hp_.v_dim());
-    L.wo = b.matrix(p + "attn_output.weight", uint64_t{hp_.n_head} * hp_.head_dim_v, n_embd);
+    L.gqa = bind_gqa(b, p, d.attn, hp_);
   }
-  L.bq = b.vector_if(d.attn.q_bias, p + "attn_q.bias", {hp_.q_dim()});
-  L.bk = b.vector_if(d.attn.k_bias, p + "attn_k.bias", {hp_.k_dim()});
-  L.bv = b.vector_if(d.attn.v_bias, p + "attn_v.bias", {hp_.v_dim()});
   L.bo = b.vector_if(d.attn.o_bias, p + "attn_output.bias", {n_embd});
-  L.q_norm = b.vector_if(d.attn.q_norm, p + "attn_q_norm.weight", {hp_.head_dim});
-  L.k_norm = b.vector_if(d.attn.k_norm, p + "attn_k_norm.weight", {hp_.head_dim});
   L.sinks = b.vector_if(d.attn.sinks, p + "attn_sinks.weight", {hp_.n_head});
   L.moe = d.ffn.kind == FfnKind::Moe;
   if (!L.moe) {
@@ -566,107 +542,6 @@ void Transformer::dense_ffn(const FfnMatrices& m, Activation act, int T, float* 
   swiglu_.run(m, act, FfnBiases{}, rows_gate, rows_up, out, n_embd, pool_);
 }
 
-void Transformer::attention_gqa(int il, int T, int pos0, KvRows& kv) {
-  const Layer& L = layers_[il];
-  const int hd = static_cast<int>(hp_.head_dim);
-  const float eps = hp_.rms_eps;
-  const kernels::OpsKernels& ops = kernels::ops();
-  auto add_rows = [&](float* x, const float* bias, int64_t n) {
-    if (bias)
-      for (int t = 0; t < T; ++t) ops.add(x + static_cast<int64_t>(t) * n, bias, n);
-  };
-  q_.resize(static_cast<size_t>(T) * hp_.q_dim());
-  k_.resize(static_cast<size_t>(T) * hp_.k_dim());
-  v_.resize(static_cast<size_t>(T) * hp_.v_dim());
-  matmul_f32(L.wq, xn_.data(), T, q_.data(), pool_, act_);
-  matmul_f32(L.wk, xn_.data(), T, k_.data(), pool_, act_);
-  matmul_f32(L.wv, xn_.data(), T, v_.data(), pool_, act_);
-  add_rows(q_.data(), L.bq, hp_.q_dim());
-  add_rows(k_.data(), L.bk, hp_.k_dim());
-  add_rows(v_.data(), L.bv, hp_.v_dim());
-  if (L.q_norm) rms_norm_rows(q_.data(), L.q_norm, static_cast<int64_t>(T) * hp_.n_head, hd, eps, q_.data());
-  if (L.k_norm) rms_norm_rows(k_.data(), L.k_norm, static_cast<int64_t>(T) * hp_.n_head_kv, hd, eps, k_.data());
-  for (int t = 0; t < T; ++t) {
-    rope_.set_position(pos0 + t);
-    apply_rope(&q_[static_cast<size_t>(t) * hp_.q_dim()], static_cast<int>(hp_.n_head), hd, rope_, hp_.rope.type);
-    apply_rope(&k_[static_cast<size_t>(t) * hp_.k_dim()], static_cast<int>(hp_.n_head_kv), hd, rope_,
-               hp_.rope.type);
-    kv.store(pos0 + t, &k_[static_cast<size_t>(t) * hp_.k_dim()], &v_[static_cast<size_t>(t) * hp_.v_dim()]);
-  }
-  attn_.resize(static_cast<size_t>(T) * hp_.n_head * hp_.head_dim_v);
-  const AttentionOptions opt{L.desc->attn.window, L.sinks, hp_.attn_scale, false};
-  attention_.run(q_.data(), T, pos0, il, kv, hp_, opt, attn_.data(), pool_);
-  matmul_f32(L.wo, attn_.data(), T, tmp_.data(), pool_, act_);
-}
-
-// MLA in the absorbed form (HParams::MlaParams): per position the cache
-// stores k = [norm(kv_cmpr), rope(k_pe)]; per head the query is
-// [k_b_h . q_nope_h, rope(q_pe_h)], so a score is one dot over the cached row,
-// and the head's output is v_b_h . (sum_j p_j kv_cmpr_j).
-void Transformer::attention_mla(int il, int T, int pos0, KvRows& kv) {
-  const Layer& L = layers_[il];
-  const MlaParams& m = hp_.mla_params;
-  const float eps = hp_.rms_eps;
-  const int n_head = static_cast<int>(hp_.n_head);
-  const int64_t qk = m.qk_head_dim, nope = m.nope_dim(), rope_dim = m.kv_rope_dim, lora = m.kv_lora_rank;
-  const int64_t row = hp_.head_dim;  // lora + rope_dim: the cached key row
-  // q: [T][n_head][qk] = [nope | rope] per head.
-  q_.resize(static_cast<size_t>(T) * n_head * qk);
-  if (m.q_lora_rank > 0) {
-    mla_qa_.resize(static_cast<size_t>(T) * m.q_lora_rank);
-    matmul_f32(L.wq_a, xn_.data(), T, mla_qa_.data(), pool_, act_);
-    rms_norm_rows(mla_qa_.data(), L.q_a_norm, T, m.q_lora_rank, eps, mla_qa_.data());
-    matmul_f32(L.wq_b, mla_qa_.data(), T, q_.data(), pool_, act_);
-  } else {
-    matmul_f32(L.wq, xn_.data(), T, q_.data(), pool_, act_);
-  }
-  // kv: [T][lora + rope] -> the cached rows after norm and RoPE.
-  k_.resize(static_cast<size_t>(T) * row);
-  matmul_f32(L.wkv_a, xn_.data(), T, k_.data(), pool_, act_);
-  for (int t = 0; t < T; ++t) {
-    float* kr = &k_[static_cast<size_t>(t) * row];
-    rms_norm_rows(kr, L.kv_a_norm, 1, lora, eps, kr);
-    rope_.set_position(pos0 + t);
-    apply_rope(kr + lora, 1, static_cast<int>(rope_dim), rope_, hp_.rope.type);
-    apply_rope(&q_[static_cast<size_t>(t) * n_head * qk] + nope, n_head, static_cast<int>(qk), rope_,
-               hp_.rope.type);
-    kv.store(pos0 + t, kr, nullptr);
-  }
-  // Absorbed queries: [T][n_head][row] = [k_b_h . q_nope_h | q_pe_h].
-  v_.resize(static_cast<size_t>(T) * n_head * row);
-  mla_in_.resize(static_cast<size_t>(T) * nope);
-  mla_out_.resize(static_cast<size_t>(T) * std::max(lora, static_cast<int64_t>(m.v_head_dim)));
-  for (int h = 0; h < n_head; ++h) {
-    for (int t = 0; t < T; ++t)
-      std::memcpy(&mla_in_[static_cast<size_t>(t) * nope], &q_[(static_cast<size_t>(t) * n_head + h) * qk],
-                  sizeof(float) * nope);
-    matmul_f32(L.k_b[h], mla_in_.data(), T, mla_out_.data(), pool_, act_);
-    for (int t = 0; t < T; ++t) {
-      float* dst = &v_[(static_cast<size_t>(t) * n_head + h) * row];
-      std::memcpy(dst, &mla_out_[static_cast<size_t>(t) * lora], sizeof(float) * lora);
-      std::memcpy(dst + lora, &q_[(static_cast<size_t>(t) * n_head + h) * qk] + nope, sizeof(float) * rope_dim);
-    }
-  }
-  // Attention over the latent rows: one shared KV "head", values = the first lora dims.
-  attn_.resize(static_cast<size_t>(T) * n_head * lora);
-  const AttentionOptions opt{L.desc->attn.window, L.sinks, hp_.attn_scale, true};
-  attention_.run(v_.data(), T, pos0, il, kv, hp_, opt, attn_.data(), pool_);
-  // Per head back to values: [T][n_head][v_head_dim], then the output projection.
-  const int64_t vh = m.v_head_dim;
-  q_.resize(static_cast<size_t>(T) * n_head * vh);  // reused as the heads' values
-  mla_in_.resize(static_cast<size_t>(T) * lora);
-  for (int h = 0; h < n_head; ++h) {
-    for (int t = 0; t < T; ++t)
-      std::memcpy(&mla_in_[static_cast<size_t>(t) * lora], &attn_[(static_cast<size_t>(t) * n_head + h) * lora],
-                  sizeof(float) * lora);
-    matmul_f32(L.v_b[h], mla_in_.data(), T, mla_out_.data(), pool_, act_);
-    for (int t = 0; t < T; ++t)
-      std::memcpy(&q_[(static_cast<size_t>(t) * n_head + h) * vh], &mla_out_[static_cast<size_t>(t) * vh],
-                  sizeof(float) * vh);
-  }
-  matmul_f32(L.wo, q_.data(), T, tmp_.data(), pool_, act_);
-}
-
 void Transformer::forward_layer(int il, int T, int pos0, ModelState& st, int st_layer) {
   const Layer& L = layers_[il];
   const LayerDesc& d = *L.desc;
@@ -679,13 +554,15 @@ void Transformer::forward_layer(int il, int T, int pos0, ModelState& st, int st_
       for (int t = 0; t < T; ++t) ops.add(x + static_cast<int64_t>(t) * n, bias, n);
   };
 
-  // Attention block: attention_* leave the output projection's result in tmp_.
+  // Attention block: the mixer leaves the output projection's result in tmp_.
   const auto t_attn = std::chrono::steady_clock::now();
   rms_norm_rows(x_.data(), L.attn_norm, T, n_embd, eps, xn_.data());
   if (d.attn.kind == AttentionKind::Mla) {
-    attention_mla(il, T, pos0, st.kv(st_layer));
+    const AttentionOptions opt{d.attn.window, L.sinks, hp_.attn_scale, true};
+    mla_.run(L.mla, opt, hp_, xn_.data(), T, pos0, il, st.kv(st_layer), rope_, act_, pool_, tmp_.data());
   } else {
-    attention_gqa(il, T, pos0, st.kv(st_layer));
+    const AttentionOptions opt{d.attn.window, L.sinks, hp_.attn_scale, false};
+    gqa_.run(L.gqa, opt, hp_, xn_.data(), T, pos0, il, st.kv(st_layer), rope_, act_, pool_, tmp_.data());
   }
   add_rows(tmp_.data(), L.bo, n_embd);
   for (size_t i = 0; i < x_.size(); ++i) x_[i] += tmp_[i];

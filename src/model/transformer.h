@@ -13,6 +13,8 @@
 
 #include "model/arch.h"
 #include "model/attention.h"
+#include "model/mixers/gqa_attention.h"
+#include "model/mixers/mla_attention.h"
 #include "model/ffn.h"
 #include "model/matmul.h"
 #include "model/model.h"
@@ -62,18 +64,11 @@ class Transformer final : public Model {
     const LayerDesc* desc = nullptr;  // into desc_.layers
     const float* attn_norm = nullptr;
     const float* ffn_norm = nullptr;
-    const float* q_norm = nullptr;
-    const float* k_norm = nullptr;
-    const float *bq = nullptr, *bk = nullptr, *bv = nullptr, *bo = nullptr;
-    const float* sinks = nullptr;
-    WeightMatrix wq, wk, wv, wo;
-    // MLA (desc->attn.kind == Mla): q = wq_b(norm(wq_a x)) or wq x; wkv_a x =
-    // [compressed kv, k rope part]; per head, k_b absorbs q's nope part into
-    // the compressed space and v_b maps the attended latent to the head's values.
-    WeightMatrix wq_a, wq_b, wkv_a;
-    const float* q_a_norm = nullptr;
-    const float* kv_a_norm = nullptr;
-    std::vector<WeightMatrix> k_b, v_b;  // [n_head]
+    // The token mixer's weights: desc->attn.kind says which is bound.
+    GqaWeights gqa;
+    MlaWeights mla;
+    const float* bo = nullptr;     // attention output bias
+    const float* sinks = nullptr;  // attention sinks
     bool moe = false;
     WeightMatrix router;                   // moe
     const float* router_bias = nullptr;    // moe: added to the logits
@@ -102,12 +97,8 @@ class Transformer final : public Model {
                   float* g_out);
   // Block il over x_ (T rows at positions pos0..), its state in `st` layer st_layer.
   void forward_layer(int il, int n_tokens, int pos0, ModelState& st, int st_layer);
-  // The attention block, leaving the output projection's result in tmp_: GQA, or MLA.
-  void attention_gqa(int il, int T, int pos0, KvRows& kv);
-  void attention_mla(int il, int T, int pos0, KvRows& kv);
   // Checks the positions and tokens of an eval against `st` (Error otherwise).
   void check_eval(std::span<const int32_t> tokens, int pos0, const ModelState& st, const char* what) const;
-  void bind_mla(Binder& b, const std::string& prefix, Layer& L);
   void record_route(int il, int n_tokens, int pos0);  // --route-trace: appends to trace_buf_
   // --prefetch: the setting in force after the load-time rules (0: off; logs why).
   int resolve_prefetch() const;
@@ -149,11 +140,11 @@ class Transformer final : public Model {
   std::vector<float> mtp_cat_;  // [T][2 n_embd]
 
   // Scratch, sized per eval.
-  std::vector<float> x_, xn_, q_, k_, v_, attn_, tmp_, shared_out_, router_logits_;
-  std::vector<float> mla_qa_, mla_in_, mla_out_;  // MLA scratch
+  std::vector<float> x_, xn_, tmp_, shared_out_, router_logits_;
+  GqaAttention gqa_;  // the token mixers (their scratch)
+  MlaAttention mla_;
   QuantizedRows act_;
   RopeAngles rope_;
-  Attention attention_;
   SwiGlu swiglu_;
   MoeFfn moe_ffn_;
   Routing routing_;             // router scratch (dense top-k)
