@@ -50,12 +50,12 @@ const float* head_rows(const float* f32, const uint16_t* f16, kernels::Dequantiz
 
 }  // namespace
 
-void Attention::run(const float* q, int n_tokens, int pos0, int layer, const KvCache& kv, const HParams& hp,
+void Attention::run(const float* q, int n_tokens, int pos0, int layer, const KvRows& kv, const HParams& hp,
                     const AttentionOptions& opt, float* out, ThreadPool& pool) {
   const int n_keys_max = pos0 + n_tokens;
   if (n_keys_max > kv.n_filled())
     throw Error("attention: layer " + std::to_string(layer) + " reads position " + std::to_string(n_keys_max - 1) +
-                " of a KV cache filled to " + std::to_string(kv.n_filled()));
+                " of KV rows filled to " + std::to_string(kv.n_filled()));
   const int64_t hd = static_cast<int64_t>(hp.head_dim);
   const int64_t hdv = static_cast<int64_t>(hp.head_dim_v);
   const int64_t k_dim = static_cast<int64_t>(hp.k_dim());
@@ -67,10 +67,10 @@ void Attention::run(const float* q, int n_tokens, int pos0, int layer, const KvC
   // The values' rows: their own, or the key rows (MLA: the first head_dim_v
   // dims of each key row).
   const int64_t v_len = opt.values_in_keys ? k_dim : v_dim;
-  const float* k32 = kv.k_f32(layer, 0);
-  const uint16_t* k16 = kv.k_f16(layer, 0);
-  const float* v32 = opt.values_in_keys ? k32 : kv.v_f32(layer, 0);
-  const uint16_t* v16 = opt.values_in_keys ? k16 : kv.v_f16(layer, 0);
+  const float* k32 = kv.k_f32(0);
+  const uint16_t* k16 = kv.k_f16(0);
+  const float* v32 = opt.values_in_keys ? k32 : kv.v_f32(0);
+  const uint16_t* v16 = opt.values_in_keys ? k16 : kv.v_f16(0);
 
   // An item is (token, KV head, subgroup of that KV head's query heads): the
   // subgroup's heads share each block of keys and values while it is in

@@ -7,7 +7,7 @@
 #pragma once
 
 #include "model/hparams.h"
-#include "model/kv_cache.h"
+#include "model/state/kv_rows.h"
 #include "model/thread_pool.h"
 
 namespace sluice::model {
@@ -24,15 +24,15 @@ struct AttentionOptions {
 class Attention {
  public:
   // q: n_tokens rows of n_head * head_dim floats (RoPE applied); token t sits at
-  // position pos0 + t and sees cache positions [0, pos0 + t]. The cache must
-  // already hold those positions for `layer` (Error otherwise). out: n_tokens
+  // position pos0 + t and sees rows [0, pos0 + t] of `kv` (the layer's KV
+  // rows), which must already hold them (Error naming `layer` otherwise). out: n_tokens
   // rows of n_head * head_dim_v floats. Work is split over (token, KV head,
   // subgroup of its query heads) items; each head is computed entirely by one
   // thread with the same operations whatever the split, so results do not
   // depend on the pool size. The heads of an item read the cache together, a
   // block of keys at a time (an F16 cache is converted a block at a time, by
   // the thread that uses it).
-  void run(const float* q, int n_tokens, int pos0, int layer, const KvCache& kv, const HParams& hp,
+  void run(const float* q, int n_tokens, int pos0, int layer, const KvRows& kv, const HParams& hp,
            const AttentionOptions& opt, float* out, ThreadPool& pool);
 };
 

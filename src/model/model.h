@@ -1,8 +1,8 @@
 // The model interface the runtime drives: a decoder-only transformer with its
-// KV cache, loaded from a GGUF file.
+// per-layer state (model/state/: KV rows, recurrent state), loaded from a GGUF file.
 //
 // Ownership: a Model shares ownership of its GgufModel and owns its dense
-// weights, expert store, KV cache, thread pool and scratch buffers.
+// weights, expert store, model state, thread pool and scratch buffers.
 // Thread-safety: a Model is used from one thread at a time (it parallelises
 // internally with its own pool).
 #pragma once
@@ -17,7 +17,8 @@
 #include "io/file.h"
 #include "io/uring_queue.h"
 #include "model/hparams.h"
-#include "model/kv_cache.h"
+#include "model/state/kv_rows.h"
+#include "model/state/state_spec.h"
 #include "model/resident_layout.h"
 #include "moe/expert_usage.h"
 #include "moe/route_trace.h"
@@ -41,9 +42,9 @@ struct ModelConfig {
   bool load_all = false;   // keep every expert resident
   int threads = 1;         // compute threads (results do not depend on it)
   KvType kv_type = KvType::F16;
-  int n_ctx = 0;           // KV cache positions; 0 = min(context_length, 4096)
+  int n_ctx = 0;           // context (KV rows per layer); 0 = min(context_length, 4096)
   // Memory the process may use (MemAvailable, lowered to the cgroup's room),
-  // read by the runtime before loading; a KV cache above it is refused with an
+  // read by the runtime before loading; a model state above it is refused with an
   // Error naming -c. 0: unknown, not checked.
   uint64_t memory_bytes = 0;
   // Routing trims (moe/trims.h); all off by default. `normalize` is ignored:
@@ -207,18 +208,34 @@ class Model {
   virtual int n_ctx() const = 0;
 
   // Evaluates `tokens` at positions pos0, pos0+1, ... and writes their logits,
-  // row-major [tokens.size()][n_vocab], to logits_out. The KV cache must hold
-  // positions [0, pos0) from earlier calls (pos0 <= cached positions; a smaller
-  // pos0 rewinds and overwrites). Throws Error on a bad token id, a position
-  // past n_ctx, or an I/O failure (the cache then keeps positions [0, pos0)).
+  // row-major [tokens.size()][n_vocab], to logits_out. eval only APPENDS:
+  // pos0 must equal n_past() (Error naming both numbers otherwise: roll back
+  // with truncate() first). Throws Error on a bad token id, a position past
+  // n_ctx, or an I/O failure; the state then holds positions [0, n_past()),
+  // which is pos0, or less for a recurrent layer that had to fall back to a
+  // checkpoint (see truncate).
   virtual void eval(std::span<const int32_t> tokens, int pos0, float* logits_out) = 0;
   // Same, but writes only the last token's logits (n_vocab floats).
   virtual void eval_last(std::span<const int32_t> tokens, int pos0, float* logits_out) = 0;
 
-  // Forgets every cached position.
+  // Forgets every position and checkpoint (the head's too).
   virtual void reset() = 0;
-  virtual int n_cached() const = 0;
-
+  // Positions the state holds: the next eval's pos0.
+  virtual int n_past() const = 0;
+  // Explicit rollback to n <= n_past() (Error otherwise, naming both).
+  // Returns the position the state really holds afterwards, r <= n: KV rows
+  // roll back exactly (r == n); a recurrent layer restores the newest
+  // checkpoint at or before n (or the zero state, r = 0) and every layer is
+  // cut to r. The caller re-evaluates its tokens [r, n) (runtime::Session
+  // does, and counts them). The NextN head's rows are not touched (mtp_truncate).
+  virtual int truncate(int n) = 0;
+  // Remembers the recurrent layers' state at n_past() so a later truncate to
+  // at or after this position needs no recomputation from 0. A no-op for a
+  // model whose layers all keep KV rows. A few are kept, oldest dropped first.
+  virtual void checkpoint() {}
+  // Bytes of the state allocated at load (KV rows and recurrent state of the
+  // trunk and, when loaded, of the NextN head).
+  virtual StateBytes state_bytes() const { return {}; }
   virtual ModelStats stats() const = 0;
 
   // MTP (ModelConfig::mtp, a file with a NextN block): speculative drafts.
@@ -232,8 +249,8 @@ class Model {
   }
   // The NextN head over rows i = (tokens[i], hidden[i]) at positions pos0 + i:
   // hidden[i] is the trunk's eval_hidden row of the PREVIOUS position (zeros
-  // at position 0) or a previous draft's g. Its own KV cache must hold rows
-  // [0, pos0) (a smaller pos0 rewinds). Writes the draft logits [T][n_vocab]
+  // at position 0) or a previous draft's g. The head keeps its own KV rows:
+  // pos0 must equal mtp_n_past() (Error otherwise; mtp_truncate first). Writes the draft logits [T][n_vocab]
   // and, when g_out is set, the head's normalised output [T][n_embd] (the
   // hidden input of a chained draft step).
   // all_rows = false: logits_out gets the last row only (one row of n_vocab).
@@ -241,7 +258,11 @@ class Model {
                         float* g_out, bool all_rows = true) {
     throw Error("this model has no MTP head loaded");
   }
-  virtual int mtp_n_cached() const { return 0; }
+  virtual int mtp_n_past() const { return 0; }
+  // Exact rollback of the head's KV rows to n <= mtp_n_past() (Error otherwise).
+  virtual void mtp_truncate(int n) {
+    if (n != 0) throw Error("this model has no MTP head loaded");
+  }
 
   // Bytes of one routed expert (gate+up+down) of `layer`; 0 for a layer
   // without routed experts (and for dense models).

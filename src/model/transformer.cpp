@@ -10,6 +10,7 @@
 
 #include "kernels/ops.h"
 #include "kernels/quant.h"
+#include "model/binder.h"
 #include "model/norm.h"
 #include "model/packed_layout.h"
 #include "moe/cache_budget.h"
@@ -19,131 +20,6 @@
 
 namespace sluice::model {
 namespace {
-
-std::string shape_str(const std::vector<uint64_t>& ne) {
-  std::string s = "{";
-  for (size_t i = 0; i < ne.size(); ++i) s += (i ? ", " : "") + std::to_string(ne[i]);
-  return s + "}";
-}
-
-// True if `ne` equals `want`, ignoring trailing 1s (GGUF writers differ there).
-bool same_shape(std::vector<uint64_t> ne, std::vector<uint64_t> want) {
-  while (ne.size() > 1 && ne.back() == 1) ne.pop_back();
-  while (want.size() > 1 && want.back() == 1) want.pop_back();
-  return ne == want;
-}
-
-}  // namespace
-
-// Looks tensors up by name, checks shape and type, returns usable views, and
-// remembers every tensor it handed out (so unclaimed ones can be reported).
-// With `pack` (anon dense set, --resident-layout packed), matmul weights are
-// re-laid in place into the packed layout as they are bound, once per matrix,
-// except tensors read by row (bound through rows(), which must come first).
-class Binder {
- public:
-  Binder(const gguf::GgufModel& g, moe::DenseWeights& dw, bool pack, ThreadPool* pool)
-      : g_(g), dw_(dw), pack_(pack), pool_(pool) {}
-  uint64_t packed_bytes() const { return packed_bytes_; }
-
-  // A tensor read by row (embedding lookups): checked like shaped() and kept
-  // plain even where it is also bound as a matrix (a tied lm head).
-  const gguf::TensorInfo& rows(const std::string& name, std::vector<uint64_t> want) {
-    if (packed_.count(name)) throw Error("internal: tensor " + name + " is read by row but was packed");
-    row_read_.insert(name);
-    return shaped(name, std::move(want));
-  }
-
-  const gguf::TensorInfo* find(const std::string& name) const { return g_.find(name); }
-  bool claimed(const std::string& name) const { return claimed_.count(name) != 0; }
-
-  const gguf::TensorInfo& shaped(const std::string& name, std::vector<uint64_t> want) {
-    const gguf::TensorInfo& t = g_.require(name);
-    if (!same_shape(t.ne, want))
-      throw Error("tensor " + name + " has shape " + shape_str(t.ne) + ", expected " + shape_str(want));
-    claimed_.insert(name);
-    return t;
-  }
-
-  WeightMatrix matrix(const std::string& name, uint64_t n_in, uint64_t n_out) {
-    const gguf::TensorInfo& t = shaped(name, {n_in, n_out});
-    return resident(t, make_weight(dw_.data(t), t.type, static_cast<int64_t>(n_in), static_cast<int64_t>(n_out), name));
-  }
-
-  // An F32 tensor of shape `want` (norm weights, biases, sinks).
-  const float* f32(const std::string& name, std::vector<uint64_t> want) {
-    const gguf::TensorInfo& t = shaped(name, std::move(want));
-    if (t.type != GgmlType::F32)
-      throw Error("unsupported tensor type " + std::string(ggml_type_name(t.type)) + " in tensor " + name +
-                  " (norms, biases and sinks must be F32)");
-    return static_cast<const float*>(dw_.data(t));
-  }
-  const float* vector(const std::string& name, uint64_t n) { return f32(name, {n}); }
-
-  // An optional input: bound when `need` is Required (missing: Error) or
-  // Optional and present; null otherwise.
-  const float* vector_if(Need need, const std::string& name, std::vector<uint64_t> want) {
-    if (need == Need::Absent || (need == Need::Optional && !find(name))) return nullptr;
-    return f32(name, std::move(want));
-  }
-
-  // One part of a layer's experts (either file layout): the per-expert matrix
-  // template (type and shape, no data; the ExpertStore supplies the bytes).
-  WeightMatrix expert(const gguf::LayerExpertParts& lp, size_t part, uint64_t n_in, uint64_t n_out) const {
-    const gguf::ExpertPartInfo& p = lp.part[part];
-    if (!same_shape(p.ne, {n_in, n_out}))
-      throw Error("tensor " + p.tensor + " has one-expert shape " + shape_str(p.ne) + ", expected " +
-                  shape_str({n_in, n_out}));
-    return make_weight(nullptr, p.type, static_cast<int64_t>(n_in), static_cast<int64_t>(n_out), p.tensor);
-  }
-
- private:
-  // w (a matmul view into tensor t) in the layout it will be read in: packed
-  // in place the first time this matrix (w.name) is bound when packing is on,
-  // t is not read by row, and its bytes are writable (anon); else as it is.
-  WeightMatrix resident(const gguf::TensorInfo& t, WeightMatrix w) {
-    if (!pack_ || row_read_.count(t.name)) return w;
-    uint8_t* base = dw_.writable(t);
-    if (!base) return w;
-    if (packed_.insert(w.name).second) {
-      const size_t off = static_cast<size_t>(w.data - static_cast<const uint8_t*>(dw_.data(t)));
-      packed_bytes_ += pack_in_place(base + off, w, pool_);
-    }
-    return as_packed(std::move(w));
-  }
-
-  const gguf::GgufModel& g_;
-  moe::DenseWeights& dw_;
-  const bool pack_;
-  ThreadPool* const pool_;
-  std::unordered_set<std::string> claimed_;
-  std::unordered_set<std::string> row_read_;  // bound through rows(): never packed
-  std::unordered_set<std::string> packed_;    // matrix names (per-head slices apart) re-laid
-  uint64_t packed_bytes_ = 0;
-
- public:
-  // Head h's matrix of a 3-D per-head tensor {n_in, n_out, n_head}.
-  std::vector<WeightMatrix> per_head(const std::string& name, uint64_t n_in, uint64_t n_out, uint64_t n_head) {
-    const gguf::TensorInfo& t = shaped(name, {n_in, n_out, n_head});
-    const uint8_t* base = static_cast<const uint8_t*>(dw_.data(t));
-    const uint64_t slice = t.bytes / n_head;
-    std::vector<WeightMatrix> out;
-    for (uint64_t h = 0; h < n_head; ++h)
-      out.push_back(resident(t, make_weight(base + h * slice, t.type, static_cast<int64_t>(n_in),
-                                            static_cast<int64_t>(n_out), name + " (head " + std::to_string(h) + ")")));
-    return out;
-  }
-};
-
-namespace {
-
-// Bytes of the KV cache for n_ctx positions, or nullopt when it overflows.
-std::optional<uint64_t> kv_cache_bytes(const HParams& hp, KvType type, int n_ctx) {
-  const unsigned __int128 b = static_cast<unsigned __int128>(hp.n_layer) * static_cast<uint64_t>(n_ctx) *
-                              (uint64_t{hp.k_dim()} + hp.kv_v_dim()) * (type == KvType::F32 ? 4 : 2);
-  if (b > std::numeric_limits<uint64_t>::max()) return std::nullopt;
-  return static_cast<uint64_t>(b);
-}
 
 // Working memory besides the dense set, KV cache and expert cache: activations,
 // logits and private expert buffers of a prefill batch. A fixed allowance; it
@@ -231,15 +107,25 @@ Transformer::Transformer(std::shared_ptr<const gguf::GgufModel> gguf, const Mode
   if (cfg.log && hp_.n_ctx_train > 0 && static_cast<uint32_t>(n_ctx) > hp_.n_ctx_train)
     cfg.log("sluice: warning: -c " + std::to_string(n_ctx) + " is above the " + std::to_string(hp_.n_ctx_train) +
             " positions this model was trained on; text past them may degrade");
-  // The KV cache is sized by -c: refuse before allocating what cannot fit.
-  const std::optional<uint64_t> kv_bytes = kv_cache_bytes(hp_, cfg.kv_type, n_ctx);
-  if (!kv_bytes || (cfg.memory_bytes > 0 && *kv_bytes > cfg.memory_bytes))
-    throw Error("-c " + std::to_string(n_ctx) + ": the KV cache would need " +
-                (kv_bytes ? moe::format_mib(*kv_bytes) : std::string("more than 2^64 bytes")) + " (" +
-                std::to_string(hp_.n_layer) + " layers x " + std::to_string(n_ctx) + " positions x " +
-                std::to_string(hp_.k_dim() + hp_.kv_v_dim()) + " " + kv_type_name(cfg.kv_type) +
-                " values), more than the " + moe::format_mib(cfg.memory_bytes) +
-                " of memory available; lower -c");
+  // The model state is sized by -c (state_spec.h, the rule inspect reports
+  // too): refuse before allocating what cannot fit. The NextN head's rows
+  // count when it is loaded.
+  const std::vector<LayerStateSpec> specs = model_state_specs(desc_, n_ctx);
+  std::vector<LayerStateSpec> all_specs = specs;
+  if (cfg.mtp && !desc_.nextn.empty()) all_specs.push_back(layer_state_spec(desc_.nextn.front().block, hp_, n_ctx));
+  const std::optional<StateBytes> need = model::state_bytes(all_specs, cfg.kv_type);
+  if (!need || (cfg.memory_bytes > 0 && need->total() > cfg.memory_bytes)) {
+    uint64_t kv_values = 0;  // per position, over every KV layer
+    int kv_layers = 0;
+    for (const LayerStateSpec& l : all_specs)
+      if (l.kind == StateKind::KvRows) kv_values += static_cast<uint64_t>(l.kv.k_dim() + l.kv.v_dim()), ++kv_layers;
+    throw Error("-c " + std::to_string(n_ctx) + ": the model state would need " +
+                (need ? moe::format_mib(need->total()) : std::string("more than 2^64 bytes")) + " (KV rows: " +
+                std::to_string(kv_layers) + " layers x " + std::to_string(n_ctx) + " positions, " +
+                std::to_string(kv_values) + " " + kv_type_name(cfg.kv_type) + " values per position" +
+                (need && need->recurrent ? "; recurrent state " + moe::format_mib(need->recurrent) : "") +
+                "), more than the " + moe::format_mib(cfg.memory_bytes) + " of memory available; lower -c");
+  }
 
   moe::DenseConfig dc;
   dc.mode = cfg.dense_mode;
@@ -272,14 +158,12 @@ Transformer::Transformer(std::shared_ptr<const gguf::GgufModel> gguf, const Mode
   });
   bind_weights(experts);
   try {
-    kv_ = std::make_unique<KvCache>(cfg.kv_type, static_cast<int>(hp_.n_layer), n_ctx,
-                                    static_cast<int>(hp_.k_dim()), static_cast<int>(hp_.kv_v_dim()));
+    state_ = std::make_unique<ModelState>(specs, cfg.kv_type, n_ctx);
     if (mtp_layer_ >= 0)
-      mtp_kv_ = std::make_unique<KvCache>(cfg.kv_type, 1, n_ctx, static_cast<int>(hp_.k_dim()),
-                                          static_cast<int>(hp_.kv_v_dim()));
+      mtp_state_ = std::make_unique<ModelState>(std::vector<LayerStateSpec>{all_specs.back()}, cfg.kv_type, n_ctx);
   } catch (const std::bad_alloc&) {
-    throw Error("-c " + std::to_string(n_ctx) + ": could not allocate the KV cache (" +
-                moe::format_mib(kv_bytes.value_or(0)) + "); lower -c");
+    throw Error("-c " + std::to_string(n_ctx) + ": could not allocate the model state (" +
+                moe::format_mib(need->total()) + "); lower -c");
   }
   prefetch_setting_ = resolve_prefetch();
   if (hp_.is_moe()) {
@@ -298,7 +182,7 @@ Transformer::Transformer(std::shared_ptr<const gguf::GgufModel> gguf, const Mode
     }
     const std::vector<moe::MoeLayerShape> shapes =
         moe::moe_layer_shapes(experts, static_cast<int>(hp_.n_expert_used));
-    sc.cache_bytes = resolve_cache_bytes(cfg, shapes, dense_->bytes(), kv_->bytes(),
+    sc.cache_bytes = resolve_cache_bytes(cfg, shapes, dense_->bytes(), state_bytes().total(),
                                          prefetch_depth_for_batch(prefetch_setting_, moe_k_, 1));
     // Resident experts (cache on or --load-all) are packed as they arrive;
     // streamed ones only where a fetch asks (kMinUsesToPackStreamed).
@@ -349,24 +233,6 @@ void Transformer::bind_weights(const std::vector<gguf::LayerExpertParts>& expert
   dense_packed_bytes_ = b.packed_bytes();
 }
 
-void Transformer::bind_mla(Binder& b, const std::string& p, Layer& L) {
-  const MlaParams& m = hp_.mla_params;
-  const uint64_t n_embd = hp_.n_embd, n_head = hp_.n_head;
-  const uint64_t q_width = n_head * m.qk_head_dim;
-  if (m.q_lora_rank > 0) {
-    L.wq_a = b.matrix(p + "attn_q_a.weight", n_embd, m.q_lora_rank);
-    L.q_a_norm = b.vector(p + "attn_q_a_norm.weight", m.q_lora_rank);
-    L.wq_b = b.matrix(p + "attn_q_b.weight", m.q_lora_rank, q_width);
-  } else {
-    L.wq = b.matrix(p + "attn_q.weight", n_embd, q_width);
-  }
-  L.wkv_a = b.matrix(p + "attn_kv_a_mqa.weight", n_embd, uint64_t{m.kv_lora_rank} + m.kv_rope_dim);
-  L.kv_a_norm = b.vector(p + "attn_kv_a_norm.weight", m.kv_lora_rank);
-  L.k_b = b.per_head(p + "attn_k_b.weight", m.nope_dim(), m.kv_lora_rank, n_head);
-  L.v_b = b.per_head(p + "attn_v_b.weight", m.kv_lora_rank, m.v_head_dim, n_head);
-  L.wo = b.matrix(p + "attn_output.weight", n_head * m.v_head_dim, n_embd);
-}
-
 void Transformer::bind_layer(Binder& b, uint32_t il, const LayerDesc& d,
                              const std::vector<gguf::LayerExpertParts>& experts) {
   const uint64_t n_embd = hp_.n_embd;
@@ -376,20 +242,14 @@ void Transformer::bind_layer(Binder& b, uint32_t il, const LayerDesc& d,
   const std::string p = "blk." + std::to_string(il) + ".";
   L.attn_norm = b.vector(p + "attn_norm.weight", n_embd);
   L.ffn_norm = b.vector(p + d.ffn_norm + ".weight", n_embd);
+  // The token mixer (its own file under mixers/, with its state), then what
+  // every attention mixer shares: the output bias and the sinks.
   if (d.attn.kind == AttentionKind::Mla) {
-    bind_mla(b, p, L);
+    L.mla = bind_mla(b, p, hp_);
   } else {
-    L.wq = b.matrix(p + "attn_q.weight", n_embd, hp_.q_dim());
-    L.wk = b.matrix(p + "attn_k.weight", n_embd, hp_.k_dim());
-    L.wv = b.matrix(p + "attn_v.weight", n_embd, hp_.v_dim());
-    L.wo = b.matrix(p + "attn_output.weight", uint64_t{hp_.n_head} * hp_.head_dim_v, n_embd);
+    L.gqa = bind_gqa(b, p, d.attn, hp_);
   }
-  L.bq = b.vector_if(d.attn.q_bias, p + "attn_q.bias", {hp_.q_dim()});
-  L.bk = b.vector_if(d.attn.k_bias, p + "attn_k.bias", {hp_.k_dim()});
-  L.bv = b.vector_if(d.attn.v_bias, p + "attn_v.bias", {hp_.v_dim()});
   L.bo = b.vector_if(d.attn.o_bias, p + "attn_output.bias", {n_embd});
-  L.q_norm = b.vector_if(d.attn.q_norm, p + "attn_q_norm.weight", {hp_.head_dim});
-  L.k_norm = b.vector_if(d.attn.k_norm, p + "attn_k_norm.weight", {hp_.head_dim});
   L.sinks = b.vector_if(d.attn.sinks, p + "attn_sinks.weight", {hp_.n_head});
   L.moe = d.ffn.kind == FfnKind::Moe;
   if (!L.moe) {
@@ -501,17 +361,32 @@ void Transformer::eval_hidden(std::span<const int32_t> tokens, int pos0, float* 
   run(tokens, pos0, logits_out, all_rows, hidden_out);
 }
 
-void Transformer::check_eval(std::span<const int32_t> tokens, int pos0, const KvCache& kv) const {
+StateBytes Transformer::state_bytes() const {
+  StateBytes b = state_->bytes();
+  if (mtp_state_) {
+    b.kv += mtp_state_->bytes().kv;
+    b.recurrent += mtp_state_->bytes().recurrent;
+  }
+  return b;
+}
+
+void Transformer::mtp_truncate(int n) {
+  if (!mtp_state_) throw Error("mtp_truncate: the model was loaded without its MTP head (--mtp)");
+  mtp_state_->truncate(n);  // KV rows only: exact
+}
+
+void Transformer::check_eval(std::span<const int32_t> tokens, int pos0, const ModelState& st, const char* what) const {
   const int T = static_cast<int>(tokens.size());
-  if (pos0 < 0 || pos0 > kv.n_filled())
-    throw Error("eval at position " + std::to_string(pos0) + " but only " + std::to_string(kv.n_filled()) +
-                " positions are cached");
+  if (pos0 != st.n_past())
+    throw Error(std::string(what) + " at position " + std::to_string(pos0) + " but the " +
+                (&st == mtp_state_.get() ? "NextN head's state" : "model state") + " holds " +
+                std::to_string(st.n_past()) + " positions (eval only appends: truncate first)");
   for (int32_t id : tokens)
     if (id < 0 || static_cast<uint32_t>(id) >= hp_.n_vocab)
       throw Error("token id " + std::to_string(id) + " is out of range [0, " + std::to_string(hp_.n_vocab) + ")");
-  if (static_cast<int64_t>(pos0) + T > kv.n_ctx())
+  if (static_cast<int64_t>(pos0) + T > st.n_ctx())
     throw Error("context full: " + std::to_string(pos0 + T) + " positions needed, context size is " +
-                std::to_string(kv.n_ctx()) + " (raise -c)");
+                std::to_string(st.n_ctx()) + " (raise -c)");
 }
 
 void Transformer::run(std::span<const int32_t> tokens, int pos0, float* logits_out, bool all_rows,
@@ -519,7 +394,7 @@ void Transformer::run(std::span<const int32_t> tokens, int pos0, float* logits_o
   const int T = static_cast<int>(tokens.size());
   if (T == 0) return;
   const auto t_eval = std::chrono::steady_clock::now();
-  check_eval(tokens, pos0, *kv_);
+  check_eval(tokens, pos0, *state_, "eval");
 
   // Ubatches of cfg_.ubatch positions. Every op is row-independent except
   // attention (which reads earlier positions from the KV cache either way) and
@@ -541,8 +416,11 @@ void Transformer::run(std::span<const int32_t> tokens, int pos0, float* logits_o
       }
     }
   } catch (...) {
-    prefetch_.reset();      // waits for its reads in flight, frees its slots
-    kv_->set_filled(pos0);  // the new positions are incomplete
+    prefetch_.reset();  // waits for its reads in flight, frees its slots
+    // The new positions are incomplete: drop them all (the contract: the
+    // state keeps [0, pos0), or less where a recurrent layer fell back).
+    state_->abort_append();
+    if (state_->n_past() > pos0) state_->truncate(pos0);
     eval_s_ += seconds_since(t_eval);  // keeps TimeProfile's parts within eval_s
     throw;
   }
@@ -560,10 +438,11 @@ void Transformer::run_ubatch(std::span<const int32_t> tokens, int pos0, int firs
     kernels::dequantize_row(token_embd_->type, token_embd_data_ + token_embd_->row_bytes() * tokens[t],
                             &x_[static_cast<size_t>(t) * n_embd], n_embd);
 
-  kv_->set_filled(pos0 + T);
+  state_->begin_append(T);
   trace_buf_.clear();
-  for (int il = 0; il < static_cast<int>(hp_.n_layer); ++il) forward_layer(il, T, pos0, *kv_, il);
+  for (int il = 0; il < static_cast<int>(hp_.n_layer); ++il) forward_layer(il, T, pos0, *state_, il);
   prefetch_.reset();  // none after the last layer; never carried into the next ubatch
+  state_->commit_append();
   if (cfg_.route_trace) {
     // Collected layer by layer; the file is token-major.
     std::stable_sort(trace_buf_.begin(), trace_buf_.end(),
@@ -592,7 +471,7 @@ void Transformer::mtp_eval(std::span<const int32_t> tokens, const float* hidden,
   const int T = static_cast<int>(tokens.size());
   if (T == 0) return;
   const auto t_eval = std::chrono::steady_clock::now();
-  check_eval(tokens, pos0, *mtp_kv_);
+  check_eval(tokens, pos0, *mtp_state_, "mtp_eval");
   const int64_t n_vocab = hp_.n_vocab, n_embd = hp_.n_embd;
   const int S = cfg_.ubatch;
   try {
@@ -605,7 +484,8 @@ void Transformer::mtp_eval(std::span<const int32_t> tokens, const float* hidden,
                  g_out ? g_out + c0 * n_embd : nullptr);
     }
   } catch (...) {
-    mtp_kv_->set_filled(pos0);
+    mtp_state_->abort_append();
+    if (mtp_state_->n_past() > pos0) mtp_state_->truncate(pos0);
     eval_s_ += seconds_since(t_eval);
     throw;
   }
@@ -629,9 +509,10 @@ void Transformer::mtp_ubatch(std::span<const int32_t> tokens, const float* hidde
     rms_norm(hidden + static_cast<int64_t>(t) * n_embd, head_.hnorm, n_embd, eps, cat + n_embd);
   }
   matmul_f32(head_.eh_proj, mtp_cat_.data(), T, x_.data(), pool_, act_);
-  mtp_kv_->set_filled(pos0 + T);
-  forward_layer(mtp_layer_, T, pos0, *mtp_kv_, 0);
+  mtp_state_->begin_append(T);
+  forward_layer(mtp_layer_, T, pos0, *mtp_state_, 0);
   prefetch_.reset();
+  mtp_state_->commit_append();
   float* g = g_out ? g_out : xn_.data();
   rms_norm_rows(x_.data(), head_.norm, T, n_embd, eps, g);
   if (T > first_row)
@@ -661,108 +542,7 @@ void Transformer::dense_ffn(const FfnMatrices& m, Activation act, int T, float* 
   swiglu_.run(m, act, FfnBiases{}, rows_gate, rows_up, out, n_embd, pool_);
 }
 
-void Transformer::attention_gqa(int il, int T, int pos0, KvCache& kv, int kv_layer) {
-  const Layer& L = layers_[il];
-  const int hd = static_cast<int>(hp_.head_dim);
-  const float eps = hp_.rms_eps;
-  const kernels::OpsKernels& ops = kernels::ops();
-  auto add_rows = [&](float* x, const float* bias, int64_t n) {
-    if (bias)
-      for (int t = 0; t < T; ++t) ops.add(x + static_cast<int64_t>(t) * n, bias, n);
-  };
-  q_.resize(static_cast<size_t>(T) * hp_.q_dim());
-  k_.resize(static_cast<size_t>(T) * hp_.k_dim());
-  v_.resize(static_cast<size_t>(T) * hp_.v_dim());
-  matmul_f32(L.wq, xn_.data(), T, q_.data(), pool_, act_);
-  matmul_f32(L.wk, xn_.data(), T, k_.data(), pool_, act_);
-  matmul_f32(L.wv, xn_.data(), T, v_.data(), pool_, act_);
-  add_rows(q_.data(), L.bq, hp_.q_dim());
-  add_rows(k_.data(), L.bk, hp_.k_dim());
-  add_rows(v_.data(), L.bv, hp_.v_dim());
-  if (L.q_norm) rms_norm_rows(q_.data(), L.q_norm, static_cast<int64_t>(T) * hp_.n_head, hd, eps, q_.data());
-  if (L.k_norm) rms_norm_rows(k_.data(), L.k_norm, static_cast<int64_t>(T) * hp_.n_head_kv, hd, eps, k_.data());
-  for (int t = 0; t < T; ++t) {
-    rope_.set_position(pos0 + t);
-    apply_rope(&q_[static_cast<size_t>(t) * hp_.q_dim()], static_cast<int>(hp_.n_head), hd, rope_, hp_.rope.type);
-    apply_rope(&k_[static_cast<size_t>(t) * hp_.k_dim()], static_cast<int>(hp_.n_head_kv), hd, rope_,
-               hp_.rope.type);
-    kv.store(kv_layer, pos0 + t, &k_[static_cast<size_t>(t) * hp_.k_dim()], &v_[static_cast<size_t>(t) * hp_.v_dim()]);
-  }
-  attn_.resize(static_cast<size_t>(T) * hp_.n_head * hp_.head_dim_v);
-  const AttentionOptions opt{L.desc->attn.window, L.sinks, hp_.attn_scale, false};
-  attention_.run(q_.data(), T, pos0, kv_layer, kv, hp_, opt, attn_.data(), pool_);
-  matmul_f32(L.wo, attn_.data(), T, tmp_.data(), pool_, act_);
-}
-
-// MLA in the absorbed form (HParams::MlaParams): per position the cache
-// stores k = [norm(kv_cmpr), rope(k_pe)]; per head the query is
-// [k_b_h . q_nope_h, rope(q_pe_h)], so a score is one dot over the cached row,
-// and the head's output is v_b_h . (sum_j p_j kv_cmpr_j).
-void Transformer::attention_mla(int il, int T, int pos0, KvCache& kv, int kv_layer) {
-  const Layer& L = layers_[il];
-  const MlaParams& m = hp_.mla_params;
-  const float eps = hp_.rms_eps;
-  const int n_head = static_cast<int>(hp_.n_head);
-  const int64_t qk = m.qk_head_dim, nope = m.nope_dim(), rope_dim = m.kv_rope_dim, lora = m.kv_lora_rank;
-  const int64_t row = hp_.head_dim;  // lora + rope_dim: the cached key row
-  // q: [T][n_head][qk] = [nope | rope] per head.
-  q_.resize(static_cast<size_t>(T) * n_head * qk);
-  if (m.q_lora_rank > 0) {
-    mla_qa_.resize(static_cast<size_t>(T) * m.q_lora_rank);
-    matmul_f32(L.wq_a, xn_.data(), T, mla_qa_.data(), pool_, act_);
-    rms_norm_rows(mla_qa_.data(), L.q_a_norm, T, m.q_lora_rank, eps, mla_qa_.data());
-    matmul_f32(L.wq_b, mla_qa_.data(), T, q_.data(), pool_, act_);
-  } else {
-    matmul_f32(L.wq, xn_.data(), T, q_.data(), pool_, act_);
-  }
-  // kv: [T][lora + rope] -> the cached rows after norm and RoPE.
-  k_.resize(static_cast<size_t>(T) * row);
-  matmul_f32(L.wkv_a, xn_.data(), T, k_.data(), pool_, act_);
-  for (int t = 0; t < T; ++t) {
-    float* kr = &k_[static_cast<size_t>(t) * row];
-    rms_norm_rows(kr, L.kv_a_norm, 1, lora, eps, kr);
-    rope_.set_position(pos0 + t);
-    apply_rope(kr + lora, 1, static_cast<int>(rope_dim), rope_, hp_.rope.type);
-    apply_rope(&q_[static_cast<size_t>(t) * n_head * qk] + nope, n_head, static_cast<int>(qk), rope_,
-               hp_.rope.type);
-    kv.store(kv_layer, pos0 + t, kr, nullptr);
-  }
-  // Absorbed queries: [T][n_head][row] = [k_b_h . q_nope_h | q_pe_h].
-  v_.resize(static_cast<size_t>(T) * n_head * row);
-  mla_in_.resize(static_cast<size_t>(T) * nope);
-  mla_out_.resize(static_cast<size_t>(T) * std::max(lora, static_cast<int64_t>(m.v_head_dim)));
-  for (int h = 0; h < n_head; ++h) {
-    for (int t = 0; t < T; ++t)
-      std::memcpy(&mla_in_[static_cast<size_t>(t) * nope], &q_[(static_cast<size_t>(t) * n_head + h) * qk],
-                  sizeof(float) * nope);
-    matmul_f32(L.k_b[h], mla_in_.data(), T, mla_out_.data(), pool_, act_);
-    for (int t = 0; t < T; ++t) {
-      float* dst = &v_[(static_cast<size_t>(t) * n_head + h) * row];
-      std::memcpy(dst, &mla_out_[static_cast<size_t>(t) * lora], sizeof(float) * lora);
-      std::memcpy(dst + lora, &q_[(static_cast<size_t>(t) * n_head + h) * qk] + nope, sizeof(float) * rope_dim);
-    }
-  }
-  // Attention over the latent rows: one shared KV "head", values = the first lora dims.
-  attn_.resize(static_cast<size_t>(T) * n_head * lora);
-  const AttentionOptions opt{L.desc->attn.window, L.sinks, hp_.attn_scale, true};
-  attention_.run(v_.data(), T, pos0, kv_layer, kv, hp_, opt, attn_.data(), pool_);
-  // Per head back to values: [T][n_head][v_head_dim], then the output projection.
-  const int64_t vh = m.v_head_dim;
-  q_.resize(static_cast<size_t>(T) * n_head * vh);  // reused as the heads' values
-  mla_in_.resize(static_cast<size_t>(T) * lora);
-  for (int h = 0; h < n_head; ++h) {
-    for (int t = 0; t < T; ++t)
-      std::memcpy(&mla_in_[static_cast<size_t>(t) * lora], &attn_[(static_cast<size_t>(t) * n_head + h) * lora],
-                  sizeof(float) * lora);
-    matmul_f32(L.v_b[h], mla_in_.data(), T, mla_out_.data(), pool_, act_);
-    for (int t = 0; t < T; ++t)
-      std::memcpy(&q_[(static_cast<size_t>(t) * n_head + h) * vh], &mla_out_[static_cast<size_t>(t) * vh],
-                  sizeof(float) * vh);
-  }
-  matmul_f32(L.wo, q_.data(), T, tmp_.data(), pool_, act_);
-}
-
-void Transformer::forward_layer(int il, int T, int pos0, KvCache& kv, int kv_layer) {
+void Transformer::forward_layer(int il, int T, int pos0, ModelState& st, int st_layer) {
   const Layer& L = layers_[il];
   const LayerDesc& d = *L.desc;
   const int64_t n_embd = hp_.n_embd;
@@ -774,13 +554,15 @@ void Transformer::forward_layer(int il, int T, int pos0, KvCache& kv, int kv_lay
       for (int t = 0; t < T; ++t) ops.add(x + static_cast<int64_t>(t) * n, bias, n);
   };
 
-  // Attention block: attention_* leave the output projection's result in tmp_.
+  // Attention block: the mixer leaves the output projection's result in tmp_.
   const auto t_attn = std::chrono::steady_clock::now();
   rms_norm_rows(x_.data(), L.attn_norm, T, n_embd, eps, xn_.data());
   if (d.attn.kind == AttentionKind::Mla) {
-    attention_mla(il, T, pos0, kv, kv_layer);
+    const AttentionOptions opt{d.attn.window, L.sinks, hp_.attn_scale, true};
+    mla_.run(L.mla, opt, hp_, xn_.data(), T, pos0, il, st.kv(st_layer), rope_, act_, pool_, tmp_.data());
   } else {
-    attention_gqa(il, T, pos0, kv, kv_layer);
+    const AttentionOptions opt{d.attn.window, L.sinks, hp_.attn_scale, false};
+    gqa_.run(L.gqa, opt, hp_, xn_.data(), T, pos0, il, st.kv(st_layer), rope_, act_, pool_, tmp_.data());
   }
   add_rows(tmp_.data(), L.bo, n_embd);
   for (size_t i = 0; i < x_.size(); ++i) x_[i] += tmp_[i];

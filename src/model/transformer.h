@@ -13,12 +13,15 @@
 
 #include "model/arch.h"
 #include "model/attention.h"
+#include "model/mixers/gqa_attention.h"
+#include "model/mixers/mla_attention.h"
 #include "model/ffn.h"
 #include "model/matmul.h"
 #include "model/model.h"
 #include "model/moe_ffn.h"
 #include "model/rope.h"
 #include "model/router.h"
+#include "model/state/model_state.h"
 #include "model/thread_pool.h"
 #include "moe/route_replay.h"
 
@@ -32,14 +35,17 @@ class Transformer final : public Model {
   ~Transformer() override;
 
   const HParams& hparams() const override { return hp_; }
-  int n_ctx() const override { return kv_->n_ctx(); }
+  int n_ctx() const override { return state_->n_ctx(); }
   void eval(std::span<const int32_t> tokens, int pos0, float* logits_out) override;
   void eval_last(std::span<const int32_t> tokens, int pos0, float* logits_out) override;
   void reset() override {
-    kv_->reset();
-    if (mtp_kv_) mtp_kv_->reset();
+    state_->reset();
+    if (mtp_state_) mtp_state_->reset();
   }
-  int n_cached() const override { return kv_->n_filled(); }
+  int n_past() const override { return state_->n_past(); }
+  int truncate(int n) override { return state_->truncate(n); }
+  void checkpoint() override { state_->checkpoint(); }
+  StateBytes state_bytes() const override;
   ModelStats stats() const override;
   uint64_t expert_bytes(int layer) const override;
   bool has_mtp() const override { return mtp_layer_ >= 0; }
@@ -47,7 +53,8 @@ class Transformer final : public Model {
                    bool all_rows = true) override;
   void mtp_eval(std::span<const int32_t> tokens, const float* hidden, int pos0, float* logits_out, float* g_out,
                 bool all_rows = true) override;
-  int mtp_n_cached() const override { return mtp_kv_ ? mtp_kv_->n_filled() : 0; }
+  int mtp_n_past() const override { return mtp_state_ ? mtp_state_->n_past() : 0; }
+  void mtp_truncate(int n) override;
   double dense_resident_fraction() const override;
   moe::ExpertUsage expert_usage() const override;
 
@@ -57,18 +64,11 @@ class Transformer final : public Model {
     const LayerDesc* desc = nullptr;  // into desc_.layers
     const float* attn_norm = nullptr;
     const float* ffn_norm = nullptr;
-    const float* q_norm = nullptr;
-    const float* k_norm = nullptr;
-    const float *bq = nullptr, *bk = nullptr, *bv = nullptr, *bo = nullptr;
-    const float* sinks = nullptr;
-    WeightMatrix wq, wk, wv, wo;
-    // MLA (desc->attn.kind == Mla): q = wq_b(norm(wq_a x)) or wq x; wkv_a x =
-    // [compressed kv, k rope part]; per head, k_b absorbs q's nope part into
-    // the compressed space and v_b maps the attended latent to the head's values.
-    WeightMatrix wq_a, wq_b, wkv_a;
-    const float* q_a_norm = nullptr;
-    const float* kv_a_norm = nullptr;
-    std::vector<WeightMatrix> k_b, v_b;  // [n_head]
+    // The token mixer's weights: desc->attn.kind says which is bound.
+    GqaWeights gqa;
+    MlaWeights mla;
+    const float* bo = nullptr;     // attention output bias
+    const float* sinks = nullptr;  // attention sinks
     bool moe = false;
     WeightMatrix router;                   // moe
     const float* router_bias = nullptr;    // moe: added to the logits
@@ -95,14 +95,10 @@ class Transformer final : public Model {
   // Logits of rows [first_row, T) only; g_out (optional) gets every row.
   void mtp_ubatch(std::span<const int32_t> tokens, const float* hidden, int pos0, int first_row, float* logits_out,
                   float* g_out);
-  // Block il over x_ (T rows at positions pos0..), keys/values in `kv` layer kv_layer.
-  void forward_layer(int il, int n_tokens, int pos0, KvCache& kv, int kv_layer);
-  // The attention block, leaving the output projection's result in tmp_: GQA, or MLA.
-  void attention_gqa(int il, int T, int pos0, KvCache& kv, int kv_layer);
-  void attention_mla(int il, int T, int pos0, KvCache& kv, int kv_layer);
-  // Checks the positions and tokens of an eval against `kv` (Error otherwise).
-  void check_eval(std::span<const int32_t> tokens, int pos0, const KvCache& kv) const;
-  void bind_mla(Binder& b, const std::string& prefix, Layer& L);
+  // Block il over x_ (T rows at positions pos0..), its state in `st` layer st_layer.
+  void forward_layer(int il, int n_tokens, int pos0, ModelState& st, int st_layer);
+  // Checks the positions and tokens of an eval against `st` (Error otherwise).
+  void check_eval(std::span<const int32_t> tokens, int pos0, const ModelState& st, const char* what) const;
   void record_route(int il, int n_tokens, int pos0);  // --route-trace: appends to trace_buf_
   // --prefetch: the setting in force after the load-time rules (0: off; logs why).
   int resolve_prefetch() const;
@@ -119,7 +115,7 @@ class Transformer final : public Model {
   const HParams& hp_;  // desc_.hp
   std::unique_ptr<moe::DenseWeights> dense_;
   std::unique_ptr<moe::ExpertStore> store_;  // null for dense models
-  std::unique_ptr<KvCache> kv_;
+  std::unique_ptr<ModelState> state_;  // the trunk's layers
   ThreadPool pool_;
 
   const gguf::TensorInfo* token_embd_ = nullptr;
@@ -140,15 +136,15 @@ class Transformer final : public Model {
   };
   int mtp_layer_ = -1;  // -1: no head loaded
   MtpHead head_;
-  std::unique_ptr<KvCache> mtp_kv_;
+  std::unique_ptr<ModelState> mtp_state_;  // the head's one block
   std::vector<float> mtp_cat_;  // [T][2 n_embd]
 
   // Scratch, sized per eval.
-  std::vector<float> x_, xn_, q_, k_, v_, attn_, tmp_, shared_out_, router_logits_;
-  std::vector<float> mla_qa_, mla_in_, mla_out_;  // MLA scratch
+  std::vector<float> x_, xn_, tmp_, shared_out_, router_logits_;
+  GqaAttention gqa_;  // the token mixers (their scratch)
+  MlaAttention mla_;
   QuantizedRows act_;
   RopeAngles rope_;
-  Attention attention_;
   SwiGlu swiglu_;
   MoeFfn moe_ffn_;
   Routing routing_;             // router scratch (dense top-k)

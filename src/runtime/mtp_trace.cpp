@@ -39,7 +39,7 @@ MtpTrace mtp_trace(model::Model& m, std::span<const int32_t> tokens, int chain_k
   if (chain_k == 0) return t;
 
   // Chains: the cache holds the true rows q < m (row 0 from the pass above,
-  // each anchor's step 1 is the true row m); later steps are rewound.
+  // each anchor's step 1 is the true row m); later steps are truncated.
   t.chain.resize((N - 1) * static_cast<size_t>(chain_k) * V);
   t.chain_tokens.resize((N - 1) * static_cast<size_t>(chain_k));
   std::vector<float> step_logits(V), step_g(E), prev_g(E);
@@ -48,6 +48,7 @@ MtpTrace mtp_trace(model::Model& m, std::span<const int32_t> tokens, int chain_k
     const float* hid = &t.hidden[static_cast<size_t>(a - 1) * E];
     for (int k = 0; k < chain_k; ++k) {
       const int32_t one[1] = {token};
+      if (m.mtp_n_past() > a + k) m.mtp_truncate(a + k);  // the previous chain's draft rows
       m.mtp_eval(one, hid, a + k, step_logits.data(), step_g.data(), true);
       const size_t row = static_cast<size_t>(a - 1) * static_cast<size_t>(chain_k) + static_cast<size_t>(k);
       std::copy(step_logits.begin(), step_logits.end(), t.chain.begin() + static_cast<std::ptrdiff_t>(row * V));

@@ -46,11 +46,15 @@ void Session::rewind(size_t n) {
   } else {
     pending_.resize(n - tokens_.size());
   }
+  // Explicit rollback: the model keeps [0, r) with r <= n; sync_model()
+  // re-evaluates [r, n) from the history before the next evaluation.
+  if (model_->n_past() > static_cast<int>(tokens_.size())) model_->truncate(static_cast<int>(tokens_.size()));
   if (mtp_.depth == 0) return;
   const size_t n_embd = model_->hparams().n_embd;
   if (static_cast<size_t>(mtp_n_) <= tokens_.size()) {
     // Keep the hidden inputs of rows [mtp_n_, tokens_.size()] (mtp_hidden_'s invariant).
     mtp_hidden_.resize((tokens_.size() - static_cast<size_t>(mtp_n_) + 1) * n_embd);
+    if (model_->mtp_n_past() > mtp_n_) model_->mtp_truncate(mtp_n_);  // draft rows past the true ones
   } else {
     // The head has seen rows past the new end and the hidden state it would
     // need there is gone: evaluate everything again.
@@ -79,6 +83,19 @@ void Session::set_mtp(const MtpOptions& o) {
   if (o.depth > 0) mtp_hidden_.assign(static_cast<size_t>(model_->hparams().n_embd), 0.0f);
 }
 
+void Session::sync_model() {
+  const int n = static_cast<int>(tokens_.size());
+  if (model_->n_past() > n) model_->truncate(n);
+  const int r = model_->n_past();
+  if (r >= n) return;
+  // A rollback fell back to a checkpoint at r: the history has the tokens.
+  // Their logits are not needed (nor their hidden states: mtp_hidden_ still
+  // holds those of the rows the head has not seen).
+  std::vector<float> scratch(static_cast<size_t>(n_vocab()));
+  model_->eval_last(std::span<const int32_t>(tokens_).subspan(static_cast<size_t>(r)), r, scratch.data());
+  recomputed_tokens_ += static_cast<uint64_t>(n - r);
+}
+
 std::span<const float> Session::feed(std::span<const int32_t> tokens) {
   const bool prefill = tokens_.empty() || pending_.size() + tokens.size() > 1;
   return feed_as(tokens, prefill ? EvalKind::Prefill : EvalKind::Decode);
@@ -91,6 +108,7 @@ std::span<const float> Session::feed_as(std::span<const int32_t> tokens, EvalKin
   if (all.empty()) throw Error("feed: no tokens");
   const int pos = static_cast<int>(tokens_.size());
   recorder_.begin(*model_);
+  sync_model();  // inside the record: its cost is this evaluation's
   if (mtp_.depth > 0) {  // keep the hidden states the NextN head will need
     const size_t n_embd = model_->hparams().n_embd;
     std::vector<float> hidden(all.size() * n_embd);
@@ -112,6 +130,7 @@ void Session::prefill_for_generate(std::span<const int32_t> prompt, GenerationSt
   if (n_new == 0) throw Error("generate: empty prompt");
   const auto t0 = std::chrono::steady_clock::now();
   feed_as(prompt, EvalKind::Prefill);
+  model_->checkpoint();  // the end of a prompt: a later rollback lands here at worst
   st.prefill_tokens = n_new;
   st.prefill_seconds = seconds_since(t0);
 }
@@ -149,6 +168,7 @@ GenerationStats Session::generate(std::span<const int32_t> prompt, int n_predict
     ++st.decode_tokens;
   }
   st.decode_seconds = seconds_since(t0);
+  model_->checkpoint();  // the end of a turn (the pending token is not evaluated yet)
   return st;
 }
 
@@ -157,6 +177,7 @@ void Session::eval_all(std::span<const int32_t> tokens, float* logits_out) {
   if (tokens.empty()) throw Error("eval_all: no tokens");
   const int pos = static_cast<int>(tokens_.size());
   recorder_.begin(*model_);
+  sync_model();
   if (mtp_.depth > 0) {
     const size_t n_embd = model_->hparams().n_embd;
     std::vector<float> hidden(tokens.size() * n_embd);
@@ -182,6 +203,7 @@ RunSummary Session::summary(const SummaryOptions& opts) const {
                          .n_expert = static_cast<int>(hp.n_expert),
                          .top_k = static_cast<int>(hp.n_expert_used)};
   in.ttft_ms = ttft_ms_;
+  in.recomputed_tokens = recomputed_tokens_;
   in.mtp = mtp_counters_;
   in.dense_resident_frac = model_->dense_resident_fraction();
   in.peak_rss_mib = peak_rss_mib();

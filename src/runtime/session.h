@@ -1,8 +1,11 @@
 // A loaded model plus its conversation state, and the generation loop.
 //
-// Session owns the GgufModel and the Model (with its KV cache). It tracks the
-// tokens evaluated so far, so generate() can continue where the last call
-// stopped. Not thread-safe: one caller at a time.
+// Session owns the GgufModel and the Model (with its state). It keeps the
+// history of tokens evaluated so far, so generate() can continue where the
+// last call stopped, and so a rollback the model cannot do exactly (a
+// recurrent layer restores a checkpoint before the wanted position) is
+// completed by re-evaluating the missing tokens (counted: recomputed_tokens).
+// Not thread-safe: one caller at a time.
 #pragma once
 
 #include <cstdint>
@@ -55,7 +58,9 @@ class Session {
   model::Model& model() { return *model_; }
   const gguf::GgufModel& gguf() const { return *gguf_; }
   std::shared_ptr<const gguf::GgufModel> gguf_ptr() const { return gguf_; }
-  // Tokens in the KV cache (the last sampled token is evaluated lazily).
+  // Tokens evaluated (the last sampled token is evaluated lazily). The model
+  // state may hold fewer after a rollback that fell back to a checkpoint; the
+  // next evaluation re-evaluates the rest first.
   const std::vector<int32_t>& tokens() const { return tokens_; }
   int n_vocab() const { return static_cast<int>(model_->hparams().n_vocab); }
 
@@ -63,9 +68,11 @@ class Session {
   // How many leading tokens of `tokens` the session has already evaluated
   // (its history, the pending token included).
   size_t common_prefix(std::span<const int32_t> tokens) const;
-  // Keeps only the first n tokens of the history; the next evaluation
-  // rewinds the KV cache there. With --mtp a rewind into the head's rows
-  // starts the session over (the head needs hidden states it no longer has).
+  // Keeps only the first n tokens of the history and truncates the model
+  // state there (Model::truncate; where it falls back further, the next
+  // evaluation re-evaluates the difference). With --mtp a rewind into the
+  // head's rows starts the session over (the head needs hidden states it no
+  // longer has).
   void rewind(size_t n);
 
   // --mtp for later generate() calls (Error when depth > 0 and the model has
@@ -100,8 +107,15 @@ class Session {
   // The end-of-run summary over all records so far (samples dense residency
   // and peak RSS now).
   RunSummary summary(const SummaryOptions& opts = {}) const;
+  // Tokens re-evaluated because a rollback fell back to an earlier checkpoint
+  // (0 for models whose layers all keep KV rows: their rollback is exact).
+  uint64_t recomputed_tokens() const { return recomputed_tokens_; }
 
  private:
+  // Brings the model state to exactly tokens_.size() positions before an
+  // evaluation: truncates what is past it, and re-evaluates from the history
+  // what a rollback fell back over (counted in recomputed_tokens_).
+  void sync_model();
   std::span<const float> feed_as(std::span<const int32_t> tokens, EvalKind kind);
   // generate()'s prompt part: pending + prompt as one prefill record (Error
   // when both are empty); fills st's prefill fields.
@@ -118,13 +132,14 @@ class Session {
 
   std::shared_ptr<const gguf::GgufModel> gguf_;
   std::unique_ptr<model::Model> model_;
-  std::vector<int32_t> tokens_;   // evaluated (in the KV cache)
+  std::vector<int32_t> tokens_;   // the history: evaluated (the model state may lag, see sync_model)
   std::vector<int32_t> pending_;  // sampled last, not yet evaluated
   std::vector<float> logits_;
   TokenRecorder recorder_;
   double ttft_ms_ = 0;  // of the session's first generate()
+  uint64_t recomputed_tokens_ = 0;
 
-  // --mtp state. Invariant: the head's KV cache holds the true rows
+  // --mtp state. Invariant: the head's KV rows hold the true rows
   // (t_q, h_{q-1}) for q < mtp_n_ (<= tokens_.size()), and mtp_hidden_ holds
   // h_{q-1} for q in [mtp_n_, tokens_.size()] (h_{-1} = zeros): the hidden
   // inputs of the rows still to feed, the last one for the next token.

@@ -90,6 +90,7 @@ void Session::mtp_catch_up_and_draft(int32_t next) {
   std::vector<float> g(rows.size() * n_embd);
   mtp_logits_.resize(static_cast<size_t>(n_vocab()));
   recorder_.begin(*model_);
+  if (model_->mtp_n_past() > mtp_n_) model_->mtp_truncate(mtp_n_);  // the last step's draft rows
   model_->mtp_eval(rows, mtp_hidden_.data(), mtp_n_, mtp_logits_.data(), g.data(), false);
   recorder_.end(*model_, EvalKind::Draft, static_cast<int>(rows.size()), mtp_n_, 0);
   mtp_g_.assign(g.end() - static_cast<std::ptrdiff_t>(n_embd), g.end());
@@ -175,6 +176,10 @@ GenerationStats Session::generate_mtp(std::span<const int32_t> prompt, int n_pre
     verify_logits_.resize(batch.size() * nv);
     verify_hidden_.resize(batch.size() * n_embd);
     recorder_.begin(*model_);
+    sync_model();
+    // A verify batch with j of k drafts accepted is truncated back to P + 1 + j:
+    // a recurrent model then falls back to this checkpoint at worst.
+    if (k > 0) model_->checkpoint();
     model_->eval_hidden(batch, P, verify_logits_.data(), verify_hidden_.data(), true);
     // Every draft costs its verify row, accepted or not.
     mtp_counters_.drafted += static_cast<uint64_t>(k);
@@ -210,10 +215,13 @@ GenerationStats Session::generate_mtp(std::span<const int32_t> prompt, int n_pre
         break;
       }
     }
-    // The trunk has evaluated t and the kept drafts (positions beyond are
-    // rewound by the next eval); the head's rows follow mtp_n_'s invariant.
+    // The trunk has evaluated t and the kept drafts: the rejected rows are
+    // truncated now (a recurrent model may fall back further; sync_model
+    // re-evaluates before the next forward). The head's rows follow mtp_n_'s
+    // invariant (its draft rows are truncated before its next eval).
     tokens_.push_back(t);
     tokens_.insert(tokens_.end(), accepted.begin(), accepted.begin() + static_cast<std::ptrdiff_t>(kept));
+    model_->truncate(static_cast<int>(tokens_.size()));
     const auto hidden_rows = [&](size_t n) {
       return std::vector<float>(verify_hidden_.begin(), verify_hidden_.begin() + static_cast<std::ptrdiff_t>(n * n_embd));
     };
@@ -232,6 +240,7 @@ GenerationStats Session::generate_mtp(std::span<const int32_t> prompt, int n_pre
     if (auto_switch.step(1 + static_cast<int>(kept), seconds_since(t_step))) ++mtp_counters_.switches;
   }
   st.decode_seconds = seconds_since(t0);
+  model_->checkpoint();  // the end of a turn, as in plain generate()
   return st;
 }
 

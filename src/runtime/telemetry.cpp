@@ -201,6 +201,7 @@ RunSummary summarize(const SummaryInput& in) {
   s.time = in.stats.time;
   s.prefetch = in.stats.prefetch;
   s.mtp = in.mtp;
+  s.recomputed_tokens = in.recomputed_tokens;
   s.route_replay = in.stats.route_replay;
   return s;
 }
@@ -277,6 +278,7 @@ std::vector<std::pair<std::string, nlohmann::ordered_json>> summary_fields(const
   f.emplace_back("dense_packed_MiB", r4(static_cast<double>(s.dense_packed_bytes) / kMiB));
   f.emplace_back("experts_packed", s.experts_packed);
   f.emplace_back("experts_transformed", s.experts_transformed);
+  f.emplace_back("recomputed_tokens", s.recomputed_tokens);
   return f;
 }
 
@@ -355,6 +357,9 @@ std::string summary_human(const RunSummary& s) {
     out += buf;
   }
   if (!s.route_replay.empty()) out += "sluice: " + s.route_replay + " (benchmark mode)\n";
+  if (s.recomputed_tokens > 0)
+    out += "sluice: " + std::to_string(s.recomputed_tokens) +
+           " tokens re-evaluated after rollbacks that fell back to a checkpoint (recurrent state)\n";
   if (s.decode_tokens > 0) {
     std::snprintf(buf, sizeof buf, "sluice: decode cost per emitted token: %.2f MiB read, %.2f expert loads\n",
                   s.decode_mib_per_tok(), s.decode_experts_per_tok());

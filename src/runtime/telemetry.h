@@ -134,6 +134,7 @@ struct SummaryInput {
   double dense_resident_frac = 1.0;
   double peak_rss_mib = 0;
   MtpCounters mtp;
+  uint64_t recomputed_tokens = 0;  // Session::recomputed_tokens()
   SummaryOptions opts;
 };
 
@@ -175,6 +176,9 @@ struct RunSummary {
   uint64_t decode_bytes_read = 0;
   uint64_t decode_experts_read = 0;  // expert loads (reads) in the decode phase
   uint64_t decode_forwards = 0;      // trunk forwards in the decode phase (decode + verify evals)
+  // Tokens re-evaluated after a rollback fell back to an earlier checkpoint
+  // (recurrent layers; 0 when every layer keeps KV rows).
+  uint64_t recomputed_tokens = 0;
 
   double prefill_tps() const { return prefill_s > 0 ? prefill_tokens / prefill_s : 0.0; }
   double decode_tps() const { return decode_s > 0 ? decode_tokens / decode_s : 0.0; }

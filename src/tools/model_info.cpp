@@ -7,7 +7,7 @@
 
 #include "gguf/expert_layout.h"
 #include "model/arch.h"
-#include "model/kv_cache.h"
+#include "model/state/state_spec.h"
 #include "moe/cache_budget.h"
 #include "util/error.h"
 
@@ -97,7 +97,7 @@ TokenizerSummary read_tokenizer(const gguf::Metadata& md) {
 
 // `desc`: the architecture's declaration when sluice runs it (null otherwise):
 // tensors it ignores (NextN/MTP blocks) are not loaded and counted apart, and
-// the KV cache is sized as the engine sizes it.
+// the model state (KV rows, recurrent state) is sized as the engine sizes it.
 Sizing compute_sizing(const ModelInfo& info, uint64_t kv_context, const model::ArchDesc* desc) {
   Sizing s;
   s.kv_context = kv_context;
@@ -142,9 +142,13 @@ Sizing compute_sizing(const ModelInfo& info, uint64_t kv_context, const model::A
   s.token_demand_bytes = moe::token_demand_bytes(shapes);
   s.layer_demand_bytes = moe::cache_floor_bytes(shapes, 1);
   if (desc) {
-    const model::HParams& mh = desc->hp;
-    s.kv_bytes = uint64_t{mh.n_layer} * kv_context * (uint64_t{mh.k_dim()} + mh.kv_v_dim()) * 2;
-    s.kv_layout = mh.mla ? "mla-latent" : "per-head";
+    // The engine's own sizing (model/state/state_spec.h): what `run` allocates
+    // at this context with the default f16 KV rows, the trunk's layers.
+    const int ctx = static_cast<int>(std::min<uint64_t>(kv_context, INT32_MAX));
+    const std::optional<model::StateBytes> b = model::state_bytes(model::model_state_specs(*desc, ctx), model::KvType::F16);
+    s.kv_bytes = b ? b->kv : UINT64_MAX;
+    s.recurrent_bytes = b ? b->recurrent : 0;
+    s.kv_layout = desc->hp.mla ? "mla-latent" : "per-head";
   } else {
     s.kv_bytes = hp.block_count.value_or(0) * kv_context * hp.head_count_kv.value_or(0) *
                  (hp.head_dim_k + hp.head_dim_v) * 2;
@@ -153,7 +157,7 @@ Sizing compute_sizing(const ModelInfo& info, uint64_t kv_context, const model::A
   const uint64_t ff_width = s.top_k > 0 ? s.top_k * n_ff : n_ff;
   s.scratch_bytes = 4 * (hp.vocab_size.value_or(0) + hp.head_count.value_or(0) * kv_context +
                          8 * hp.embedding_length.value_or(0) + 3 * ff_width);
-  s.min_ram_bytes = s.dense_bytes + s.layer_demand_bytes + s.kv_bytes + s.scratch_bytes;
+  s.min_ram_bytes = s.dense_bytes + s.layer_demand_bytes + s.kv_bytes + s.recurrent_bytes + s.scratch_bytes;
   return s;
 }
 

@@ -12,16 +12,22 @@
 //                    token touches (moe::token_demand_bytes)
 //   layer_demand     max_L min(top_k, n_expert[L]) * per_expert[L]: the widest layer's routed
 //                    bytes at decode (moe::cache_floor_bytes at ubatch 1)
-//   kv_bytes         f16 K and V for kv_context positions, as the engine allocates them:
-//                    n_layer * kv_context * n_head_kv * (key_length + value_length) * 2,
-//                    for MLA (deepseek2) n_layer * kv_context * (kv_lora_rank + rope dims) * 2
-//                    (the latent row; no per-head K/V); n_layer is the trunk
+//   kv_bytes         f16 KV rows for kv_context positions, computed by the engine's own
+//                    rule (model::state_bytes over model::model_state_specs, the same
+//                    call the model's allocation uses): per GQA layer
+//                    kv_context * n_head_kv * (key_length + value_length) * 2, per MLA
+//                    (deepseek2) layer kv_context * (kv_lora_rank + rope dims) * 2 (the
+//                    latent row; no per-head K/V); the trunk's layers (an --mtp head adds
+//                    one layer's rows). Unknown architectures: the first formula for
+//                    every block.
+//   recurrent_bytes  F32 recurrent state (conv taps and per-head matrices) of recurrent
+//                    layers, independent of the context; 0 when there are none
 //   not_loaded       tensors the architecture ignores (NextN/MTP blocks): in
 //                    neither dense nor expert figures
 //   scratch_bytes    decode-time activations, 4 bytes each:
 //                    4 * (n_vocab + n_head * kv_context + 8 * n_embd + 3 * top_k * n_ff_expert)
 //                    (n_ff_expert falls back to feed_forward_length for dense models)
-//   min_ram          dense + layer_demand + kv_bytes + scratch_bytes
+//   min_ram          dense + layer_demand + kv_bytes + recurrent_bytes + scratch_bytes
 // Models without experts get zero expert figures; unknown architectures keep
 // whatever keys exist (absent values are nullopt / 0).
 #pragma once
@@ -73,6 +79,7 @@ struct Sizing {
   uint64_t top_k = 0;
   uint64_t token_demand_bytes = 0, layer_demand_bytes = 0;
   uint64_t kv_context = kDefaultKvContext, kv_bytes = 0, scratch_bytes = 0, min_ram_bytes = 0;
+  uint64_t recurrent_bytes = 0;
   uint64_t not_loaded_bytes = 0;  // tensors the architecture does not load (NextN/MTP blocks)
   std::string kv_layout = "per-head";  // "mla-latent" for MLA; "per-head" also when the arch is unknown
   std::vector<LayerSizing> layers;  // layers that have expert tensors, ascending

@@ -81,7 +81,7 @@ TEST(CliRunFlags, BenchIoEngineFlagsAreChecked) {
 TEST(CliRunFlags, HugeContextIsAKvSizeMessageNotBadAlloc) {
   const std::string model = sluice::test::shared_path("golden/qwen3moe-q8_0-q4_0.gguf");
   if (!fs::exists(model)) GTEST_SKIP() << model << " not found";
-  expect_flag_error("run -m " + model + " -p hello -n 1 -c 1000000000", "-c 1000000000: the KV cache would need");
+  expect_flag_error("run -m " + model + " -p hello -n 1 -c 1000000000", "-c 1000000000: the model state would need");
 }
 
 TEST(CliRunFlags, MtpFlagsAreChecked) {

@@ -142,7 +142,7 @@ TEST(ModelBlocks, SwiGluOaiClampsAndGates) {
 // then plain counts, so sinks and windows have exact expected outputs.
 struct OneHead {
   HParams hp;
-  KvCache kv{KvType::F32, 1, 8, 2, 2};
+  KvRows kv{KvType::F32, 8, 2, 2};
   OneHead() {
     hp.n_head = hp.n_head_kv = 1;
     hp.head_dim = hp.head_dim_v = 2;
@@ -150,7 +150,7 @@ struct OneHead {
       const float k[2] = {0.0f, 0.0f};  // every score 0
       const float v[2] = {static_cast<float>(j), 1.0f};
       kv.set_filled(j + 1);
-      kv.store(0, j, k, v);
+      kv.store(j, k, v);
     }
   }
   std::vector<float> run(const AttentionOptions& opt) {
@@ -209,9 +209,9 @@ TEST(ModelBlocks, AttentionOverManyKeyBlocksMatchesTheDefinitionForAnyPoolSize) 
   const int n_tokens = 3, pos0 = n_ctx - n_tokens;  // the last 3 positions, as a 3-token ubatch
   const std::vector<float> q = randoms(static_cast<size_t>(n_tokens) * 8 * 128);
   for (KvType type : {KvType::F32, KvType::F16}) {
-    KvCache kv(type, 1, n_ctx, k_dim, k_dim);
+    KvRows kv(type, n_ctx, k_dim, k_dim);
     kv.set_filled(n_ctx);
-    for (int j = 0; j < n_ctx; ++j) kv.store(0, j, &keys[static_cast<size_t>(j) * k_dim], &values[static_cast<size_t>(j) * k_dim]);
+    for (int j = 0; j < n_ctx; ++j) kv.store(j, &keys[static_cast<size_t>(j) * k_dim], &values[static_cast<size_t>(j) * k_dim]);
     std::vector<std::vector<float>> outs;
     for (int threads : {1, 2, 3, 5}) {
       ThreadPool pool(threads);
@@ -230,7 +230,7 @@ TEST(ModelBlocks, AttentionOverManyKeyBlocksMatchesTheDefinitionForAnyPoolSize) 
         std::vector<double> s(static_cast<size_t>(pos0 + t + 1));
         double max_s = -1e300;
         for (int j = 0; j <= pos0 + t; ++j) {
-          kv.load_k(0, j, k_row.data());
+          kv.load_k(j, k_row.data());
           double d = 0;
           for (int i = 0; i < 128; ++i) d += static_cast<double>(q[(static_cast<size_t>(t) * 8 + h) * 128 + i]) * k_row[kvh * 128 + i];
           s[j] = d / std::sqrt(128.0);
@@ -241,7 +241,7 @@ TEST(ModelBlocks, AttentionOverManyKeyBlocksMatchesTheDefinitionForAnyPoolSize) 
         for (int i = 0; i < 128; ++i) {
           double o = 0;
           for (int j = 0; j <= pos0 + t; ++j) {
-            kv.load_v(0, j, v_row.data());
+            kv.load_v(j, v_row.data());
             o += s[j] / sum * v_row[kvh * 128 + i];
           }
           ASSERT_NEAR(outs[0][(static_cast<size_t>(t) * 8 + h) * 128 + i], o, 1e-5)

@@ -163,9 +163,9 @@ TEST(ModelLoad, KvCacheAboveAvailableMemoryNamesTheFlag) {
     load(path, cfg);
     ADD_FAILURE() << "no error";
   } catch (const Error& e) {
-    EXPECT_EQ(std::string(e.what()), "-c 1000000000: the KV cache would need 976562.5 MiB (1 layers x 1000000000 "
-                                     "positions x 256 f32 values), more than the 1024 MiB of memory available; "
-                                     "lower -c");
+    EXPECT_EQ(std::string(e.what()), "-c 1000000000: the model state would need 976562.5 MiB (KV rows: 1 layers x "
+                                     "1000000000 positions, 256 f32 values per position), more than the 1024 MiB "
+                                     "of memory available; lower -c");
   }
 }
 
@@ -192,7 +192,7 @@ TEST(ModelLoad, ContextOverflowIsAnError) {
   std::vector<float> logits(3 * 8);
   const std::vector<int32_t> toks = {1, 2, 3};
   EXPECT_THROW(m->eval(toks, 0, logits.data()), Error);
-  EXPECT_EQ(m->n_cached(), 0);
+  EXPECT_EQ(m->n_past(), 0);
 }
 
 TEST(RuntimeSession, ContinuedGenerationEqualsOneLongRun) {

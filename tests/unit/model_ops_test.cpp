@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "model/kv_cache.h"
+#include "model/state/kv_rows.h"
 #include "model/matmul.h"
 #include "model/norm.h"
 #include "model/rope.h"
@@ -186,17 +186,21 @@ TEST(ModelOps, MakeWeightRejectsUnsupportedTypes) {
   }
 }
 
-TEST(ModelOps, KvCacheRefusesUnwrittenAndOverflowingPositions) {
-  KvCache kv(KvType::F16, 1, 4, 2, 2);
+TEST(ModelOps, KvRowsRefuseUnwrittenAndOverflowingPositions) {
+  KvRows kv(KvType::F16, 4, 2, 2);
   const float k[2] = {1.5f, -2.0f}, v[2] = {0.25f, 3.0f};
   kv.set_filled(1);
-  kv.store(0, 0, k, v);
+  kv.store(0, k, v);
   float out[2];
-  kv.load_k(0, 0, out);
+  kv.load_k(0, out);
   EXPECT_EQ(out[0], 1.5f);  // exactly representable in F16
   EXPECT_EQ(out[1], -2.0f);
-  EXPECT_THROW(kv.load_v(0, 1, out), Error);
+  EXPECT_THROW(kv.load_v(1, out), Error);
   EXPECT_THROW(kv.set_filled(5), Error);
+  EXPECT_THROW(kv.truncate(2), Error);  // past what is held
+  kv.truncate(0);
+  EXPECT_THROW(kv.load_k(0, out), Error);  // forgotten: never read again
+  EXPECT_EQ(kv.bytes(), 4u * (2 + 2) * 2);
   EXPECT_THROW(parse_kv_type("q8"), Error);
 }
 

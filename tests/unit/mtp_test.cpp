@@ -130,15 +130,19 @@ TEST(MtpGolden, AskingForMtpWithoutANextnBlockIsAnError) {
 
 // A model whose next token is a fixed function of the current one, and whose
 // NextN head guesses the token after next right except after some tokens.
-// It checks every call against the contract the session must keep: KV
-// positions, and that each true head row pairs token t_q with h_{q-1}.
+// It checks every call against the contract the session must keep: eval
+// only appends (rollback is an explicit truncate), and each true head row
+// pairs token t_q with h_{q-1}. With `recurrent`, truncate behaves as a
+// recurrent model's: it falls back to the newest checkpoint at or before n
+// (0 without one), and counts the positions it lost, which the session must
+// re-evaluate.
 class ScriptedModel final : public model::Model {
  public:
   static constexpr int kVocab = 16;
   static int32_t next(int32_t t) { return (t * 5 + 3) % kVocab; }
   static bool head_wrong_after(int32_t t) { return t % 4 == 0; }
 
-  ScriptedModel() {
+  explicit ScriptedModel(bool recurrent = false) : recurrent_(recurrent) {
     hp_.n_vocab = kVocab;
     hp_.n_embd = 2;
     hp_.n_layer = 1;
@@ -146,9 +150,27 @@ class ScriptedModel final : public model::Model {
   const model::HParams& hparams() const override { return hp_; }
   int n_ctx() const override { return 256; }
   bool has_mtp() const override { return true; }
-  void reset() override { trunk_.clear(), head_.clear(); }
-  int n_cached() const override { return static_cast<int>(trunk_.size()); }
-  int mtp_n_cached() const override { return static_cast<int>(head_.size()); }
+  void reset() override { trunk_.clear(), head_.clear(), checkpoints_.clear(); }
+  int n_past() const override { return static_cast<int>(trunk_.size()); }
+  int truncate(int n) override {
+    if (n < 0 || n > n_past()) throw Error("trunk: truncate past the state");
+    int r = n;
+    if (recurrent_ && n < n_past()) {
+      r = 0;
+      for (int c : checkpoints_)
+        if (c <= n) r = std::max(r, c);
+      lost += n - r;
+    }
+    std::erase_if(checkpoints_, [r](int c) { return c > r; });
+    trunk_.resize(static_cast<size_t>(r));
+    return r;
+  }
+  void checkpoint() override { checkpoints_.push_back(n_past()); }
+  int mtp_n_past() const override { return static_cast<int>(head_.size()); }
+  void mtp_truncate(int n) override {
+    if (n < 0 || n > mtp_n_past()) throw Error("head: truncate past its rows");
+    head_.resize(static_cast<size_t>(n));
+  }
   model::ModelStats stats() const override { return {}; }
 
   void eval(std::span<const int32_t> tokens, int pos0, float* logits) override {
@@ -161,8 +183,7 @@ class ScriptedModel final : public model::Model {
     std::copy_n(&all[(tokens.size() - 1) * kVocab], kVocab, logits);
   }
   void eval_hidden(std::span<const int32_t> tokens, int pos0, float* logits, float* hidden, bool all_rows) override {
-    if (pos0 > static_cast<int>(trunk_.size())) throw Error("trunk: eval past the cache");
-    trunk_.resize(static_cast<size_t>(pos0));
+    if (pos0 != static_cast<int>(trunk_.size())) throw Error("trunk: eval not at n_past (truncate first)");
     for (size_t i = 0; i < tokens.size(); ++i) {
       trunk_.push_back(tokens[i]);
       hidden[i * 2] = static_cast<float>(tokens[i]);  // h_p encodes t_p
@@ -174,8 +195,7 @@ class ScriptedModel final : public model::Model {
   }
   void mtp_eval(std::span<const int32_t> tokens, const float* hidden, int pos0, float* logits, float* g,
                 bool all_rows) override {
-    if (pos0 > static_cast<int>(head_.size())) throw Error("head: eval past its cache");
-    head_.resize(static_cast<size_t>(pos0));
+    if (pos0 != static_cast<int>(head_.size())) throw Error("head: eval not at mtp_n_past (mtp_truncate first)");
     for (size_t i = 0; i < tokens.size(); ++i) {
       const int q = pos0 + static_cast<int>(i);
       // A true row (t_q, h_{q-1}) must carry the trunk's state of position q-1.
@@ -191,6 +211,7 @@ class ScriptedModel final : public model::Model {
     }
   }
   int trunk_forwards = 0;
+  uint64_t lost = 0;  // positions truncate fell back over (recurrent)
 
  private:
   static void one_hot(int32_t id, float* row) {
@@ -198,13 +219,17 @@ class ScriptedModel final : public model::Model {
   }
   model::HParams hp_;
   std::vector<int32_t> trunk_, head_;
+  bool recurrent_ = false;
+  std::vector<int> checkpoints_;
 };
 
 // constrain_first: the first call's sampler has a (pass-all) token
 // constraint, which generates without drafts; the second call drafts again.
 std::vector<int32_t> generate_scripted(int depth, int n, runtime::MtpCounters* counters = nullptr,
-                                       int* forwards = nullptr, bool constrain_first = false) {
-  auto owned = std::make_unique<ScriptedModel>();
+                                       int* forwards = nullptr, bool constrain_first = false,
+                                       bool recurrent = false, uint64_t* lost = nullptr,
+                                       uint64_t* recomputed = nullptr) {
+  auto owned = std::make_unique<ScriptedModel>(recurrent);
   ScriptedModel* m = owned.get();
   runtime::Session s(nullptr, std::move(owned));
   runtime::MtpOptions o;
@@ -227,6 +252,9 @@ std::vector<int32_t> generate_scripted(int depth, int n, runtime::MtpCounters* c
   });
   if (counters) *counters = s.mtp_counters();
   if (forwards) *forwards = m->trunk_forwards;
+  if (lost) *lost = m->lost;
+  if (recomputed) *recomputed = s.recomputed_tokens();
+  if (s.recomputed_tokens() != s.summary().recomputed_tokens) ADD_FAILURE() << "the summary must report it";
   return out;
 }
 
@@ -254,6 +282,26 @@ TEST(MtpDecoding, GreedyOutputIsIdenticalAndDraftsAreAcceptedWhereRight) {
     }
     EXPECT_EQ(sum, c.accepted);
   }
+}
+
+// A recurrent model cannot drop rejected verify rows exactly: truncate falls
+// back to the checkpoint the session took before the verify batch, and the
+// session re-evaluates the accepted tokens from its history. The text stays
+// the same and every position lost is counted as recomputed.
+TEST(MtpDecoding, RejectedDraftsOnARecurrentModelAreRecomputedFromTheCheckpoint) {
+  const std::vector<int32_t> plain = generate_scripted(0, 40);
+  for (int depth : {1, 3}) {
+    runtime::MtpCounters c;
+    uint64_t lost = 0, recomputed = 0;
+    EXPECT_EQ(generate_scripted(depth, 40, &c, nullptr, false, true, &lost, &recomputed), plain) << depth;
+    EXPECT_LT(c.accepted, c.drafted) << depth;  // there were rejections ...
+    EXPECT_GT(lost, 0u) << depth;               // ... so truncate fell back ...
+    EXPECT_EQ(recomputed, lost) << depth;       // ... and exactly that much was re-evaluated
+  }
+  uint64_t lost = 0, recomputed = 0;
+  EXPECT_EQ(generate_scripted(0, 40, nullptr, nullptr, false, true, &lost, &recomputed), plain);
+  EXPECT_EQ(lost, 0u);  // plain decoding never rolls back
+  EXPECT_EQ(recomputed, 0u);
 }
 
 TEST(MtpDecoding, AConstrainedSamplerGeneratesWithoutDraftsAndDraftingResumesAfter) {

@@ -277,7 +277,7 @@ FaultRun run_with_fault(const std::string& path, const std::vector<int32_t>& tok
   EXPECT_EQ(files->size(), 1u);  // buffered reads of a single-file model
   for (const auto& f : *files) r.reads += f->calls();
   // A failed eval keeps no new positions.
-  EXPECT_EQ(m->n_cached(), r.threw ? 0 : static_cast<int>(tokens.size()));
+  EXPECT_EQ(m->n_past(), r.threw ? 0 : static_cast<int>(tokens.size()));
   return r;
 }
 

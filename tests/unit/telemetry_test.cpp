@@ -49,7 +49,9 @@ const char* const kSummaryKeys[] = {
     "decode_MiB_per_tok", "decode_experts_read_per_tok", "decode_tokens_per_forward", "mtp", "mtp_steps",
     "mtp_drafted", "mtp_accepted", "mtp_accept_pct", "mtp_accept_pct_by_pos", "mtp_plain_steps", "mtp_switches", "route_replay",
     // --resident-layout
-    "resident_layout", "dense_packed_MiB", "experts_packed", "experts_transformed"};
+    "resident_layout", "dense_packed_MiB", "experts_packed", "experts_transformed",
+    // rollbacks that fell back to a checkpoint (model/state)
+    "recomputed_tokens"};
 
 std::string q8_path() { return shared_path("models/stories-moe-8x-q8_0.gguf"); }
 

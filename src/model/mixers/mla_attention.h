@@ -1,0 +1,44 @@
+// The multi-head latent attention mixer (AttentionKind::Mla, DeepSeek-V2/V3)
+// in the absorbed form llama.cpp runs (HParams::MlaParams): per position the
+// layer's KV rows hold k = [norm(kv_cmpr), rope(k_pe)]; per head the query is
+// [k_b_h . q_nope_h, rope(q_pe_h)], so a score is one dot over the cached row,
+// and the head's output is v_b_h . (sum_j p_j kv_cmpr_j).
+// State: one KvRows per layer of one latent row per position, rolled back exactly.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "model/attention.h"
+#include "model/binder.h"
+#include "model/matmul.h"
+#include "model/rope.h"
+#include "model/state/kv_rows.h"
+#include "model/thread_pool.h"
+
+namespace sluice::model {
+
+struct MlaWeights {
+  // q = wq_b(norm(wq_a x)) (q_lora_rank > 0) or wq x; wkv_a x = [compressed
+  // kv, k rope part]; per head, k_b absorbs q's nope part into the compressed
+  // space and v_b maps the attended latent to the head's values.
+  WeightMatrix wq, wq_a, wq_b, wkv_a, wo;
+  const float* q_a_norm = nullptr;
+  const float* kv_a_norm = nullptr;
+  std::vector<WeightMatrix> k_b, v_b;  // [n_head]
+};
+
+MlaWeights bind_mla(Binder& b, const std::string& prefix, const HParams& hp);
+
+class MlaAttention {
+ public:
+  // As GqaAttention::run: T rows of the output projection into `out`.
+  void run(const MlaWeights& w, const AttentionOptions& opt, const HParams& hp, const float* xn, int T, int pos0,
+           int layer, KvRows& kv, RopeAngles& rope, QuantizedRows& act, ThreadPool& pool, float* out);
+
+ private:
+  std::vector<float> q_, k_, v_, attn_, qa_, in_, out_;
+  Attention attention_;
+};
+
+}  // namespace sluice::model

@@ -1,0 +1,152 @@
+#include "model/state/model_state.h"
+
+#include <algorithm>
+#include <string>
+
+#include "util/error.h"
+
+namespace sluice::model {
+
+ModelState::ModelState(std::vector<LayerStateSpec> specs, KvType kv_type, int n_ctx, int max_checkpoints)
+    : specs_(std::move(specs)), kv_type_(kv_type), n_ctx_(n_ctx), max_checkpoints_(std::max(max_checkpoints, 1)) {
+  if (n_ctx <= 0) throw Error("context size must be > 0 (got " + std::to_string(n_ctx) + ")");
+  layers_.resize(specs_.size());
+  for (size_t i = 0; i < specs_.size(); ++i) {
+    const LayerStateSpec& s = specs_[i];
+    if (s.kind == StateKind::KvRows) {
+      if (s.kv.capacity != n_ctx)
+        throw Error("model state: layer " + std::to_string(i) + " holds " + std::to_string(s.kv.capacity) +
+                    " KV rows, the context is " + std::to_string(n_ctx));
+      layers_[i].kv = std::make_unique<KvRows>(kv_type, s.kv.capacity, s.kv.k_dim(), s.kv.v_dim());
+    } else if (s.kind == StateKind::Recurrent) {
+      layers_[i].rec = std::make_unique<RecurrentState>(s.rec);
+      ++n_recurrent_;
+    }
+  }
+}
+
+KvRows& ModelState::kv(int layer) {
+  return const_cast<KvRows&>(static_cast<const ModelState&>(*this).kv(layer));
+}
+
+const KvRows& ModelState::kv(int layer) const {
+  if (layer < 0 || layer >= n_layers() || !layers_[static_cast<size_t>(layer)].kv)
+    throw Error("model state: layer " + std::to_string(layer) + " keeps no KV rows");
+  return *layers_[static_cast<size_t>(layer)].kv;
+}
+
+RecurrentState& ModelState::recurrent(int layer) {
+  if (layer < 0 || layer >= n_layers() || !layers_[static_cast<size_t>(layer)].rec)
+    throw Error("model state: layer " + std::to_string(layer) + " keeps no recurrent state");
+  return *layers_[static_cast<size_t>(layer)].rec;
+}
+
+void ModelState::begin_append(int n_tokens) {
+  if (appending_ > 0) throw Error("model state: an append is already open");
+  if (n_tokens <= 0) throw Error("model state: append of " + std::to_string(n_tokens) + " tokens");
+  if (static_cast<int64_t>(n_past_) + n_tokens > n_ctx_)
+    throw Error("context full: " + std::to_string(static_cast<int64_t>(n_past_) + n_tokens) +
+                " positions needed, context size is " + std::to_string(n_ctx_) + " (raise -c)");
+  for (Layer& l : layers_)
+    if (l.kv) l.kv->set_filled(n_past_ + n_tokens);
+  appending_ = n_tokens;
+}
+
+void ModelState::commit_append() {
+  n_past_ += appending_;
+  appending_ = 0;
+}
+
+int ModelState::abort_append() {
+  if (appending_ == 0) return n_past_;
+  appending_ = 0;
+  for (Layer& l : layers_)
+    if (l.kv) l.kv->set_filled(n_past_);
+  // A recurrent layer may hold a partly updated value: only a checkpoint is trustworthy.
+  if (n_recurrent_ > 0) fall_back(n_past_);
+  return n_past_;
+}
+
+int ModelState::truncate(int n) {
+  if (appending_ > 0) throw Error("model state: truncate during an append");
+  if (n < 0 || n > n_past_)
+    throw Error("truncate to position " + std::to_string(n) + " but the model state holds " +
+                std::to_string(n_past_) + " positions");
+  if (n == n_past_) return n_past_;
+  if (n_recurrent_ > 0) return fall_back(n);
+  for (Layer& l : layers_)
+    if (l.kv) l.kv->truncate(n);
+  n_past_ = n;
+  while (!checkpoints_.empty() && checkpoints_.back().pos > n) checkpoints_.pop_back();
+  return n_past_;
+}
+
+int ModelState::fall_back(int n) {
+  while (!checkpoints_.empty() && checkpoints_.back().pos > n) checkpoints_.pop_back();
+  int r = 0;
+  if (checkpoints_.empty()) {
+    for (Layer& l : layers_)
+      if (l.rec) l.rec->reset();
+  } else {
+    const Checkpoint& c = checkpoints_.back();
+    for (size_t i = 0; i < layers_.size(); ++i)
+      if (layers_[i].rec) layers_[i].rec->restore(c.values[i]);
+    r = c.pos;
+  }
+  for (Layer& l : layers_)
+    if (l.kv) l.kv->set_filled(std::min(r, l.kv->n_filled()));
+  n_past_ = r;
+  return r;
+}
+
+void ModelState::checkpoint() {
+  if (n_recurrent_ == 0) return;  // KV rows roll back exactly: nothing to copy
+  if (appending_ > 0) throw Error("model state: checkpoint during an append");
+  Checkpoint c;
+  if (!checkpoints_.empty() && checkpoints_.back().pos == n_past_) {
+    c = std::move(checkpoints_.back());  // refresh it (the same position holds the same state)
+    checkpoints_.pop_back();
+  } else if (static_cast<int>(checkpoints_.size()) >= max_checkpoints_) {
+    c = std::move(checkpoints_.front());  // reuse the oldest one's buffers
+    checkpoints_.erase(checkpoints_.begin());
+  }
+  c.pos = n_past_;
+  c.values.resize(layers_.size());
+  for (size_t i = 0; i < layers_.size(); ++i)
+    if (layers_[i].rec) layers_[i].rec->save(c.values[i]);
+  checkpoints_.push_back(std::move(c));
+}
+
+std::vector<int> ModelState::checkpoint_positions() const {
+  std::vector<int> out;
+  for (const Checkpoint& c : checkpoints_) out.push_back(c.pos);
+  return out;
+}
+
+void ModelState::reset() {
+  appending_ = 0;
+  n_past_ = 0;
+  checkpoints_.clear();
+  for (Layer& l : layers_) {
+    if (l.kv) l.kv->reset();
+    if (l.rec) l.rec->reset();
+  }
+}
+
+StateBytes ModelState::bytes() const {
+  StateBytes b;
+  for (const Layer& l : layers_) {
+    if (l.kv) b.kv += l.kv->bytes();
+    if (l.rec) b.recurrent += l.rec->bytes();
+  }
+  return b;
+}
+
+uint64_t ModelState::checkpoint_bytes() const {
+  uint64_t b = 0;
+  for (const Checkpoint& c : checkpoints_)
+    for (const std::vector<float>& v : c.values) b += v.size() * sizeof(float);
+  return b;
+}
+
+}  // namespace sluice::model

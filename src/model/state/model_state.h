@@ -1,0 +1,95 @@
+// A model's state between evaluations: one entry per layer (KV rows, a
+// recurrent state, or nothing; see state_spec.h), the number of positions it
+// holds, and the rollback contract.
+//
+// Appending: the forward pass calls begin_append(T) (reserves positions
+// [n_past, n_past + T); Error "context full" past the context), lets each
+// layer write its rows / update its recurrent state, then commit_append().
+// After a failure part-way, abort_append() drops the partial append.
+//
+// Rollback: truncate(n) returns the position the state really holds
+// afterwards, r <= n:
+//   - KV rows roll back exactly (r == n) when no layer is recurrent;
+//   - a recurrent layer cannot: the state restores the newest checkpoint at
+//     or before n (or the zero state at 0) and every layer is cut to that
+//     position r. The caller re-evaluates tokens [r, n) from its own history.
+// Never silently wrong: n_past() is always what the state truly holds.
+//
+// Checkpoints: checkpoint() copies every recurrent layer's values at n_past()
+// (nothing to copy when no layer is recurrent: then it is a no-op). At most
+// max_checkpoints are kept, the oldest dropped first; a truncate drops those
+// past the position it rolls back to.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "model/state/kv_rows.h"
+#include "model/state/recurrent_state.h"
+#include "model/state/state_spec.h"
+
+namespace sluice::model {
+
+class ModelState {
+ public:
+  static constexpr int kDefaultMaxCheckpoints = 4;
+
+  // Allocates every layer's state (std::bad_alloc when memory runs out: the
+  // caller sizes with state_bytes() first). Error for n_ctx <= 0 or a KV
+  // layer whose capacity is not n_ctx.
+  ModelState(std::vector<LayerStateSpec> specs, KvType kv_type, int n_ctx,
+             int max_checkpoints = kDefaultMaxCheckpoints);
+
+  int n_layers() const { return static_cast<int>(specs_.size()); }
+  const LayerStateSpec& spec(int layer) const { return specs_.at(static_cast<size_t>(layer)); }
+  int n_ctx() const { return n_ctx_; }
+  int n_past() const { return n_past_; }
+  bool has_recurrent() const { return n_recurrent_ > 0; }
+
+  // The layer's state; Error when the layer keeps another kind.
+  KvRows& kv(int layer);
+  const KvRows& kv(int layer) const;
+  RecurrentState& recurrent(int layer);
+
+  void begin_append(int n_tokens);
+  void commit_append();
+  // Drops the uncommitted append; a recurrent layer it touched falls back to
+  // the newest checkpoint at or before n_past(). Returns n_past() afterwards.
+  int abort_append();
+  // See the contract above. Error for n outside [0, n_past()] (names both).
+  int truncate(int n);
+  void checkpoint();
+  std::vector<int> checkpoint_positions() const;
+  // Forgets every position and checkpoint (recurrent layers back to zero).
+  void reset();
+
+  // Bytes allocated for the layers' states: equals state_bytes(specs, kv_type).
+  StateBytes bytes() const;
+  // Bytes held by checkpoints (copies of the recurrent layers).
+  uint64_t checkpoint_bytes() const;
+
+ private:
+  struct Layer {
+    std::unique_ptr<KvRows> kv;
+    std::unique_ptr<RecurrentState> rec;
+  };
+  struct Checkpoint {
+    int pos = 0;
+    std::vector<std::vector<float>> values;  // per layer; empty for non-recurrent layers
+  };
+  // Restores the newest checkpoint at or before n (zero state when none),
+  // cuts the KV rows to its position, drops later checkpoints; returns it.
+  int fall_back(int n);
+
+  std::vector<LayerStateSpec> specs_;
+  KvType kv_type_;
+  int n_ctx_;
+  int max_checkpoints_;
+  int n_recurrent_ = 0;
+  int n_past_ = 0;
+  int appending_ = 0;  // tokens of the open append (0: none)
+  std::vector<Layer> layers_;
+  std::vector<Checkpoint> checkpoints_;  // ascending positions
+};
+
+}  // namespace sluice::model

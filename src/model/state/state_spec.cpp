@@ -1,0 +1,74 @@
+#include "model/state/state_spec.h"
+
+#include <limits>
+
+#include "model/arch.h"
+#include "util/error.h"
+
+namespace sluice::model {
+
+const char* state_kind_name(StateKind k) {
+  switch (k) {
+    case StateKind::None: return "none";
+    case StateKind::KvRows: return "kv-rows";
+    case StateKind::Recurrent: return "recurrent";
+  }
+  return "?";
+}
+
+LayerStateSpec layer_state_spec(const LayerDesc& d, const HParams& hp, int n_ctx) {
+  LayerStateSpec s;
+  switch (d.attn.kind) {
+    case AttentionKind::Gqa:
+      s.kind = StateKind::KvRows;
+      s.kv = {static_cast<int>(hp.n_head_kv), static_cast<int>(hp.head_dim), static_cast<int>(hp.head_dim_v), n_ctx};
+      break;
+    case AttentionKind::Mla:
+      // One shared latent "head" (HParams::MlaParams): head_dim = lora + rope dims.
+      s.kind = StateKind::KvRows;
+      s.kv = {1, static_cast<int>(hp.head_dim), 0, n_ctx};
+      break;
+  }
+  return s;
+}
+
+std::vector<LayerStateSpec> model_state_specs(const ArchDesc& desc, int n_ctx, bool with_nextn) {
+  std::vector<LayerStateSpec> out;
+  for (const LayerDesc& d : desc.layers) out.push_back(layer_state_spec(d, desc.hp, n_ctx));
+  if (with_nextn && !desc.nextn.empty()) out.push_back(layer_state_spec(desc.nextn.front().block, desc.hp, n_ctx));
+  return out;
+}
+
+std::optional<StateBytes> layer_state_bytes(const LayerStateSpec& s, KvType kv_type) {
+  using u128 = unsigned __int128;
+  constexpr u128 kMax = std::numeric_limits<uint64_t>::max();
+  StateBytes b;
+  if (s.kind == StateKind::KvRows) {
+    const u128 heads = static_cast<uint64_t>(s.kv.n_kv_heads);
+    const u128 v = u128(static_cast<uint64_t>(s.kv.capacity)) *
+                   (heads * static_cast<uint64_t>(s.kv.head_dim_k) + heads * static_cast<uint64_t>(s.kv.head_dim_v)) *
+                   kv_type_bytes(kv_type);
+    if (v > kMax) return std::nullopt;
+    b.kv = static_cast<uint64_t>(v);
+  } else if (s.kind == StateKind::Recurrent) {
+    const u128 v = u128(s.rec.floats()) * sizeof(float);
+    if (v > kMax) return std::nullopt;
+    b.recurrent = static_cast<uint64_t>(v);
+  }
+  return b;
+}
+
+std::optional<StateBytes> state_bytes(const std::vector<LayerStateSpec>& specs, KvType kv_type) {
+  StateBytes sum;
+  for (const LayerStateSpec& s : specs) {
+    const std::optional<StateBytes> b = layer_state_bytes(s, kv_type);
+    if (!b || sum.kv > std::numeric_limits<uint64_t>::max() - b->kv ||
+        sum.recurrent > std::numeric_limits<uint64_t>::max() - b->recurrent)
+      return std::nullopt;
+    sum.kv += b->kv;
+    sum.recurrent += b->recurrent;
+  }
+  return sum;
+}
+
+}  // namespace sluice::model

@@ -1,0 +1,73 @@
+// What state each layer of a model keeps between evaluations, and its bytes:
+// the one sizing rule used both by the model's allocation (ModelState) and by
+// `sluice inspect` (tools/model_info.cpp), so the two cannot disagree.
+//
+// A layer's state follows from its token mixer (LayerDesc::attn.kind):
+//   Gqa / Mla  -> KvRows: one row per position up to `capacity` (= the
+//                 context); Gqa rows hold n_kv_heads x head_dim keys and
+//                 n_kv_heads x head_dim_v values, Mla one latent row of
+//                 kv_lora_rank + rope dims (values live in the key row).
+//   (a recurrent mixer such as gated DeltaNet) -> Recurrent: conv taps and
+//                 per-head S x S matrices, one value overwritten by every token.
+//   None       -> no state (not used by any current mixer; kept for FFN-only
+//                 layers of future architectures).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "model/state/kv_rows.h"
+
+namespace sluice::model {
+
+struct ArchDesc;
+struct LayerDesc;
+struct HParams;
+
+enum class StateKind { None, KvRows, Recurrent };
+const char* state_kind_name(StateKind k);
+
+struct KvRowsSpec {
+  int n_kv_heads = 0;
+  int head_dim_k = 0;  // per KV head
+  int head_dim_v = 0;  // per KV head; 0: values are read from the key row (MLA)
+  int capacity = 0;    // positions held (the context)
+  int k_dim() const { return n_kv_heads * head_dim_k; }
+  int v_dim() const { return n_kv_heads * head_dim_v; }
+};
+
+struct RecurrentSpec {
+  int conv_taps = 0;      // K - 1 past inputs of a width-K causal convolution
+  int conv_channels = 0;  // channels the convolution runs over
+  int n_heads = 0;        // recurrent matrices ...
+  int head_size = 0;      // ... each head_size x head_size
+  uint64_t conv_floats() const { return uint64_t(conv_taps) * uint64_t(conv_channels); }
+  uint64_t matrix_floats() const { return uint64_t(n_heads) * uint64_t(head_size) * uint64_t(head_size); }
+  uint64_t floats() const { return conv_floats() + matrix_floats(); }
+};
+
+struct LayerStateSpec {
+  StateKind kind = StateKind::None;
+  KvRowsSpec kv;        // kind == KvRows
+  RecurrentSpec rec;    // kind == Recurrent
+};
+
+// Bytes of model state, by kind. Recurrent state is always F32; KV rows use
+// the --kv-type element size. nullopt from state_bytes when a figure would
+// overflow 64 bits (a -c far too large).
+struct StateBytes {
+  uint64_t kv = 0;
+  uint64_t recurrent = 0;
+  uint64_t total() const { return kv + recurrent; }
+};
+
+// The state of one layer declared by `d` at context `n_ctx`.
+LayerStateSpec layer_state_spec(const LayerDesc& d, const HParams& hp, int n_ctx);
+// The trunk's layers (desc.layers, in order), then, when `with_nextn`, the
+// first NextN head's block (its own KV rows).
+std::vector<LayerStateSpec> model_state_specs(const ArchDesc& desc, int n_ctx, bool with_nextn = false);
+std::optional<StateBytes> layer_state_bytes(const LayerStateSpec& s, KvType kv_type);
+std::optional<StateBytes> state_bytes(const std::vector<LayerStateSpec>& specs, KvType kv_type);
+
+}  // namespace sluice::model
