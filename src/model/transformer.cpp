@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <new>
@@ -271,6 +272,7 @@ Transformer::Transformer(std::shared_ptr<const gguf::GgufModel> gguf, const Mode
            (desc_.ignores(t.name) && !(mtp_layer_ >= 0 && t.name.rfind(head_prefix, 0) == 0));
   });
   bind_weights(experts);
+  alloc_recurrent();
   try {
     kv_ = std::make_unique<KvCache>(cfg.kv_type, static_cast<int>(hp_.n_layer), n_ctx,
                                     static_cast<int>(hp_.k_dim()), static_cast<int>(hp_.kv_v_dim()));
@@ -367,6 +369,69 @@ void Transformer::bind_mla(Binder& b, const std::string& p, Layer& L) {
   L.wo = b.matrix(p + "attn_output.weight", n_head * m.v_head_dim, n_embd);
 }
 
+void Transformer::bind_deltanet(Binder& b, const std::string& p, Layer& L) {
+  const DeltaNetParams& dn = hp_.deltanet;
+  const uint64_t n_embd = hp_.n_embd;
+  L.dn.qkv = b.matrix(p + "attn_qkv.weight", n_embd, dn.channels());
+  L.dn.gate = b.matrix(p + "attn_gate.weight", n_embd, dn.inner());
+  L.dn.alpha = b.matrix(p + "ssm_alpha.weight", n_embd, dn.n_v_heads);
+  L.dn.beta = b.matrix(p + "ssm_beta.weight", n_embd, dn.n_v_heads);
+  L.dn.out = b.matrix(p + "ssm_out.weight", dn.inner(), n_embd);
+  L.dn.dt_bias = b.vector(p + "ssm_dt.bias", dn.n_v_heads);
+  L.dn.a = b.vector(p + "ssm_a", dn.n_v_heads);
+  L.dn.norm = b.vector(p + "ssm_norm.weight", dn.state_size);
+  L.dn.conv_w = deltanet_conv_taps(b.f32(p + "ssm_conv1d.weight", {dn.conv_kernel, dn.channels()}), dn.conv_kernel,
+                                   dn.channels());
+}
+
+void Transformer::alloc_recurrent() {
+  const DeltaNetParams& dn = hp_.deltanet;
+  dn_conv_.resize(hp_.n_layer);
+  dn_matrices_.resize(hp_.n_layer);
+  uint64_t n_layers = 0;
+  for (uint32_t il = 0; il < hp_.n_layer; ++il) n_layers += desc_.layers[il].attn.kind == AttentionKind::DeltaNet;
+  if (n_layers == 0) return;
+  recurrent_ = true;
+  // Sized by the file's dims (bound above, so they match its tensors): refuse
+  // before allocating what cannot fit.
+  const long double bytes = static_cast<long double>(n_layers) * 4.0L *
+                            (static_cast<long double>(deltanet_conv_floats(dn)) + deltanet_matrix_floats(dn));
+  const std::string what = std::to_string(n_layers) + " DeltaNet layers' recurrent state (" +
+                           std::to_string(dn.n_v_heads) + " heads x " + std::to_string(dn.state_size) + " x " +
+                           std::to_string(dn.state_size) + " floats each)";
+  if (bytes > static_cast<long double>(uint64_t{1} << 62) ||
+      (cfg_.memory_bytes > 0 && bytes > static_cast<long double>(cfg_.memory_bytes)))
+    fail(gguf_->paths().front(), "the " + what + " needs more than the memory available");
+  try {
+    for (uint32_t il = 0; il < hp_.n_layer; ++il) {
+      if (desc_.layers[il].attn.kind != AttentionKind::DeltaNet) continue;
+      dn_conv_[il].assign(deltanet_conv_floats(dn), 0.0f);
+      dn_matrices_[il].assign(deltanet_matrix_floats(dn), 0.0f);
+    }
+  } catch (const std::bad_alloc&) {
+    fail(gguf_->paths().front(), "could not allocate the " + what);
+  }
+}
+
+void Transformer::reset_recurrent() {
+  for (std::vector<float>& v : dn_conv_) std::fill(v.begin(), v.end(), 0.0f);
+  for (std::vector<float>& v : dn_matrices_) std::fill(v.begin(), v.end(), 0.0f);
+  recurrent_pos_ = 0;
+}
+
+void Transformer::check_recurrent(int pos0) {
+  if (!recurrent_ || pos0 == recurrent_pos_) return;
+  if (pos0 == 0) {
+    reset_recurrent();  // a new sequence: the recurrent state restarts from zero
+    return;
+  }
+  throw Error("eval at position " + std::to_string(pos0) + ": the recurrent (DeltaNet) state of this " + hp_.arch +
+              " model " +
+              (recurrent_pos_ < 0 ? std::string("was left incomplete by a failed eval")
+                                  : "holds " + std::to_string(recurrent_pos_) + " positions") +
+              " and cannot be rolled back; evaluate from position 0 again");
+}
+
 void Transformer::bind_layer(Binder& b, uint32_t il, const LayerDesc& d,
                              const std::vector<gguf::LayerExpertParts>& experts) {
   const uint64_t n_embd = hp_.n_embd;
@@ -378,8 +443,11 @@ void Transformer::bind_layer(Binder& b, uint32_t il, const LayerDesc& d,
   L.ffn_norm = b.vector(p + d.ffn_norm + ".weight", n_embd);
   if (d.attn.kind == AttentionKind::Mla) {
     bind_mla(b, p, L);
+  } else if (d.attn.kind == AttentionKind::DeltaNet) {
+    bind_deltanet(b, p, L);
   } else {
-    L.wq = b.matrix(p + "attn_q.weight", n_embd, hp_.q_dim());
+    // Gated attention: per head [query | gate] rows.
+    L.wq = b.matrix(p + "attn_q.weight", n_embd, uint64_t{hp_.q_dim()} * (d.attn.output_gate ? 2 : 1));
     L.wk = b.matrix(p + "attn_k.weight", n_embd, hp_.k_dim());
     L.wv = b.matrix(p + "attn_v.weight", n_embd, hp_.v_dim());
     L.wo = b.matrix(p + "attn_output.weight", uint64_t{hp_.n_head} * hp_.head_dim_v, n_embd);
@@ -424,6 +492,7 @@ void Transformer::bind_layer(Binder& b, uint32_t il, const LayerDesc& d,
     L.shexp.gate = b.matrix(p + "ffn_gate_shexp.weight", n_embd, d.ffn.n_ff);
     L.shexp.up = b.matrix(p + "ffn_up_shexp.weight", n_embd, d.ffn.n_ff);
     L.shexp.down = b.matrix(p + "ffn_down_shexp.weight", d.ffn.n_ff, n_embd);
+    if (d.ffn.shared_gate) L.shexp_gate = b.vector(p + "ffn_gate_inp_shexp.weight", n_embd);
   }
 }
 
@@ -520,6 +589,7 @@ void Transformer::run(std::span<const int32_t> tokens, int pos0, float* logits_o
   if (T == 0) return;
   const auto t_eval = std::chrono::steady_clock::now();
   check_eval(tokens, pos0, *kv_);
+  check_recurrent(pos0);
 
   // Ubatches of cfg_.ubatch positions. Every op is row-independent except
   // attention (which reads earlier positions from the KV cache either way) and
@@ -543,9 +613,11 @@ void Transformer::run(std::span<const int32_t> tokens, int pos0, float* logits_o
   } catch (...) {
     prefetch_.reset();      // waits for its reads in flight, frees its slots
     kv_->set_filled(pos0);  // the new positions are incomplete
+    if (recurrent_) recurrent_pos_ = -1;  // so is the recurrent state
     eval_s_ += seconds_since(t_eval);  // keeps TimeProfile's parts within eval_s
     throw;
   }
+  if (recurrent_) recurrent_pos_ = pos0 + T;
   eval_s_ += seconds_since(t_eval);
 }
 
@@ -673,7 +745,16 @@ void Transformer::attention_gqa(int il, int T, int pos0, KvCache& kv, int kv_lay
   q_.resize(static_cast<size_t>(T) * hp_.q_dim());
   k_.resize(static_cast<size_t>(T) * hp_.k_dim());
   v_.resize(static_cast<size_t>(T) * hp_.v_dim());
-  matmul_f32(L.wq, xn_.data(), T, q_.data(), pool_, act_);
+  const bool gated = L.desc->attn.output_gate;
+  if (gated) {
+    // attn_q gives per head [query hd | gate hd]: queries to q_, gates kept in q_gate_.
+    q_gate_.resize(static_cast<size_t>(T) * 2 * hp_.q_dim());
+    matmul_f32(L.wq, xn_.data(), T, q_gate_.data(), pool_, act_);
+    for (int64_t r = 0; r < static_cast<int64_t>(T) * hp_.n_head; ++r)
+      std::memcpy(&q_[static_cast<size_t>(r) * hd], &q_gate_[static_cast<size_t>(r) * 2 * hd], sizeof(float) * hd);
+  } else {
+    matmul_f32(L.wq, xn_.data(), T, q_.data(), pool_, act_);
+  }
   matmul_f32(L.wk, xn_.data(), T, k_.data(), pool_, act_);
   matmul_f32(L.wv, xn_.data(), T, v_.data(), pool_, act_);
   add_rows(q_.data(), L.bq, hp_.q_dim());
@@ -691,6 +772,12 @@ void Transformer::attention_gqa(int il, int T, int pos0, KvCache& kv, int kv_lay
   attn_.resize(static_cast<size_t>(T) * hp_.n_head * hp_.head_dim_v);
   const AttentionOptions opt{L.desc->attn.window, L.sinks, hp_.attn_scale, false};
   attention_.run(q_.data(), T, pos0, kv_layer, kv, hp_, opt, attn_.data(), pool_);
+  if (gated)  // output *= sigmoid(gate), per head before attn_output
+    for (int64_t r = 0; r < static_cast<int64_t>(T) * hp_.n_head; ++r) {
+      const float* g = &q_gate_[static_cast<size_t>(r) * 2 * hd + hd];
+      float* o = &attn_[static_cast<size_t>(r) * hd];
+      for (int i = 0; i < hd; ++i) o[i] *= 1.0f / (1.0f + std::exp(-g[i]));
+    }
   matmul_f32(L.wo, attn_.data(), T, tmp_.data(), pool_, act_);
 }
 
@@ -779,6 +866,10 @@ void Transformer::forward_layer(int il, int T, int pos0, KvCache& kv, int kv_lay
   rms_norm_rows(x_.data(), L.attn_norm, T, n_embd, eps, xn_.data());
   if (d.attn.kind == AttentionKind::Mla) {
     attention_mla(il, T, pos0, kv, kv_layer);
+  } else if (d.attn.kind == AttentionKind::DeltaNet) {
+    // Trunk layers only (a NextN block is full attention): the layer's own state.
+    deltanet_.run(L.dn, hp_, xn_.data(), T, {dn_conv_.at(il).data(), dn_matrices_.at(il).data()}, tmp_.data(), pool_,
+                  act_);
   } else {
     attention_gqa(il, T, pos0, kv, kv_layer);
   }
@@ -839,6 +930,12 @@ void Transformer::forward_layer(int il, int T, int pos0, KvCache& kv, int kv_lay
       // The shared expert reads the same normed input; added unweighted.
       shared_out_.resize(x_.size());
       dense_ffn(L.shexp, d.ffn.act, T, shared_out_.data());
+      if (L.shexp_gate)  // scaled by sigmoid(ffn_gate_inp_shexp . x)
+        for (int t = 0; t < T; ++t) {
+          const float g = ops.dot(L.shexp_gate, &xn_[static_cast<size_t>(t) * n_embd], n_embd);
+          ops.scale_mul(&shared_out_[static_cast<size_t>(t) * n_embd], 1.0f / (1.0f + std::exp(-g)), nullptr,
+                        &shared_out_[static_cast<size_t>(t) * n_embd], n_embd);
+        }
       for (size_t i = 0; i < x_.size(); ++i) tmp_[i] += shared_out_[i];
     }
   } else {

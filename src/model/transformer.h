@@ -15,6 +15,7 @@
 #include "model/attention.h"
 #include "model/ffn.h"
 #include "model/matmul.h"
+#include "model/mixers/gated_deltanet.h"
 #include "model/model.h"
 #include "model/moe_ffn.h"
 #include "model/rope.h"
@@ -38,6 +39,7 @@ class Transformer final : public Model {
   void reset() override {
     kv_->reset();
     if (mtp_kv_) mtp_kv_->reset();
+    reset_recurrent();
   }
   int n_cached() const override { return kv_->n_filled(); }
   ModelStats stats() const override;
@@ -69,6 +71,7 @@ class Transformer final : public Model {
     const float* q_a_norm = nullptr;
     const float* kv_a_norm = nullptr;
     std::vector<WeightMatrix> k_b, v_b;  // [n_head]
+    DeltaNetWeights dn;                  // desc->attn.kind == DeltaNet
     bool moe = false;
     WeightMatrix router;                   // moe
     const float* router_bias = nullptr;    // moe: added to the logits
@@ -76,6 +79,7 @@ class Transformer final : public Model {
     ExpertTemplate experts;                // moe
     bool shared = false;                   // moe: shared expert present
     FfnMatrices shexp;                     // moe with shared expert
+    const float* shexp_gate = nullptr;     // moe: ffn_gate_inp_shexp {n_embd} (shared_gate)
     FfnMatrices dense;                     // !moe
   };
 
@@ -103,6 +107,14 @@ class Transformer final : public Model {
   // Checks the positions and tokens of an eval against `kv` (Error otherwise).
   void check_eval(std::span<const int32_t> tokens, int pos0, const KvCache& kv) const;
   void bind_mla(Binder& b, const std::string& prefix, Layer& L);
+  void bind_deltanet(Binder& b, const std::string& prefix, Layer& L);
+  // DeltaNet layers: allocates their recurrent states (zero) at load.
+  void alloc_recurrent();
+  // Zeroes the recurrent states (a sequence restarts at position 0).
+  void reset_recurrent();
+  // Before an eval at pos0: the recurrent states must be at pos0, or restart
+  // there when pos0 == 0; anything else is an Error (they cannot roll back).
+  void check_recurrent(int pos0);
   void record_route(int il, int n_tokens, int pos0);  // --route-trace: appends to trace_buf_
   // --prefetch: the setting in force after the load-time rules (0: off; logs why).
   int resolve_prefetch() const;
@@ -146,6 +158,16 @@ class Transformer final : public Model {
   // Scratch, sized per eval.
   std::vector<float> x_, xn_, q_, k_, v_, attn_, tmp_, shared_out_, router_logits_;
   std::vector<float> mla_qa_, mla_in_, mla_out_;  // MLA scratch
+  std::vector<float> q_gate_;                     // gated attention: [T][n_head][2 hd] from attn_q
+  // DeltaNet layers' recurrent states, by trunk layer (empty for the others).
+  // TEMPORARY until the per-layer model state lands: no truncation or
+  // checkpoints, so the states hold exactly recurrent_pos_ positions and an
+  // eval may only continue there or restart at 0 (check_recurrent); -1 after
+  // a failed eval (only a restart is possible).
+  GatedDeltaNet deltanet_;
+  std::vector<std::vector<float>> dn_conv_, dn_matrices_;
+  bool recurrent_ = false;  // any DeltaNet layer
+  int recurrent_pos_ = 0;
   QuantizedRows act_;
   RopeAngles rope_;
   Attention attention_;
