@@ -218,6 +218,10 @@ class Model {
   // Forgets every cached position.
   virtual void reset() = 0;
   virtual int n_cached() const = 0;
+  // Whether an eval may start before n_cached() (cached positions rolled
+  // back). False for a model whose recurrent state cannot roll back (qwen35moe's
+  // DeltaNet layers, until per-layer checkpoints exist): it can only restart at 0.
+  virtual bool can_rewind() const { return true; }
 
   virtual ModelStats stats() const = 0;
 

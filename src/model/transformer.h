@@ -42,6 +42,7 @@ class Transformer final : public Model {
     reset_recurrent();
   }
   int n_cached() const override { return kv_->n_filled(); }
+  bool can_rewind() const override { return !recurrent_; }
   ModelStats stats() const override;
   uint64_t expert_bytes(int layer) const override;
   bool has_mtp() const override { return mtp_layer_ >= 0; }

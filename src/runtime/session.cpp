@@ -40,6 +40,18 @@ size_t Session::common_prefix(std::span<const int32_t> tokens) const {
 
 void Session::rewind(size_t n) {
   if (n >= tokens_.size() + pending_.size()) return;
+  if (n < tokens_.size() && !model_->can_rewind()) {
+    // The model cannot roll its state back: the kept tokens are evaluated
+    // again from position 0 (exact, at the cost of that prefill).
+    pending_.assign(tokens_.begin(), tokens_.begin() + static_cast<std::ptrdiff_t>(n));
+    tokens_.clear();
+    model_->reset();
+    if (mtp_.depth > 0) {
+      mtp_n_ = 0;
+      mtp_hidden_.assign(static_cast<size_t>(model_->hparams().n_embd), 0.0f);
+    }
+    return;
+  }
   if (n <= tokens_.size()) {
     pending_.clear();
     tokens_.resize(n);
@@ -66,6 +78,9 @@ void Session::set_mtp(const MtpOptions& o) {
   if (o.depth < 0) throw Error("--mtp: draft depth must be >= 0 (got " + std::to_string(o.depth) + ")");
   if (o.depth > 0 && !model_->has_mtp())
     throw Error("--mtp: the model was loaded without a NextN/MTP head");
+  if (o.depth > 0 && !model_->can_rewind())
+    throw Error("--mtp: this " + model_->hparams().arch +
+                " model's recurrent state cannot roll back rejected drafts yet; run without --mtp");
   if (o.depth > 0 && (!tokens_.empty() || !pending_.empty()))
     throw Error("--mtp: set before the first evaluation");
   if (!(o.p_min >= 0.0f && o.p_min <= 1.0f)) throw Error("--mtp-p-min: must be in [0, 1]");

@@ -65,7 +65,8 @@ class Session {
   size_t common_prefix(std::span<const int32_t> tokens) const;
   // Keeps only the first n tokens of the history; the next evaluation
   // rewinds the KV cache there. With --mtp a rewind into the head's rows
-  // starts the session over (the head needs hidden states it no longer has).
+  // starts the session over (the head needs hidden states it no longer has),
+  // and so does any rewind on a model that cannot roll back (Model::can_rewind).
   void rewind(size_t n);
 
   // --mtp for later generate() calls (Error when depth > 0 and the model has

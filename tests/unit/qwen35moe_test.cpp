@@ -10,6 +10,8 @@
 #include <nlohmann/json.hpp>
 
 #include "model_test_support.h"
+#include "runtime/session.h"
+#include "util/error.h"
 
 namespace sluice::test {
 namespace {
@@ -90,6 +92,30 @@ TEST(Qwen35State, AFailedEvalLeavesOnlyARestart) {
   EXPECT_NE(error_of([&] { m->eval(bad, 4, out.data()); }).find("out of range"), std::string::npos);
   m->eval(std::span(tokens).subspan(4), 4, &out[4 * nv]);
   EXPECT_TRUE(same_bits(out, baseline));
+}
+
+// A session rewind (serve's and chat's prefix reuse) on a model that cannot
+// roll back re-evaluates the kept prefix from position 0: the continuation's
+// logits are the one-batch ones, bit for bit.
+TEST(Qwen35State, SessionRewindReplaysTheKeptPrefix) {
+  REQUIRE_SHARED("golden/qwen35moe-kquants.gguf");
+  const auto tokens = case_tokens("qwen35moe-kquants");
+  const std::string path = shared_path("golden/qwen35moe-kquants.gguf");
+  const auto baseline = eval_all(*load(path, golden_config()), tokens);
+  runtime::Session s = runtime::Session::open(path, golden_config());
+  EXPECT_FALSE(s.model().can_rewind());
+  const size_t nv = static_cast<size_t>(s.n_vocab());
+  std::vector<float> out(tokens.size() * nv);
+  s.eval_all(std::span(tokens).subspan(0, 12), out.data());
+  ASSERT_EQ(s.common_prefix(tokens), 12u);
+  s.rewind(6);
+  const std::span<const float> last = s.feed(std::span(tokens).subspan(6));
+  ASSERT_EQ(s.tokens().size(), tokens.size());
+  const std::vector<float> got(last.begin(), last.end());
+  const std::vector<float> want(baseline.end() - static_cast<std::ptrdiff_t>(nv), baseline.end());
+  EXPECT_TRUE(same_bits(got, want));
+  // Speculative decoding would have to roll rejected drafts back: refused up front.
+  EXPECT_NE(error_of([&] { s.set_mtp({.depth = 2}); }).find("cannot roll back"), std::string::npos);
 }
 
 }  // namespace
