@@ -76,11 +76,11 @@ void Session::rewind(size_t n) {
 
 void Session::set_mtp(const MtpOptions& o) {
   if (o.depth < 0) throw Error("--mtp: draft depth must be >= 0 (got " + std::to_string(o.depth) + ")");
-  if (o.depth > 0 && !model_->has_mtp())
-    throw Error("--mtp: the model was loaded without a NextN/MTP head");
   if (o.depth > 0 && !model_->can_rewind())
     throw Error("--mtp: this " + model_->hparams().arch +
                 " model's recurrent state cannot roll back rejected drafts yet; run without --mtp");
+  if (o.depth > 0 && !model_->has_mtp())
+    throw Error("--mtp: the model was loaded without a NextN/MTP head");
   if (o.depth > 0 && (!tokens_.empty() || !pending_.empty()))
     throw Error("--mtp: set before the first evaluation");
   if (!(o.p_min >= 0.0f && o.p_min <= 1.0f)) throw Error("--mtp-p-min: must be in [0, 1]");
