@@ -43,6 +43,8 @@ void fill_isa_neon(IsaKernels& k);         // arm/isa_neon.cpp
 void fill_kquant_scalar(KernelTable& table);
 // Element-wise ops (ops.h):
 void fill_ops_scalar(OpsKernels& k);  // scalar/ops_scalar.cpp
+// Gated DeltaNet conv and state update (kernels/deltanet.h):
+void fill_deltanet_scalar(OpsKernels& k);  // scalar/deltanet_scalar.cpp
 
 #if defined(__x86_64__)
 void fill_kquant_avx2(KernelTable& table);
@@ -62,6 +64,10 @@ void fill_kquant_packed_avx512(KernelTable& table);
 // Q4_K's vec_dot and tile GEMM in the AMX rounding (quant.h, x86/q4k_amx.cpp).
 void fill_amx_q4k(KernelTable& table);
 void fill_ops_avx2(OpsKernels& k);  // x86/ops_avx2.cpp
+void fill_deltanet_avx2(OpsKernels& k);  // x86/deltanet_avx2.cpp
+#endif
+#if defined(__aarch64__)
+void fill_deltanet_neon(OpsKernels& k);  // arm/deltanet_neon.cpp
 #endif
 
 }  // namespace sluice::kernels

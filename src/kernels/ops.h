@@ -52,6 +52,13 @@ struct OpsKernels {
   // neox pairs (j, j + half), norm pairs (2j, 2j + 1).
   void (*rope_neox)(float* v, const float* cos, const float* sin, int half) = nullptr;
   void (*rope_norm)(float* v, const float* cos, const float* sin, int half) = nullptr;
+
+  // Gated DeltaNet (kernels/deltanet.h has the contracts): one token of the
+  // causal depthwise conv over the K-1 cached taps, and one token of one
+  // head's delta-rule state update. Both bit-identical on every ISA.
+  void (*conv_step)(float* taps, const float* x, const float* w, int64_t K, int64_t C, float* y) = nullptr;
+  void (*delta_step)(float* M, const float* q, const float* k, const float* v, float decay, float beta, int64_t S,
+                     float* u, float* o) = nullptr;
 };
 
 // The fastest complete set this CPU runs (chosen once, thread-safe): SIMD

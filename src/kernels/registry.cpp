@@ -46,11 +46,14 @@ void overlay(OpsKernels& dst, const OpsKernels& src) {
   if (src.swiglu) dst.swiglu = src.swiglu;
   if (src.rope_neox) dst.rope_neox = src.rope_neox;
   if (src.rope_norm) dst.rope_norm = src.rope_norm;
+  if (src.conv_step) dst.conv_step = src.conv_step;
+  if (src.delta_step) dst.delta_step = src.delta_step;
 }
 
 bool has_any_op(const OpsKernels& k) {
   return k.dot || k.axpy || k.dot_rows || k.weighted_sum_rows || k.add || k.sum_squares || k.scale_mul ||
-         k.exp_sub_sum || k.swiglu || k.rope_neox || k.rope_norm;
+         k.exp_sub_sum || k.swiglu || k.rope_neox || k.rope_norm || k.conv_step ||
+         k.delta_step;
 }
 
 struct Tables {

@@ -32,6 +32,9 @@ enum class AttentionKind {
   Gqa,  // attn_q/k/v/output (grouped-query; multi-head when head_count_kv = head_count)
   Mla,  // multi-head latent attention (HParams::mla_params): attn_q_a + attn_q_a_norm + attn_q_b
         // (or attn_q), attn_kv_a_mqa, attn_kv_a_norm, attn_k_b, attn_v_b, attn_output
+  DeltaNet,  // gated DeltaNet linear attention (HParams::deltanet; model/mixers/gated_deltanet.h):
+             // attn_qkv, attn_gate, ssm_conv1d, ssm_dt.bias, ssm_a, ssm_alpha, ssm_beta, ssm_norm, ssm_out;
+             // no KV rows, a recurrent state instead
 };
 
 struct AttentionDesc {
@@ -45,6 +48,10 @@ struct AttentionDesc {
   // Sliding window: query at position i sees key j iff 0 <= i - j < window;
   // 0 = full causal attention.
   uint32_t window = 0;
+  // Gated attention (Qwen3.5/3.6): attn_q yields per head [query hd | gate hd]
+  // (2 q_dim rows) and the attention output is multiplied by sigmoid(gate)
+  // before attn_output.
+  bool output_gate = false;
 };
 
 enum class RouterKind {
@@ -91,6 +98,9 @@ struct FfnDesc {
   // Moe: an always-on shared expert ffn_{gate,up,down}_shexp (resident), added
   // unweighted to the routed sum.
   bool shared_expert = false;
+  // Moe with shared expert: its output is scaled by sigmoid(ffn_gate_inp_shexp . x),
+  // ffn_gate_inp_shexp.weight a vector {n_embd} (Qwen3.5/3.6).
+  bool shared_gate = false;
   RouterDesc router;
 };
 

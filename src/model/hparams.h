@@ -44,6 +44,19 @@ struct MlaParams {
   uint32_t kv_rope_dim = 0;   // rope.dimension_count
 };
 
+// Gated DeltaNet linear attention (qwen35moe's ssm.* keys; the token mixer is
+// model/mixers/gated_deltanet.*): n_k key heads and n_v value heads of
+// state_size dims, a causal depthwise conv of conv_kernel taps over the
+// channels [q (n_k S) | k (n_k S) | v (n_v S)].
+struct DeltaNetParams {
+  uint32_t conv_kernel = 0;  // ssm.conv_kernel (K)
+  uint32_t state_size = 0;   // ssm.state_size (S: key = value head dim)
+  uint32_t n_k_heads = 0;    // ssm.group_count
+  uint32_t n_v_heads = 0;    // ssm.time_step_rank (a multiple of n_k_heads)
+  uint64_t channels() const { return (2ull * n_k_heads + n_v_heads) * state_size; }
+  uint64_t inner() const { return uint64_t{n_v_heads} * state_size; }  // ssm.inner_size
+};
+
 struct HParams {
   std::string arch;
   uint32_t n_embd = 0;
@@ -64,6 +77,7 @@ struct HParams {
   float attn_scale = 0.0f;
   bool mla = false;  // multi-head latent attention (mla_params)
   MlaParams mla_params;
+  DeltaNetParams deltanet;  // set where any layer is AttentionKind::DeltaNet
 
   bool is_moe() const { return n_expert > 0; }
   uint32_t q_dim() const { return n_head * head_dim; }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <new>
@@ -246,6 +247,8 @@ void Transformer::bind_layer(Binder& b, uint32_t il, const LayerDesc& d,
   // every attention mixer shares: the output bias and the sinks.
   if (d.attn.kind == AttentionKind::Mla) {
     L.mla = bind_mla(b, p, hp_);
+  } else if (d.attn.kind == AttentionKind::DeltaNet) {
+    L.dn = bind_deltanet(b, p, hp_);
   } else {
     L.gqa = bind_gqa(b, p, d.attn, hp_);
   }
@@ -284,6 +287,7 @@ void Transformer::bind_layer(Binder& b, uint32_t il, const LayerDesc& d,
     L.shexp.gate = b.matrix(p + "ffn_gate_shexp.weight", n_embd, d.ffn.n_ff);
     L.shexp.up = b.matrix(p + "ffn_up_shexp.weight", n_embd, d.ffn.n_ff);
     L.shexp.down = b.matrix(p + "ffn_down_shexp.weight", d.ffn.n_ff, n_embd);
+    if (d.ffn.shared_gate) L.shexp_gate = b.vector(p + "ffn_gate_inp_shexp.weight", n_embd);
   }
 }
 
@@ -560,6 +564,9 @@ void Transformer::forward_layer(int il, int T, int pos0, ModelState& st, int st_
   if (d.attn.kind == AttentionKind::Mla) {
     const AttentionOptions opt{d.attn.window, L.sinks, hp_.attn_scale, true};
     mla_.run(L.mla, opt, hp_, xn_.data(), T, pos0, il, st.kv(st_layer), rope_, act_, pool_, tmp_.data());
+  } else if (d.attn.kind == AttentionKind::DeltaNet) {
+    RecurrentState& rs = st.recurrent(st_layer);
+    deltanet_.run(L.dn, hp_, xn_.data(), T, {rs.conv(), rs.matrices()}, tmp_.data(), pool_, act_);
   } else {
     const AttentionOptions opt{d.attn.window, L.sinks, hp_.attn_scale, false};
     gqa_.run(L.gqa, opt, hp_, xn_.data(), T, pos0, il, st.kv(st_layer), rope_, act_, pool_, tmp_.data());
@@ -621,6 +628,12 @@ void Transformer::forward_layer(int il, int T, int pos0, ModelState& st, int st_
       // The shared expert reads the same normed input; added unweighted.
       shared_out_.resize(x_.size());
       dense_ffn(L.shexp, d.ffn.act, T, shared_out_.data());
+      if (L.shexp_gate)  // scaled by sigmoid(ffn_gate_inp_shexp . x)
+        for (int t = 0; t < T; ++t) {
+          const float g = ops.dot(L.shexp_gate, &xn_[static_cast<size_t>(t) * n_embd], n_embd);
+          ops.scale_mul(&shared_out_[static_cast<size_t>(t) * n_embd], 1.0f / (1.0f + std::exp(-g)), nullptr,
+                        &shared_out_[static_cast<size_t>(t) * n_embd], n_embd);
+        }
       for (size_t i = 0; i < x_.size(); ++i) tmp_[i] += shared_out_[i];
     }
   } else {

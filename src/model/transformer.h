@@ -17,6 +17,7 @@
 #include "model/mixers/mla_attention.h"
 #include "model/ffn.h"
 #include "model/matmul.h"
+#include "model/mixers/gated_deltanet.h"
 #include "model/model.h"
 #include "model/moe_ffn.h"
 #include "model/rope.h"
@@ -67,6 +68,7 @@ class Transformer final : public Model {
     // The token mixer's weights: desc->attn.kind says which is bound.
     GqaWeights gqa;
     MlaWeights mla;
+    DeltaNetWeights dn;
     const float* bo = nullptr;     // attention output bias
     const float* sinks = nullptr;  // attention sinks
     bool moe = false;
@@ -76,6 +78,7 @@ class Transformer final : public Model {
     ExpertTemplate experts;                // moe
     bool shared = false;                   // moe: shared expert present
     FfnMatrices shexp;                     // moe with shared expert
+    const float* shexp_gate = nullptr;     // moe: ffn_gate_inp_shexp {n_embd} (shared_gate)
     FfnMatrices dense;                     // !moe
   };
 
@@ -143,6 +146,7 @@ class Transformer final : public Model {
   std::vector<float> x_, xn_, tmp_, shared_out_, router_logits_;
   GqaAttention gqa_;  // the token mixers (their scratch)
   MlaAttention mla_;
+  GatedDeltaNet deltanet_;
   QuantizedRows act_;
   RopeAngles rope_;
   SwiGlu swiglu_;

@@ -187,6 +187,7 @@ void Session::eval_all(std::span<const int32_t> tokens, float* logits_out) {
     model_->eval(tokens, pos, logits_out);
   }
   tokens_.insert(tokens_.end(), tokens.begin(), tokens.end());
+  model_->checkpoint();  // the end of a prompt, as in feed()
   // feed()'s logits_ would otherwise be stale: keep it the last row.
   std::copy_n(logits_out + (tokens.size() - 1) * logits_.size(), logits_.size(), logits_.begin());
   recorder_.end(*model_, EvalKind::Prefill, static_cast<int>(tokens.size()), pos);

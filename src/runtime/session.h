@@ -95,7 +95,8 @@ class Session {
   GenerationStats generate(std::span<const int32_t> prompt, int n_predict, Sampler& sampler,
                            const std::function<bool(int32_t)>& on_token, std::span<const int32_t> stop_ids = {});
 
-  // Evaluates `tokens` after the cached ones (one prefill record) and writes
+  // Evaluates `tokens` after the cached ones (one prefill record, then a
+  // checkpoint of the recurrent state) and writes
   // every row of logits, [tokens.size()][n_vocab], to logits_out. Error if a
   // sampled token is still pending (its row would be missing).
   void eval_all(std::span<const int32_t> tokens, float* logits_out);

@@ -199,6 +199,7 @@ std::string inspect_text(const ModelInfo& info, bool full_tensors) {
   line("expert_feed_forward_length", show(hp.expert_feed_forward_length));
   line("experts (used / total)", show(hp.expert_used_count) + " / " + show(hp.expert_count));
   line("heads (q / kv)", show(hp.head_count) + " / " + show(hp.head_count_kv));
+  if (!info.layer_mixers.empty()) line("layer mixers", info.layer_mixers);
   line("head dim (k / v)", std::to_string(hp.head_dim_k) + " / " + std::to_string(hp.head_dim_v));
   line("rope freq base", show(hp.rope_freq_base));
   if (hp.rope_scaling_type || hp.rope_scaling_factor)

@@ -193,6 +193,17 @@ ModelInfo model_info(const gguf::GgufModel& model, uint64_t kv_context) {
     kv_context = static_cast<uint64_t>(model::resolve_context(0, static_cast<uint32_t>(std::min<uint64_t>(train, UINT32_MAX))));
   }
   info.sizing = compute_sizing(info, kv_context, desc ? &*desc : nullptr);
+  if (desc) {
+    std::string attention;
+    size_t n_attention = 0;
+    for (size_t il = 0; il < desc->layers.size(); ++il)
+      if (desc->layers[il].attn.kind != model::AttentionKind::DeltaNet)
+        attention += (n_attention++ ? ", " : "") + std::to_string(il);
+    const size_t n_delta = desc->layers.size() - n_attention;
+    if (n_delta > 0)
+      info.layer_mixers = "gated-deltanet x" + std::to_string(n_delta) + ", attention x" +
+                          std::to_string(n_attention) + (n_attention ? " (blk " + attention + ")" : "");
+  }
   return info;
 }
 

@@ -106,6 +106,10 @@ struct ModelInfo {
   // or tensors that do not match it); empty when it loads. Sizing then falls
   // back to the generic rules above.
   std::string not_runnable;
+  // Hybrid stacks (qwen35moe): which token mixer the trunk layers run, e.g.
+  // "gated-deltanet x6, attention x2 (blk 3, 7)"; empty when every layer
+  // runs the same kind.
+  std::string layer_mixers;
 };
 
 // Never throws for missing keys; throws sluice::Error for keys of the wrong type.

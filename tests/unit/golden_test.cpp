@@ -94,7 +94,8 @@ INSTANTIATE_TEST_SUITE_P(Cases, GoldenTest,
                          ::testing::Values("qwen3moe-f32", "qwen3moe-q8_0-q4_0", "qwen3moe-kquants", "qwen3moe-mixed",
                                            "llama-moe-f32", "llama-moe-q8_0", "llama-dense-f16", "gpt-oss-mxfp4",
                                            "glm4moe-f32", "glm4moe-q8_0", "deepseek2-f32", "deepseek2-q4_k",
-                                           "deepseek2-mtp-f32"),
+                                           "deepseek2-mtp-f32", "qwen35moe-f32", "qwen35moe-kquants",
+                                           "qwen35moe-mtp-f32"),
                          [](const auto& info) {
                            std::string s = info.param;
                            for (char& ch : s)

@@ -54,6 +54,7 @@ class RollbackTest : public ::testing::TestWithParam<std::string> {
 TEST_P(RollbackTest, TruncateThenAppendIsBitIdenticalToNeverHavingGoneThere) {
   auto m = load(path_, config());
   const size_t nv = m->hparams().n_vocab;
+  const bool recurrent = m->state_bytes().recurrent > 0;  // qwen35moe's DeltaNet layers
   for (const Lengths& l : kLengths) {
     const std::vector<int32_t> A = seq(3, l.a), B = seq(11, l.b), C = seq(29, l.c);
     std::vector<int32_t> AB = A;
@@ -69,13 +70,27 @@ TEST_P(RollbackTest, TruncateThenAppendIsBitIdenticalToNeverHavingGoneThere) {
     split.insert(split.end(), b1.begin(), b1.end());
     EXPECT_TRUE(same_bits(split, whole)) << what << ": eval(A); eval(B) vs eval(A+B)";
 
+    // Without a checkpoint a recurrent layer falls back to the zero state:
+    // truncate says where it landed and the caller re-evaluates from there.
     m->reset();
     const std::vector<float> ac = eval_rows(*m, AC);
-    EXPECT_EQ(m->truncate(l.a), l.a) << what;  // KV rows: exact
-    EXPECT_EQ(m->n_past(), l.a);
+    const int r = m->truncate(l.a);
+    EXPECT_EQ(r, recurrent ? 0 : l.a) << what;  // KV rows: exact
+    EXPECT_EQ(m->n_past(), r);
+    std::vector<int32_t> redo(A.begin() + r, A.end());
+    redo.insert(redo.end(), B.begin(), B.end());
+    const std::vector<float> rb = eval_rows(*m, redo);
+    EXPECT_TRUE(same_bits(rb, std::vector<float>(whole.begin() + static_cast<std::ptrdiff_t>(r * nv), whole.end())))
+        << what << ": eval(A+C); truncate(|A|); eval(B)";
+    // With a checkpoint at |A| the truncate lands there exactly, recurrent or not.
+    m->reset();
+    eval_rows(*m, A);
+    m->checkpoint();
+    eval_rows(*m, C);
+    EXPECT_EQ(m->truncate(l.a), l.a) << what;
     const std::vector<float> b2 = eval_rows(*m, B);
     EXPECT_TRUE(same_bits(b2, std::vector<float>(whole.begin() + static_cast<std::ptrdiff_t>(l.a * nv), whole.end())))
-        << what << ": eval(A+C); truncate(|A|); eval(B)";
+        << what << ": eval(A); checkpoint; eval(C); truncate(|A|); eval(B)";
     EXPECT_TRUE(same_bits(std::vector<float>(ac.begin(), ac.begin() + static_cast<std::ptrdiff_t>(l.a * nv)),
                           std::vector<float>(whole.begin(), whole.begin() + static_cast<std::ptrdiff_t>(l.a * nv))))
         << what;
@@ -137,7 +152,8 @@ TEST_P(RollbackTest, InspectStateBytesAreTheAllocatedBytes) {
 
 INSTANTIATE_TEST_SUITE_P(Cases, RollbackTest,
                          ::testing::Values("qwen3moe-f32", "llama-moe-f32", "llama-dense-f16", "gpt-oss-mxfp4",
-                                           "glm4moe-f32", "deepseek2-f32", "deepseek2-mtp-f32"),
+                                           "glm4moe-f32", "deepseek2-f32", "deepseek2-mtp-f32", "qwen35moe-f32",
+                                           "qwen35moe-kquants", "qwen35moe-mtp-f32"),
                          [](const auto& info) {
                            std::string s = info.param;
                            for (char& ch : s)
@@ -146,8 +162,10 @@ INSTANTIATE_TEST_SUITE_P(Cases, RollbackTest,
                          });
 
 // The NextN head keeps its own KV rows, truncated explicitly like the trunk's.
-TEST(RollbackMtpHead, HeadTruncateThenAppendIsBitIdentical) {
-  const std::string path = shared_path("golden/deepseek2-mtp-f32.gguf");
+class RollbackMtpHead : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(RollbackMtpHead, HeadTruncateThenAppendIsBitIdentical) {
+  const std::string path = shared_path("golden/" + GetParam() + ".gguf");
   if (!exists(path)) GTEST_SKIP() << path << " not found";
   auto cfg = golden_config();
   cfg.ubatch = kUbatch;
@@ -181,6 +199,14 @@ TEST(RollbackMtpHead, HeadTruncateThenAppendIsBitIdentical) {
     EXPECT_EQ(m->n_past(), static_cast<int>(tokens.size()));  // the head's truncate leaves the trunk alone
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Cases, RollbackMtpHead, ::testing::Values("deepseek2-mtp-f32", "qwen35moe-mtp-f32"),
+                         [](const auto& info) {
+                           std::string s = info.param;
+                           for (char& ch : s)
+                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+                           return s;
+                         });
 
 }  // namespace
 }  // namespace sluice::test

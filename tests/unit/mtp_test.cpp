@@ -50,9 +50,12 @@ RowCheck compare_rows(const std::vector<float>& ref, const std::vector<float>& g
   return c;
 }
 
-TEST(MtpGolden, DraftLogitsChainsAndHiddenStatesMatchLlamaCpp) {
-  const std::string json_path = shared_path(std::string(kMtpCase) + ".json");
-  REQUIRE_SHARED(std::string(kMtpCase) + ".json");
+class MtpGoldenCase : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(MtpGoldenCase, DraftLogitsChainsAndHiddenStatesMatchLlamaCpp) {
+  const std::string kase = GetParam();
+  const std::string json_path = shared_path(kase + ".json");
+  REQUIRE_SHARED(kase + ".json");
   std::ifstream jf(json_path);
   const nlohmann::json c = nlohmann::json::parse(jf);
   const auto tokens = c["tokens"].get<std::vector<int32_t>>();
@@ -60,7 +63,7 @@ TEST(MtpGolden, DraftLogitsChainsAndHiddenStatesMatchLlamaCpp) {
   const int K = mtp["chain"]["k"].get<int>();
   auto cfg = golden_config();
   cfg.mtp = true;
-  auto m = load(shared_path(std::string(kMtpCase) + ".gguf"), cfg);
+  auto m = load(shared_path(kase + ".gguf"), cfg);
   ASSERT_TRUE(m->has_mtp());
   const runtime::MtpTrace t = runtime::mtp_trace(*m, tokens, K);
 
@@ -97,6 +100,18 @@ TEST(MtpGolden, DraftLogitsChainsAndHiddenStatesMatchLlamaCpp) {
     }
   }
 }
+
+// deepseek2: MLA trunk, MoE head with its own embedding and lm head;
+// qwen35moe: hybrid DeltaNet trunk, gated-attention head on the trunk's
+// token_embd and output.
+INSTANTIATE_TEST_SUITE_P(Cases, MtpGoldenCase,
+                         ::testing::Values("golden/deepseek2-mtp-f32", "golden/qwen35moe-mtp-f32"),
+                         [](const auto& info) {
+                           std::string s = info.param.substr(info.param.find('/') + 1);
+                           for (char& ch : s)
+                             if (ch == '-') ch = '_';
+                           return s;
+                         });
 
 // Loading the head changes nothing in the trunk (its tensors are only claimed).
 TEST(MtpGolden, TrunkLogitsAreBitIdenticalWithTheHeadLoaded) {
@@ -378,6 +393,16 @@ TEST(MtpDecoding, GreedyIsByteIdenticalOnGlm4moeWithItsNextnBlock) {
   const std::string path = shared_path("golden/glm4moe-f32.gguf");
   const std::string want = generate_text(path, 0, 0);
   for (int depth : {1, 3}) EXPECT_EQ(generate_text(path, depth, 0), want) << depth;
+}
+
+// qwen35moe: rejected drafts roll the DeltaNet layers back through the
+// pre-verify checkpoint (and a recompute of the accepted rows), so the text is
+// the same as without drafts; the recomputation is counted.
+TEST(MtpDecoding, GreedyIsByteIdenticalOnQwen35moeWithItsRecurrentLayers) {
+  REQUIRE_SHARED("golden/qwen35moe-mtp-f32.gguf");
+  const std::string path = shared_path("golden/qwen35moe-mtp-f32.gguf");
+  const std::string want = generate_text(path, 0, 0);
+  for (int depth : {1, 2, 3}) EXPECT_EQ(generate_text(path, depth, 0), want) << depth;
 }
 
 TEST(MtpDecoding, GreedyIsByteIdenticalOnASynthesizedDeepseek2WithANextnBlock) {

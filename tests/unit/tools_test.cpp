@@ -368,6 +368,20 @@ TEST(ToolsModelInfo, DenseModelHasNoExpertFigures) {
   EXPECT_GT(info.sizing.min_ram_bytes, info.sizing.dense_bytes);
 }
 
+// A hybrid stack names its layers' mixers; uniform stacks print no such line.
+TEST(ToolsModelInfo, HybridStackShowsItsLayerMixers) {
+  const std::string path = kShared + "/golden/qwen35moe-f32.gguf";
+  skip_unless_exists(path);
+  const ModelInfo info = model_info(gguf::GgufModel::open(path));
+  EXPECT_TRUE(info.not_runnable.empty()) << info.not_runnable;
+  EXPECT_EQ(info.layer_mixers, "gated-deltanet x6, attention x2 (blk 3, 7)");
+  EXPECT_NE(inspect_text(info, false).find("layer mixers"), std::string::npos);
+  const std::string mtp = kShared + "/golden/qwen35moe-mtp-f32.gguf";
+  EXPECT_EQ(model_info(gguf::GgufModel::open(mtp)).layer_mixers, "gated-deltanet x3, attention x1 (blk 3)");
+  const std::string uniform = kShared + "/golden/qwen3moe-f32.gguf";
+  EXPECT_EQ(model_info(gguf::GgufModel::open(uniform)).layer_mixers, "");
+}
+
 // No general.architecture, one odd expert-like tensor: report what is there.
 TEST(ToolsModelInfo, UnknownArchitectureReportsWhatIsThere) {
   TempFile out("noarch.gguf");

@@ -10,6 +10,7 @@ namespace sluice::kernels {
 void fill_isa_neon(IsaKernels& k) {
   fill_legacy_neon(k.quant);
   fill_ops_neon(k.ops);
+  fill_deltanet_neon(k.ops);
 }
 #else  // not an AArch64 build: the slot stays empty
 void fill_isa_neon(IsaKernels&) {}

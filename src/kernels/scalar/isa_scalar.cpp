@@ -8,6 +8,7 @@ void fill_isa_scalar(IsaKernels& k) {
   fill_legacy_scalar(k.quant);
   fill_kquant_scalar(k.quant);
   fill_ops_scalar(k.ops);
+  fill_deltanet_scalar(k.ops);
 }
 
 }  // namespace sluice::kernels

@@ -12,6 +12,7 @@ void fill_isa_avx2(IsaKernels& k) {
   fill_kquant_avx2(k.quant);
   fill_dot_cols_avx2(k.quant);
   fill_ops_avx2(k.ops);
+  fill_deltanet_avx2(k.ops);
 }
 
 // Integer dot products only; no ops (they have no integer dots: AVX2 serves).

@@ -1,5 +1,8 @@
 #include "model/mixers/gqa_attention.h"
 
+#include <cmath>
+#include <cstring>
+
 #include "kernels/ops.h"
 #include "model/norm.h"
 
@@ -8,7 +11,8 @@ namespace sluice::model {
 GqaWeights bind_gqa(Binder& b, const std::string& p, const AttentionDesc& d, const HParams& hp) {
   const uint64_t n_embd = hp.n_embd;
   GqaWeights w;
-  w.wq = b.matrix(p + "attn_q.weight", n_embd, hp.q_dim());
+  w.output_gate = d.output_gate;
+  w.wq = b.matrix(p + "attn_q.weight", n_embd, uint64_t{hp.q_dim()} * (d.output_gate ? 2 : 1));
   w.wk = b.matrix(p + "attn_k.weight", n_embd, hp.k_dim());
   w.wv = b.matrix(p + "attn_v.weight", n_embd, hp.v_dim());
   w.wo = b.matrix(p + "attn_output.weight", uint64_t{hp.n_head} * hp.head_dim_v, n_embd);
@@ -33,7 +37,15 @@ void GqaAttention::run(const GqaWeights& L, const AttentionOptions& opt, const H
   q_.resize(static_cast<size_t>(T) * hp_.q_dim());
   k_.resize(static_cast<size_t>(T) * hp_.k_dim());
   v_.resize(static_cast<size_t>(T) * hp_.v_dim());
-  matmul_f32(L.wq, xn, T, q_.data(), pool_, act_);
+  if (L.output_gate) {
+    // Queries to q_; the gates stay in q_gate_ until the output.
+    q_gate_.resize(static_cast<size_t>(T) * 2 * hp_.q_dim());
+    matmul_f32(L.wq, xn, T, q_gate_.data(), pool_, act_);
+    for (int64_t r = 0; r < static_cast<int64_t>(T) * hp_.n_head; ++r)
+      std::memcpy(&q_[static_cast<size_t>(r) * hd], &q_gate_[static_cast<size_t>(r) * 2 * hd], sizeof(float) * hd);
+  } else {
+    matmul_f32(L.wq, xn, T, q_.data(), pool_, act_);
+  }
   matmul_f32(L.wk, xn, T, k_.data(), pool_, act_);
   matmul_f32(L.wv, xn, T, v_.data(), pool_, act_);
   add_rows(q_.data(), L.bq, hp_.q_dim());
@@ -50,6 +62,12 @@ void GqaAttention::run(const GqaWeights& L, const AttentionOptions& opt, const H
   }
   attn_.resize(static_cast<size_t>(T) * hp_.n_head * hp_.head_dim_v);
   attention_.run(q_.data(), T, pos0, layer, kv, hp_, opt, attn_.data(), pool_);
+  if (L.output_gate)  // output *= sigmoid(gate), per head before attn_output (head_dim_v == head_dim)
+    for (int64_t r = 0; r < static_cast<int64_t>(T) * hp_.n_head; ++r) {
+      const float* g = &q_gate_[static_cast<size_t>(r) * 2 * hd + hd];
+      float* o = &attn_[static_cast<size_t>(r) * hd];
+      for (int i = 0; i < hd; ++i) o[i] *= 1.0f / (1.0f + std::exp(-g[i]));
+    }
   matmul_f32(L.wo, attn_.data(), T, out, pool_, act_);
 }
 

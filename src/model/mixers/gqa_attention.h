@@ -1,7 +1,9 @@
 // The grouped-query attention mixer (AttentionKind::Gqa): q/k/v projections
 // with optional biases and per-head q/k RMSNorm, RoPE, the new keys and values
 // appended to the layer's KV rows, causal attention over them (sliding window
-// and sinks as AttentionOptions say), and the output projection.
+// and sinks as AttentionOptions say), and the output projection. With an
+// output gate (Qwen3.5's gated attention) attn_q gives per head [query | gate]
+// and each head's output is multiplied by sigmoid(gate) before attn_output.
 // State: one KvRows per layer (state_spec.h), rolled back exactly.
 #pragma once
 
@@ -23,6 +25,7 @@ struct GqaWeights {
   const float *bq = nullptr, *bk = nullptr, *bv = nullptr;  // optional biases
   const float* q_norm = nullptr;  // optional per-head RMSNorm weights {head_dim}
   const float* k_norm = nullptr;
+  bool output_gate = false;  // AttentionDesc::output_gate: wq yields 2 head_dim rows per head
 };
 
 // Binds `prefix`attn_{q,k,v,output}.weight and the optional inputs `d` declares.
@@ -38,6 +41,7 @@ class GqaAttention {
 
  private:
   std::vector<float> q_, k_, v_, attn_;
+  std::vector<float> q_gate_;  // gated: [T][n_head][query hd | gate hd] as attn_q gives it
   Attention attention_;
 };
 

@@ -28,6 +28,14 @@ LayerStateSpec layer_state_spec(const LayerDesc& d, const HParams& hp, int n_ctx
       s.kind = StateKind::KvRows;
       s.kv = {1, static_cast<int>(hp.head_dim), 0, n_ctx};
       break;
+    case AttentionKind::DeltaNet: {
+      // The last K-1 conv inputs and one S x S matrix per value head; no rows.
+      const DeltaNetParams& p = hp.deltanet;
+      s.kind = StateKind::Recurrent;
+      s.rec = {static_cast<int>(p.conv_kernel > 0 ? p.conv_kernel - 1 : 0), static_cast<int>(p.channels()),
+               static_cast<int>(p.n_v_heads), static_cast<int>(p.state_size)};
+      break;
+    }
   }
   return s;
 }
