@@ -164,6 +164,7 @@ TEST(CliModels, RunByStoreNameIsRunOnTheFile) {
     EXPECT_EQ(r.status, 0) << name << ": " << r.out;
     EXPECT_EQ(r.out, direct.out) << name;
   }
+#if SLUICE_HAS_SERVE
   // serve's default model id is the name asked for, not the blob's file name (sha256-...).
   const std::string log = (h.home() / "serve.log").string();
   int rc = 0;
@@ -174,6 +175,7 @@ TEST(CliModels, RunByStoreNameIsRunOnTheFile) {
           " && break; sleep 0.1; done; kill $p; wait $p; cat " + log,
       &rc);
   EXPECT_EQ(served.rfind("sluice: serving stories:q8 on http://127.0.0.1:", 0), 0u) << served;
+#endif
   const CliResult info = h.sluice("inspect stories:q8 --json", "2>/dev/null");
   ASSERT_EQ(info.status, 0) << info.out;
   EXPECT_EQ(nlohmann::json::parse(info.out)["architecture"], "llama");
