@@ -1,4 +1,4 @@
-// libFuzzer target for runtime/json_prefix: arbitrary bytes, fed whole and
+// libFuzzer target for grammar/json_prefix: arbitrary bytes, fed whole and
 // byte by byte. Never crash; the two feedings agree; the verdict on the whole
 // input agrees with nlohmann::json (one JSON object), except on inputs where
 // nlohmann stops at a number too large for a double (a range error there,
@@ -10,7 +10,7 @@
 #include <optional>
 #include <string>
 
-#include "runtime/json_prefix.h"
+#include "grammar/json_prefix.h"
 
 namespace {
 
@@ -32,9 +32,9 @@ std::optional<bool> oracle(const std::string& s) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string s(reinterpret_cast<const char*>(data), size);
   if (s.rfind("\xEF\xBB\xBF", 0) == 0) return 0;  // nlohmann skips a UTF-8 BOM; JSON text has none
-  sluice::runtime::JsonPrefix whole;
+  sluice::grammar::JsonPrefix whole;
   const bool ok = whole.push(s);
-  sluice::runtime::JsonPrefix bytes;
+  sluice::grammar::JsonPrefix bytes;
   size_t valid_prefix = 0;
   while (valid_prefix < size && bytes.push_byte(data[valid_prefix])) ++valid_prefix;
   if (ok != (valid_prefix == size) || (ok && whole.complete() != bytes.complete())) std::abort();

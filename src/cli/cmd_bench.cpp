@@ -17,8 +17,8 @@
 #include "cli/model_ref.h"
 #include "cli/stdout_output.h"
 #include "gguf/gguf.h"
-#include "runtime/io_bench.h"
-#include "runtime/model_bench.h"
+#include "bench/io_bench.h"
+#include "bench/model_bench.h"
 #include "io/uring_queue.h"
 #include "util/error.h"
 
@@ -67,15 +67,15 @@ struct BenchOptions {
 // Default sizes without a model: from a single page to a large sequential-ish chunk.
 constexpr const char* kDefaultSizes = "4K,64K,1M,4M";
 
-runtime::IoBenchConfig io_config_from(const BenchOptions& o) {
-  runtime::IoBenchConfig cfg;
+bench::IoBenchConfig io_config_from(const BenchOptions& o) {
+  bench::IoBenchConfig cfg;
   cfg.path = o.io_path;
-  if (!o.sizes.empty()) cfg.sizes = runtime::parse_size_list(o.sizes, "--sizes");
+  if (!o.sizes.empty()) cfg.sizes = bench::parse_size_list(o.sizes, "--sizes");
   if (!o.model_path.empty()) {
     const gguf::GgufModel model = gguf::GgufModel::open(o.model_path);
     if (cfg.path.empty()) cfg.path = model.paths().front();
     if (cfg.sizes.empty()) {
-      cfg.sizes = runtime::expert_slice_sizes(model);
+      cfg.sizes = bench::expert_slice_sizes(model);
       if (cfg.sizes.empty()) {
         fail(o.model_path, "has no expert tensors (*_exps), so it gives no slice sizes; pass --sizes");
       }
@@ -86,45 +86,45 @@ runtime::IoBenchConfig io_config_from(const BenchOptions& o) {
     }
   }
   if (cfg.path.empty()) throw Error("--io: no FILE given (write --io FILE, or --io --model MODEL.gguf)");
-  if (cfg.sizes.empty()) cfg.sizes = runtime::parse_size_list(kDefaultSizes, "--sizes");
+  if (cfg.sizes.empty()) cfg.sizes = bench::parse_size_list(kDefaultSizes, "--sizes");
   cfg.engine = io::parse_io_engine(o.io_engine, "--io-engine");
   if (cfg.engine == io::IoEngine::Uring) {
     // One thread per point; the swept quantity is the reads in flight.
-    cfg.lanes = runtime::parse_lane_list(o.io_depth.empty() ? "1,2,4,8,16,32,64" : o.io_depth, "--io-depth");
+    cfg.lanes = bench::parse_lane_list(o.io_depth.empty() ? "1,2,4,8,16,32,64" : o.io_depth, "--io-depth");
   } else {
     if (!o.io_depth.empty()) throw Error("--io-depth: only applies with --io-engine uring");
-    cfg.lanes = runtime::parse_lane_list(o.lanes, "--lanes");
+    cfg.lanes = bench::parse_lane_list(o.lanes, "--lanes");
   }
   if (!(o.seconds > 0)) throw Error("--seconds: must be a positive number of seconds per point");
   cfg.seconds_per_point = o.seconds;
-  if (!o.max_bytes.empty()) cfg.max_bytes_per_point = runtime::parse_size(o.max_bytes, "--max-bytes");
-  if (o.direct_only) cfg.modes = {runtime::IoMode::Direct};
-  else if (o.buffered_only) cfg.modes = {runtime::IoMode::Buffered};
-  else cfg.modes = {runtime::IoMode::Direct, runtime::IoMode::Buffered};
+  if (!o.max_bytes.empty()) cfg.max_bytes_per_point = bench::parse_size(o.max_bytes, "--max-bytes");
+  if (o.direct_only) cfg.modes = {bench::IoMode::Direct};
+  else if (o.buffered_only) cfg.modes = {bench::IoMode::Buffered};
+  else cfg.modes = {bench::IoMode::Direct, bench::IoMode::Buffered};
   cfg.seed = o.seed;
   cfg.buffered_fadv_random = !o.no_fadv_random;
   return cfg;
 }
 
 void run_io_bench_command(const BenchOptions& o) {
-  runtime::IoBenchConfig cfg = io_config_from(o);
-  const std::vector<std::string> notes = runtime::io_bench_notes(cfg);
+  bench::IoBenchConfig cfg = io_config_from(o);
+  const std::vector<std::string> notes = bench::io_bench_notes(cfg);
   const size_t points = cfg.modes.size() * cfg.sizes.size() * cfg.lanes.size();
   std::fprintf(stderr, "io bench: %s, %zu points, %.2f s each\n", cfg.path.c_str(), points, cfg.seconds_per_point);
   size_t done = 0;
-  cfg.on_row = [&](const runtime::IoBenchRow& r) {
+  cfg.on_row = [&](const bench::IoBenchRow& r) {
     std::fprintf(stderr, "  [%zu/%zu] %-8s %10s x%-3d %8.3f GB/s  p50 %9.1f us\n", ++done, points,
-                 std::string(runtime::io_mode_name(r.mode)).c_str(), runtime::format_size(r.size_bytes).c_str(),
+                 std::string(bench::io_mode_name(r.mode)).c_str(), bench::format_size(r.size_bytes).c_str(),
                  r.lanes, r.GBps, r.lat_us_p50);
   };
-  const std::vector<runtime::IoBenchRow> rows = runtime::run_io_bench(cfg);
+  const std::vector<bench::IoBenchRow> rows = bench::run_io_bench(cfg);
   std::string text;
   if (o.output == "json") {
-    text = runtime::format_io_json(rows);
+    text = bench::format_io_json(rows);
   } else if (o.output == "csv") {
-    text = runtime::format_io_csv(rows);
+    text = bench::format_io_csv(rows);
   } else {
-    text = runtime::format_io_markdown(rows, notes);
+    text = bench::format_io_markdown(rows, notes);
   }
   if (o.output != "md") {
     for (const std::string& n : notes) std::fprintf(stderr, "note: %s\n", n.c_str());
@@ -132,21 +132,21 @@ void run_io_bench_command(const BenchOptions& o) {
   out(text);
 }
 
-runtime::ModelBenchConfig model_config_from(const BenchOptions& o) {
-  runtime::ModelBenchConfig cfg;
+bench::ModelBenchConfig model_config_from(const BenchOptions& o) {
+  bench::ModelBenchConfig cfg;
   cfg.model_path = o.model_path;
   cfg.n_prompt = o.n_prompt;
   cfg.n_gen = o.n_gen;
   cfg.reps = o.reps;
-  cfg.threads = runtime::parse_int_list(o.threads, "-t", 1, 1024);
-  cfg.io_threads = runtime::parse_int_list(o.io_threads, "--io-threads", 1, 256);
-  cfg.dense_weights = runtime::parse_dense_list(o.dense_weights, "--dense-weights");
-  cfg.resident_layout = runtime::parse_layout_list(o.resident_layout);
-  if (!o.moe_top_k.empty()) cfg.moe_top_k = runtime::parse_int_list(o.moe_top_k, "--moe-top-k", 1, 1 << 16);
-  cfg.cache_mb = runtime::parse_cache_mb_list(o.cache_mb);
-  cfg.prefetch = runtime::parse_prefetch_list(o.prefetch);
-  if (!o.expert_budget.empty()) cfg.expert_budget = runtime::parse_int_list(o.expert_budget, "--expert-budget", 0, 1 << 16);
-  if (!o.mtp.empty()) cfg.mtp = runtime::parse_int_list(o.mtp, "--mtp", 0, 16);
+  cfg.threads = bench::parse_int_list(o.threads, "-t", 1, 1024);
+  cfg.io_threads = bench::parse_int_list(o.io_threads, "--io-threads", 1, 256);
+  cfg.dense_weights = bench::parse_dense_list(o.dense_weights, "--dense-weights");
+  cfg.resident_layout = bench::parse_layout_list(o.resident_layout);
+  if (!o.moe_top_k.empty()) cfg.moe_top_k = bench::parse_int_list(o.moe_top_k, "--moe-top-k", 1, 1 << 16);
+  cfg.cache_mb = bench::parse_cache_mb_list(o.cache_mb);
+  cfg.prefetch = bench::parse_prefetch_list(o.prefetch);
+  if (!o.expert_budget.empty()) cfg.expert_budget = bench::parse_int_list(o.expert_budget, "--expert-budget", 0, 1 << 16);
+  if (!o.mtp.empty()) cfg.mtp = bench::parse_int_list(o.mtp, "--mtp", 0, 16);
   cfg.odirect = !o.no_odirect;
   cfg.load_all = o.load_all;
   cfg.cold = o.cold;
@@ -155,7 +155,7 @@ runtime::ModelBenchConfig model_config_from(const BenchOptions& o) {
   cfg.save_usage = o.save_usage;
   cfg.io_engine = o.io_engine;
   if (!o.io_depth.empty()) {
-    const std::vector<int> d = runtime::parse_int_list(o.io_depth, "--io-depth", 1, 4096);
+    const std::vector<int> d = bench::parse_int_list(o.io_depth, "--io-depth", 1, 4096);
     if (d.size() != 1) throw Error("--io-depth: -m takes one depth (got " + o.io_depth + ")");
     cfg.io_depth = d.front();
   }
@@ -164,27 +164,27 @@ runtime::ModelBenchConfig model_config_from(const BenchOptions& o) {
 }
 
 void run_model_bench_command(const BenchOptions& o) {
-  runtime::ModelBenchConfig cfg = model_config_from(o);
+  bench::ModelBenchConfig cfg = model_config_from(o);
   if (!o.io_ceiling.empty()) {
-    cfg.ceiling = runtime::load_io_ceiling(o.io_ceiling);
+    cfg.ceiling = bench::load_io_ceiling(o.io_ceiling);
   } else if (o.measure_ceiling) {
     std::fprintf(stderr, "measuring the device ceiling on %s (1 s per point)\n", o.model_path.c_str());
-    cfg.ceiling = runtime::measure_ceiling(o.model_path, cfg.io_threads, cfg.odirect, 1.0,
-                                           [](const runtime::IoBenchRow& r) {
+    cfg.ceiling = bench::measure_ceiling(o.model_path, cfg.io_threads, cfg.odirect, 1.0,
+                                           [](const bench::IoBenchRow& r) {
                                              std::fprintf(stderr, "  %-8s %10s x%-3d %8.3f GB/s\n",
-                                                          std::string(runtime::io_mode_name(r.mode)).c_str(),
-                                                          runtime::format_size(r.size_bytes).c_str(), r.lanes, r.GBps);
+                                                          std::string(bench::io_mode_name(r.mode)).c_str(),
+                                                          bench::format_size(r.size_bytes).c_str(), r.lanes, r.GBps);
                                            });
   }
   cfg.on_progress = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
-  const std::vector<runtime::ModelBenchRow> rows = runtime::run_model_bench(cfg);
+  const std::vector<bench::ModelBenchRow> rows = bench::run_model_bench(cfg);
   std::string text;
   if (o.output == "json") {
-    text = runtime::format_bench_json(rows);
+    text = bench::format_bench_json(rows);
   } else if (o.output == "csv") {
-    text = runtime::format_bench_csv(rows);
+    text = bench::format_bench_csv(rows);
   } else {
-    text = runtime::format_bench_markdown(rows);
+    text = bench::format_bench_markdown(rows);
   }
   out(text);
 }

@@ -15,8 +15,8 @@
 #include "cli/sigint.h"
 #include "cli/stdout_output.h"
 #include "runtime/chat.h"
-#include "runtime/chat_output.h"
-#include "runtime/chat_output_stream.h"
+#include "chat_output/chat_output.h"
+#include "chat_output/chat_output_stream.h"
 #include "runtime/session.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
@@ -38,15 +38,15 @@ struct ChatOptions {
 // undimmed, as generated.
 class AnswerPrinter {
  public:
-  AnswerPrinter(runtime::OutputFormat format, bool split)
-      : split_(split && format != runtime::OutputFormat::Plain), parser_(format, false) {}
+  AnswerPrinter(chat_output::OutputFormat format, bool split)
+      : split_(split && format != chat_output::OutputFormat::Plain), parser_(format, false) {}
   void piece(const std::string& text) { split_ ? show(parser_.push(text)) : out(text); }
   void finish() {
     if (split_) show(parser_.finish());
   }
 
  private:
-  void show(const runtime::ParsedOutput& p) {
+  void show(const chat_output::ParsedOutput& p) {
     if (!p.reasoning_content.empty()) {
       out("\033[2m" + p.reasoning_content + "\033[0m");
       after_reasoning_ = true;
@@ -61,7 +61,7 @@ class AnswerPrinter {
           c["function"]["arguments"].get<std::string>() + "\n");
   }
   bool split_;
-  runtime::OutputParser parser_;
+  chat_output::OutputParser parser_;
   bool after_reasoning_ = false;  // the last thing shown was reasoning
 };
 
@@ -75,7 +75,7 @@ void run_chat(ChatOptions& o) {
   runtime::ChatRenderer render = runtime::model_chat_renderer(session.gguf(), tok, &has_template);
   if (!has_template)
     std::fprintf(stderr, "sluice: the model has no chat template; using the plain User:/Assistant: format\n");
-  const runtime::OutputFormat format = runtime::output_format_for(
+  const chat_output::OutputFormat format = chat_output::output_format_for(
       session.gguf().architecture(), session.gguf().metadata().get_string("tokenizer.chat_template").value_or(""));
   runtime::ChatConversation chat(session, tok, render, o.system);
   runtime::Sampler sampler(sampler_cfg);

@@ -19,7 +19,7 @@
 #include "cli/stdout_output.h"
 #include "io/text_input.h"
 #include "model/arch.h"
-#include "runtime/eval.h"
+#include "bench/eval.h"
 #include "runtime/session.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
@@ -38,7 +38,7 @@ struct EvalCmdOptions {
 
 bool trims_set(const moe::TrimConfig& t) { return t.top_k > 0 || t.any_table_trim(); }
 
-nlohmann::json side_json(const runtime::EvalSide& s, int64_t n_scored, double ppl) {
+nlohmann::json side_json(const bench::EvalSide& s, int64_t n_scored, double ppl) {
   const double tok = s.tokens_evaluated > 0 ? static_cast<double>(s.tokens_evaluated) : 1.0;
   return {{"ppl", ppl},
           {"nll", n_scored > 0 ? s.nll_sum / static_cast<double>(n_scored) : 0.0},
@@ -58,7 +58,7 @@ nlohmann::json side_json(const runtime::EvalSide& s, int64_t n_scored, double pp
           {"positions_emptied", s.trims.positions_emptied}};
 }
 
-void print_table(const runtime::EvalResult& r, const nlohmann::json& j) {
+void print_table(const bench::EvalResult& r, const nlohmann::json& j) {
   const bool ref = r.has_reference;
   outf("eval: %d windows, %lld tokens scored\n", r.n_windows, static_cast<long long>(r.n_scored));
   outf("%-28s %14s %14s\n", "", ref ? "trimmed" : "model", ref ? "untrimmed" : "");
@@ -105,12 +105,12 @@ void run_eval(EvalCmdOptions& o) {
   }
 
   const std::vector<int32_t> ids = tok.encode(text, false, false);
-  runtime::EvalOptions eo;
+  bench::EvalOptions eo;
   eo.ctx = ctx;
   eo.bos = tok.add_bos() ? tok.bos() : -1;
   eo.batch = cfg.ubatch;  // eval calls on ubatch boundaries: the same ubatches as one big call
   eo.max_tokens = o.max_tokens;
-  const runtime::EvalResult r = runtime::evaluate_text(*m, reference.get(), ids, eo);
+  const bench::EvalResult r = bench::evaluate_text(*m, reference.get(), ids, eo);
 
   nlohmann::json j;
   j["model_path"] = o.engine.model_path;

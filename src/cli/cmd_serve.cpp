@@ -57,7 +57,7 @@ void run_serve(ServeOptions& o) {
       throw;
     }
   };
-  o.server.output_format = runtime::output_format_for(
+  o.server.output_format = chat_output::output_format_for(
       session.gguf().architecture(), session.gguf().metadata().get_string("tokenizer.chat_template").value_or(""));
   server::Server srv(session, o.server);
   const int port = srv.bind();

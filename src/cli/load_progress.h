@@ -9,7 +9,7 @@
 #include <cstdio>
 #include <memory>
 
-#include "moe/weight_store.h"
+#include "moe/dense_weights.h"
 
 namespace sluice::cli {
 

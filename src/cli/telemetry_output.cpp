@@ -37,7 +37,7 @@ void add_telemetry_flags(CLI::App* cmd, TelemetryFlags& f, const std::string& js
       ->group(group);
 }
 
-std::string summary_line(const runtime::RunSummary& s) {
+std::string summary_line(const telemetry::RunSummary& s) {
   char buf[320];
   int n = s.decode_tokens > 0
               ? std::snprintf(buf, sizeof buf, "sluice: decode %d tokens at %.2f tok/s (prompt %d at %.1f tok/s); %.1f MiB read/token",
@@ -61,20 +61,20 @@ TelemetryOutput::TelemetryOutput(const TelemetryFlags& flags, runtime::Session& 
   std::vector<std::string> refused = session.gguf().paths();
   refused.insert(refused.end(), inputs.begin(), inputs.end());
   if (!flags.csv_path.empty()) {
-    csv_ = std::make_unique<runtime::CsvWriter>(flags.csv_path,
+    csv_ = std::make_unique<telemetry::CsvWriter>(flags.csv_path,
                                                 io::OutputOptions{.flag = "--csv", .inputs = refused, .overwrite = true});
   }
   if (!flags.json_path.empty() && !flags.json_to_stdout()) {
     json_ = std::make_unique<io::OutputFile>(flags.json_path,
                                              io::OutputOptions{.flag = "--json", .inputs = refused, .overwrite = true});
   }
-  runtime::TelemetryConfig cfg;
+  telemetry::TelemetryConfig cfg;
   cfg.dense_res_every = flags.dense_res_every >= 0 ? flags.dense_res_every : (flags.progress ? 1 : 16);
   session_.telemetry().set_config(cfg);
   const bool progress = flags.progress;
-  runtime::CsvWriter* csv = csv_.get();
-  session_.telemetry().set_on_record([progress, csv](const runtime::TokenRecord& r) {
-    if (progress) std::fprintf(stderr, "%s\n", runtime::progress_line(r).c_str());
+  telemetry::CsvWriter* csv = csv_.get();
+  session_.telemetry().set_on_record([progress, csv](const telemetry::TokenRecord& r) {
+    if (progress) std::fprintf(stderr, "%s\n", telemetry::progress_line(r).c_str());
     if (csv) csv->write(r);
   });
 }
@@ -82,20 +82,20 @@ TelemetryOutput::TelemetryOutput(const TelemetryFlags& flags, runtime::Session& 
 // The callback points at csv_: detach it before the writer goes.
 TelemetryOutput::~TelemetryOutput() { session_.telemetry().set_on_record({}); }
 
-void TelemetryOutput::finish(const runtime::SummaryOptions& opts, nlohmann::ordered_json fields) {
+void TelemetryOutput::finish(const telemetry::SummaryOptions& opts, nlohmann::ordered_json fields) {
   if (csv_) csv_->close();
   flush_stdout();
-  const runtime::RunSummary s = session_.summary(opts);
+  const telemetry::RunSummary s = session_.summary(opts);
   if (flags_.verbosity == Verbosity::kVerbose) {
-    std::string text = runtime::summary_human(s);
-    const std::string budget = runtime::expert_budget_line(s);
+    std::string text = telemetry::summary_human(s);
+    const std::string budget = telemetry::expert_budget_line(s);
     if (!budget.empty()) text += budget + "\n";
     std::fputs(text.c_str(), stderr);
   } else if (flags_.verbosity == Verbosity::kSummary) {
     std::fprintf(stderr, "%s\n", summary_line(s).c_str());
   }
   if (flags_.json_path.empty()) return;  // json_ is set unless the object goes to stdout
-  fields["summary"] = runtime::summary_json(s);
+  fields["summary"] = telemetry::summary_json(s);
   const std::string doc = json_text(fields, 2) + "\n";
   if (flags_.json_to_stdout()) {
     out(doc);

@@ -47,7 +47,7 @@ struct TelemetryFlags {
 void add_telemetry_flags(CLI::App* cmd, TelemetryFlags& f, const std::string& json_what = "");
 
 // One line: tokens, tok/s, MiB read per token, cache hit %, peak RSS.
-std::string summary_line(const runtime::RunSummary& s);
+std::string summary_line(const telemetry::RunSummary& s);
 
 // Installs --progress/--csv output on a session's recorder; finish() closes
 // the CSV and reports the summary. Keep it alive for the session's evals.
@@ -62,14 +62,14 @@ class TelemetryOutput {
   // Closes the CSV (it appears only then; throws Error on a write failure),
   // flushes stdout (checked) and reports the summary as the flags ask: the
   // line or block on stderr, and with --json the object `fields` plus
-  // "summary" (runtime::summary_json) to the file or stdout.
-  void finish(const runtime::SummaryOptions& opts = {},
+  // "summary" (telemetry::summary_json) to the file or stdout.
+  void finish(const telemetry::SummaryOptions& opts = {},
               nlohmann::ordered_json fields = nlohmann::ordered_json::object());
 
  private:
   TelemetryFlags flags_;
   runtime::Session& session_;
-  std::unique_ptr<runtime::CsvWriter> csv_;
+  std::unique_ptr<telemetry::CsvWriter> csv_;
   std::unique_ptr<io::OutputFile> json_;  // --json FILE, opened (and checked) before the run
 };
 

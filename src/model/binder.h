@@ -14,7 +14,8 @@
 #include "model/matmul.h"
 #include "model/packed_layout.h"
 #include "model/thread_pool.h"
-#include "moe/weight_store.h"
+#include "moe/dense_weights.h"
+#include "moe/expert_store.h"
 #include "util/error.h"
 
 namespace sluice::model {

@@ -24,7 +24,8 @@
 #include "moe/route_trace.h"
 #include "moe/trim_config.h"
 #include "moe/trims.h"
-#include "moe/weight_store.h"
+#include "moe/dense_weights.h"
+#include "moe/expert_store.h"
 #include "util/error.h"
 
 namespace sluice::model {
@@ -56,7 +57,7 @@ struct ModelConfig {
   // distinct experts of one ubatch. 512 is llama.cpp's default n_ubatch; logits
   // do not depend on it unless a batch-level trim (the budget) is on.
   int ubatch = 512;
-  moe::LoadProgressFn on_dense_progress;  // optional: dense-weight loading progress (see weight_store.h)
+  moe::LoadProgressFn on_dense_progress;  // optional: dense-weight loading progress (see moe/dense_weights.h)
 
   // Expert cache (MoE models; ignored with load_all). Sized ONCE at load.
   // Fixed: cache_bytes > 0 (checked against the mechanical floor: Error naming

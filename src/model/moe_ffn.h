@@ -18,7 +18,7 @@
 #include "model/model.h"
 #include "model/router.h"
 #include "moe/trims.h"
-#include "moe/weight_store.h"
+#include "moe/expert_store.h"
 
 namespace sluice::model {
 

@@ -18,7 +18,7 @@
 #include "model/matmul.h"
 #include "model/resident_layout.h"
 #include "model/thread_pool.h"
-#include "moe/weight_store.h"
+#include "moe/expert_store.h"
 
 namespace sluice::model {
 

@@ -34,7 +34,7 @@
 #include "io/mapping_guard.h"
 #include "io/residency.h"
 #include "moe/aligned_reads.h"
-#include "moe/weight_store.h"
+#include "moe/dense_weights.h"
 #include "util/error.h"
 
 namespace sluice::moe {

@@ -34,7 +34,7 @@
 #include "moe/aligned_reads.h"
 #include "moe/expert_cache.h"
 #include "moe/read_lanes.h"
-#include "moe/weight_store.h"
+#include "moe/expert_store.h"
 #include "util/error.h"
 
 namespace sluice::moe {

@@ -75,7 +75,7 @@ void Session::set_mtp(const MtpOptions& o) {
   if (!(o.p_min >= 0.0f && o.p_min <= 1.0f)) throw Error("--mtp-p-min: must be in [0, 1]");
   if (o.window < 1) throw Error("--mtp auto: window must be >= 1");
   mtp_ = o;
-  mtp_counters_ = MtpCounters{};
+  mtp_counters_ = telemetry::MtpCounters{};
   mtp_counters_.depth = o.depth;
   mtp_counters_.drafted_at.assign(static_cast<size_t>(o.depth), 0);
   mtp_counters_.accepted_at.assign(static_cast<size_t>(o.depth), 0);
@@ -98,10 +98,10 @@ void Session::sync_model() {
 
 std::span<const float> Session::feed(std::span<const int32_t> tokens) {
   const bool prefill = tokens_.empty() || pending_.size() + tokens.size() > 1;
-  return feed_as(tokens, prefill ? EvalKind::Prefill : EvalKind::Decode);
+  return feed_as(tokens, prefill ? telemetry::EvalKind::Prefill : telemetry::EvalKind::Decode);
 }
 
-std::span<const float> Session::feed_as(std::span<const int32_t> tokens, EvalKind kind) {
+std::span<const float> Session::feed_as(std::span<const int32_t> tokens, telemetry::EvalKind kind) {
   // The last token sampled by generate() was never evaluated: it goes first.
   std::vector<int32_t> all(pending_.begin(), pending_.end());
   all.insert(all.end(), tokens.begin(), tokens.end());
@@ -129,7 +129,7 @@ void Session::prefill_for_generate(std::span<const int32_t> prompt, GenerationSt
   const int n_new = static_cast<int>(pending_.size() + prompt.size());
   if (n_new == 0) throw Error("generate: empty prompt");
   const auto t0 = std::chrono::steady_clock::now();
-  feed_as(prompt, EvalKind::Prefill);
+  feed_as(prompt, telemetry::EvalKind::Prefill);
   model_->checkpoint();  // the end of a prompt: a later rollback lands here at worst
   st.prefill_tokens = n_new;
   st.prefill_seconds = seconds_since(t0);
@@ -164,7 +164,7 @@ GenerationStats Session::generate(std::span<const int32_t> prompt, int n_predict
       break;
     }
     const int32_t one[1] = {id};
-    feed_as(one, EvalKind::Decode);
+    feed_as(one, telemetry::EvalKind::Decode);
     ++st.decode_tokens;
   }
   st.decode_seconds = seconds_since(t0);
@@ -190,12 +190,12 @@ void Session::eval_all(std::span<const int32_t> tokens, float* logits_out) {
   model_->checkpoint();  // the end of a prompt, as in feed()
   // feed()'s logits_ would otherwise be stale: keep it the last row.
   std::copy_n(logits_out + (tokens.size() - 1) * logits_.size(), logits_.size(), logits_.begin());
-  recorder_.end(*model_, EvalKind::Prefill, static_cast<int>(tokens.size()), pos);
+  recorder_.end(*model_, telemetry::EvalKind::Prefill, static_cast<int>(tokens.size()), pos);
 }
 
-RunSummary Session::summary(const SummaryOptions& opts) const {
+telemetry::RunSummary Session::summary(const telemetry::SummaryOptions& opts) const {
   const model::HParams& hp = model_->hparams();
-  SummaryInput in;
+  telemetry::SummaryInput in;
   in.records = recorder_.records();
   in.stats = model_->stats();
   in.moe_layers.resize(hp.n_layer);

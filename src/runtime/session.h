@@ -19,7 +19,7 @@
 #include "model/model.h"
 #include "runtime/sampler.h"
 #include "util/error.h"
-#include "runtime/telemetry.h"
+#include "telemetry/telemetry.h"
 
 namespace sluice::runtime {
 
@@ -79,7 +79,7 @@ class Session {
   // no MTP head loaded). Feeding and evaluation then also keep the trunk's
   // hidden states the head needs.
   void set_mtp(const MtpOptions& o);
-  const MtpCounters& mtp_counters() const { return mtp_counters_; }
+  const telemetry::MtpCounters& mtp_counters() const { return mtp_counters_; }
   // Evaluates `tokens` after the cached ones; returns the last row of logits
   // (valid until the next call).
   std::span<const float> feed(std::span<const int32_t> tokens);
@@ -103,11 +103,11 @@ class Session {
 
   // Telemetry: every eval above (feed, generate, eval_all) adds one record;
   // records survive reset(). Set the recorder's callback for live output.
-  TokenRecorder& telemetry() { return recorder_; }
-  const TokenRecorder& telemetry() const { return recorder_; }
+  telemetry::TokenRecorder& telemetry() { return recorder_; }
+  const telemetry::TokenRecorder& telemetry() const { return recorder_; }
   // The end-of-run summary over all records so far (samples dense residency
   // and peak RSS now).
-  RunSummary summary(const SummaryOptions& opts = {}) const;
+  telemetry::RunSummary summary(const telemetry::SummaryOptions& opts = {}) const;
   // Tokens re-evaluated because a rollback fell back to an earlier checkpoint
   // (0 for models whose layers all keep KV rows: their rollback is exact).
   uint64_t recomputed_tokens() const { return recomputed_tokens_; }
@@ -117,7 +117,7 @@ class Session {
   // evaluation: truncates what is past it, and re-evaluates from the history
   // what a rollback fell back over (counted in recomputed_tokens_).
   void sync_model();
-  std::span<const float> feed_as(std::span<const int32_t> tokens, EvalKind kind);
+  std::span<const float> feed_as(std::span<const int32_t> tokens, telemetry::EvalKind kind);
   // generate()'s prompt part: pending + prompt as one prefill record (Error
   // when both are empty); fills st's prefill fields.
   void prefill_for_generate(std::span<const int32_t> prompt, GenerationStats& st);
@@ -136,7 +136,7 @@ class Session {
   std::vector<int32_t> tokens_;   // the history: evaluated (the model state may lag, see sync_model)
   std::vector<int32_t> pending_;  // sampled last, not yet evaluated
   std::vector<float> logits_;
-  TokenRecorder recorder_;
+  telemetry::TokenRecorder recorder_;
   double ttft_ms_ = 0;  // of the session's first generate()
   uint64_t recomputed_tokens_ = 0;
 
@@ -145,7 +145,7 @@ class Session {
   // h_{q-1} for q in [mtp_n_, tokens_.size()] (h_{-1} = zeros): the hidden
   // inputs of the rows still to feed, the last one for the next token.
   MtpOptions mtp_;
-  MtpCounters mtp_counters_;
+  telemetry::MtpCounters mtp_counters_;
   int mtp_n_ = 0;
   std::vector<float> mtp_hidden_;
   std::vector<float> mtp_logits_, mtp_g_;  // the last draft step's row

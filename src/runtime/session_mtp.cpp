@@ -92,7 +92,7 @@ void Session::mtp_catch_up_and_draft(int32_t next) {
   recorder_.begin(*model_);
   if (model_->mtp_n_past() > mtp_n_) model_->mtp_truncate(mtp_n_);  // the last step's draft rows
   model_->mtp_eval(rows, mtp_hidden_.data(), mtp_n_, mtp_logits_.data(), g.data(), false);
-  recorder_.end(*model_, EvalKind::Draft, static_cast<int>(rows.size()), mtp_n_, 0);
+  recorder_.end(*model_, telemetry::EvalKind::Draft, static_cast<int>(rows.size()), mtp_n_, 0);
   mtp_g_.assign(g.end() - static_cast<std::ptrdiff_t>(n_embd), g.end());
   mtp_n_ = P + 1;  // row P holds `next`, which is emitted: a true row
   mtp_hidden_.clear();
@@ -103,7 +103,7 @@ void Session::mtp_draft_step(int32_t token, int pos) {
   const int32_t one[1] = {token};
   recorder_.begin(*model_);
   model_->mtp_eval(one, mtp_g_.data(), pos, mtp_logits_.data(), g.data(), false);
-  recorder_.end(*model_, EvalKind::Draft, 1, pos, 0);
+  recorder_.end(*model_, telemetry::EvalKind::Draft, 1, pos, 0);
   mtp_g_ = std::move(g);
 }
 
@@ -201,7 +201,7 @@ GenerationStats Session::generate_mtp(std::span<const int32_t> prompt, int n_pre
       verify_history.push_back(drafts[static_cast<size_t>(i)]);
     }
     if (k > 0) ++mtp_counters_.steps;
-    recorder_.end(*model_, k > 0 ? EvalKind::Verify : EvalKind::Decode, k + 1, P,
+    recorder_.end(*model_, k > 0 ? telemetry::EvalKind::Verify : telemetry::EvalKind::Decode, k + 1, P,
                   1 + static_cast<int>(accepted.size()));
     st.decode_tokens += 1 + static_cast<int>(accepted.size());
 

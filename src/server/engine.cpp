@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <random>
 
-#include "runtime/json_prefix.h"
+#include "grammar/json_prefix.h"
 #include "runtime/text_stream.h"
 #include "util/error.h"
 
@@ -75,14 +75,14 @@ GenerationResult Engine::generate(const GenerationRequest& r, const std::vector<
       runtime::Sampler sampler(sc);
       // The JSON text so far (r.json_object). Whitespace runs are capped as
       // llama.cpp's JSON grammar caps them: a model may not pad forever.
-      runtime::JsonPrefix json(kJsonMaxBlankRun);
+      grammar::JsonPrefix json(kJsonMaxBlankRun);
       if (r.json_object) {
         sampler.set_constraint([&](int32_t id) {
           if (tok_.is_eog(id)) return json.complete();
           if (tok_.is_control(id)) return false;
           const std::string piece = tok_.token_to_piece(id, false);
           if (piece.empty()) return false;  // no progress: could repeat forever
-          runtime::JsonPrefix next = json;
+          grammar::JsonPrefix next = json;
           return next.push(piece);
         });
       }
@@ -131,7 +131,7 @@ GenerationResult Engine::generate(const GenerationRequest& r, const std::vector<
     busy_ = false;
     throw;
   }
-  const runtime::RunSummary summary = session_.summary();
+  const telemetry::RunSummary summary = session_.summary();
   std::lock_guard lk(metrics_mu_);
   ++metrics_.requests;
   if (res.finish_reason == "cancelled") ++metrics_.requests_cancelled;

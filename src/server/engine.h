@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "runtime/session.h"
-#include "runtime/telemetry.h"
+#include "telemetry/telemetry.h"
 #include "server/chat_renderer.h"
 #include "server/request.h"
 #include "server/work_queue.h"
@@ -45,7 +45,7 @@ struct EngineMetrics {
   uint64_t completion_tokens = 0;
   uint64_t queue_depth = 0;        // requests waiting for their turn now
   bool busy = false;               // a generation is running now
-  runtime::RunSummary run;
+  telemetry::RunSummary run;
 };
 
 class Engine {
@@ -70,7 +70,7 @@ class Engine {
   // after the session is reset (the KV state is then unknown).
   //
   // r.json_object: every token must keep the text a prefix of one JSON
-  // object (runtime/json_prefix.h); special and control tokens never
+  // object (grammar/json_prefix.h); special and control tokens never
   // qualify, end-of-generation only once the object is complete, and
   // generation stops ("stop") as soon as it is. When no token can continue
   // the object, generation ends there: finish_reason "stop" and a notice.

@@ -14,7 +14,7 @@ void add(std::string& out, const char* name, const char* type, const char* help,
 }  // namespace
 
 std::string prometheus_text(const EngineMetrics& m) {
-  const runtime::RunSummary& s = m.run;
+  const telemetry::RunSummary& s = m.run;
   std::string o;
   add(o, "sluice_requests_total", "counter", "Generation requests run (finished, cancelled or failed).",
       static_cast<double>(m.requests));

@@ -34,7 +34,7 @@ json ResponseBuilder::whole(const GenerationResult& g) const {
   if (info_.chat) {
     // Reasoning and tool calls in the model's own output format become the
     // OpenAI fields; anything that does not parse stays content.
-    const runtime::ParsedOutput p = runtime::parse_output(g.text, info_.format, info_.starts_in_reasoning);
+    const chat_output::ParsedOutput p = chat_output::parse_output(g.text, info_.format, info_.starts_in_reasoning);
     json message = {{"role", "assistant"}, {"content", p.content}};
     if (!p.reasoning_content.empty()) message["reasoning_content"] = p.reasoning_content;
     if (!p.tool_calls.empty()) message["tool_calls"] = p.tool_calls;
@@ -60,7 +60,7 @@ json ResponseBuilder::chunk(json choice) const {
           {"choices", json::array({std::move(choice)})}};
 }
 
-void ResponseBuilder::add_deltas(const runtime::ParsedOutput& part, std::vector<json>& events) {
+void ResponseBuilder::add_deltas(const chat_output::ParsedOutput& part, std::vector<json>& events) {
   if (!part.reasoning_content.empty())
     events.push_back(chunk(delta_choice({{"reasoning_content", part.reasoning_content}}, nullptr)));
   if (!part.content.empty()) events.push_back(chunk(delta_choice({{"content", part.content}}, nullptr)));

@@ -1,7 +1,7 @@
 // The OpenAI response bodies of one generation: the whole response, or the
 // events of a streamed one (each a JSON payload for one SSE `data:` line).
 //
-// Chat answers are split by runtime/chat_output.h alike in both: the whole
+// Chat answers are split by chat_output/chat_output.h alike in both: the whole
 // response's message has content, reasoning_content and tool_calls; the
 // stream sends delta.reasoning_content and delta.content chunks as they are
 // decided and each delta.tool_calls entry (with its index) once the call is
@@ -19,8 +19,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "runtime/chat_output.h"
-#include "runtime/chat_output_stream.h"
+#include "chat_output/chat_output.h"
+#include "chat_output/chat_output_stream.h"
 #include "server/engine.h"
 
 namespace sluice::server {
@@ -30,7 +30,7 @@ struct ResponseInfo {
   int64_t created = 0;  // Unix seconds
   std::string model;
   bool chat = false;    // /v1/chat/completions (else /v1/completions)
-  runtime::OutputFormat format = runtime::OutputFormat::Plain;  // chat: how the answer is split
+  chat_output::OutputFormat format = chat_output::OutputFormat::Plain;  // chat: how the answer is split
   bool starts_in_reasoning = false;  // chat: the prompt left a reasoning block open
 };
 
@@ -51,10 +51,10 @@ class ResponseBuilder {
 
  private:
   nlohmann::json chunk(nlohmann::json choice) const;
-  void add_deltas(const runtime::ParsedOutput& part, std::vector<nlohmann::json>& events);
+  void add_deltas(const chat_output::ParsedOutput& part, std::vector<nlohmann::json>& events);
 
   ResponseInfo info_;
-  runtime::OutputParser parser_;
+  chat_output::OutputParser parser_;
   size_t n_calls_ = 0;
 };
 

@@ -245,7 +245,7 @@ void Server::Impl::handle_generation(const json& body, httplib::Response& res, K
   info.chat = chat;
   info.format = cfg.output_format;
   // A prompt that opens a reasoning block (<think>) starts the answer inside it.
-  info.starts_in_reasoning = chat && runtime::prompt_opens_reasoning(rendered, cfg.output_format);
+  info.starts_in_reasoning = chat && chat_output::prompt_opens_reasoning(rendered, cfg.output_format);
   auto builder = std::make_shared<ResponseBuilder>(std::move(info));
 
   if (!r->stream) {

@@ -21,7 +21,7 @@
 #include <string>
 
 #include "runtime/session.h"
-#include "runtime/chat_output.h"
+#include "chat_output/chat_output.h"
 #include "server/chat_renderer.h"
 #include "server/engine.h"
 #include "server/limits.h"
@@ -39,8 +39,8 @@ struct ServerConfig {
   int http_threads = 8;          // connections served at once; more wait in the accept queue
   ChatRenderer chat_renderer;    // empty: /v1/chat/completions answers 501
   // How a chat answer is split into content, reasoning_content and tool_calls,
-  // streamed (as deltas) or not (runtime/chat_output.h, server/response.h).
-  runtime::OutputFormat output_format = runtime::OutputFormat::Plain;
+  // streamed (as deltas) or not (chat_output/chat_output.h, server/response.h).
+  chat_output::OutputFormat output_format = chat_output::OutputFormat::Plain;
 };
 
 class Server {

@@ -1,4 +1,4 @@
-// The incremental output parser (runtime/chat_output_stream.h): every
+// The incremental output parser (chat_output/chat_output_stream.h): every
 // format's sample answers fed one character at a time and in random chunks
 // split exactly as the whole answer does, and text is held back only while
 // it could still start a marker.
@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "runtime/chat_output.h"
-#include "runtime/chat_output_stream.h"
+#include "chat_output/chat_output.h"
+#include "chat_output/chat_output_stream.h"
 
-namespace sluice::runtime {
+namespace sluice::chat_output {
 namespace {
 
 struct Sample {
@@ -117,4 +117,4 @@ TEST(ChatOutputStream, HoldsBackOnlyPossibleMarkersAndTrailingSpace) {
 }
 
 }  // namespace
-}  // namespace sluice::runtime
+}  // namespace sluice::chat_output

@@ -2,9 +2,9 @@
 // reasoning and OpenAI tool calls, exactly.
 #include <gtest/gtest.h>
 
-#include "runtime/chat_output.h"
+#include "chat_output/chat_output.h"
 
-namespace sluice::runtime {
+namespace sluice::chat_output {
 namespace {
 
 nlohmann::json call(int i, const std::string& name, const std::string& args) {
@@ -110,4 +110,4 @@ TEST(ChatOutput, FormatFollowsTheArchitectureAndTemplate) {
 }
 
 }  // namespace
-}  // namespace sluice::runtime
+}  // namespace sluice::chat_output

@@ -1,4 +1,4 @@
-// DenseConfig::on_progress contract (weight_store.h): calls never overlap,
+// DenseConfig::on_progress contract (moe/dense_weights.h): calls never overlap,
 // `done` never decreases, the total is the same on every call, and the last
 // call reports done == total — in every DenseMode.
 #include <gtest/gtest.h>
@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "gguf/gguf.h"
-#include "moe/weight_store.h"
+#include "moe/dense_weights.h"
 #include "test_support.h"
 
 namespace {

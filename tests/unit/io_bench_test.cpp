@@ -1,6 +1,6 @@
 // io_bench: offset generation, latency summaries, ceiling lookup, parsing,
 // exact output formats, and small real runs on a temp file (no timing asserts).
-#include "runtime/io_bench.h"
+#include "bench/io_bench.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -21,7 +21,7 @@
 #include "test_support.h"
 #include "util/error.h"
 
-namespace sluice::runtime {
+namespace sluice::bench {
 namespace {
 
 namespace fs = std::filesystem;
@@ -409,4 +409,4 @@ TEST(IoBenchCli, FlagErrorsAndCsvOutput) {
 }
 
 }  // namespace
-}  // namespace sluice::runtime
+}  // namespace sluice::bench

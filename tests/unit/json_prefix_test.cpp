@@ -1,6 +1,6 @@
 // runtime/json_prefix (the incremental JSON-object prefix validator) and the
 // sampler's token constraint built on it.
-#include "runtime/json_prefix.h"
+#include "grammar/json_prefix.h"
 
 #include <gtest/gtest.h>
 
@@ -15,8 +15,10 @@
 
 #include "runtime/sampler.h"
 
-namespace sluice::runtime {
+namespace sluice::grammar {
 namespace {
+using runtime::Sampler;
+using runtime::SamplerConfig;
 
 // The validator's verdict on `s` fed whole: -1 not a prefix, 0 a prefix, 1 complete.
 int verdict(const std::string& s) {
@@ -298,4 +300,4 @@ TEST(SamplerConstraint, OutsideTheKeptCandidatesAndNothingAllowed) {
 }
 
 }  // namespace
-}  // namespace sluice::runtime
+}  // namespace sluice::grammar

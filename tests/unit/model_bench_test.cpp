@@ -3,7 +3,7 @@
 // cgroup memory cap is util's, tested in proc_memory_test), the engine's --cache-mb /
 // --moe-top-k checks before a sweep runs, and a tiny real run on the shared
 // stories MoE model (no timing assertions).
-#include "runtime/model_bench.h"
+#include "bench/model_bench.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -23,7 +23,7 @@
 #include "util/error.h"
 #include "util/proc_memory.h"
 
-namespace sluice::runtime {
+namespace sluice::bench {
 namespace {
 
 // Expects `fn` to throw sluice::Error whose message starts with `prefix`.
@@ -612,5 +612,5 @@ TEST(ModelBenchRun, RepackedModelWithAFixedCache) {
   EXPECT_GT(rows[1][1].decode_experts_hit, 0u);
 }
 
-}  // namespace sluice::runtime
+}  // namespace sluice::bench
 

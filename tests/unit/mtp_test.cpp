@@ -240,7 +240,7 @@ class ScriptedModel final : public model::Model {
 
 // constrain_first: the first call's sampler has a (pass-all) token
 // constraint, which generates without drafts; the second call drafts again.
-std::vector<int32_t> generate_scripted(int depth, int n, runtime::MtpCounters* counters = nullptr,
+std::vector<int32_t> generate_scripted(int depth, int n, telemetry::MtpCounters* counters = nullptr,
                                        int* forwards = nullptr, bool constrain_first = false,
                                        bool recurrent = false, uint64_t* lost = nullptr,
                                        uint64_t* recomputed = nullptr) {
@@ -281,7 +281,7 @@ TEST(MtpDecoding, GreedyOutputIsIdenticalAndDraftsAreAcceptedWhereRight) {
   int plain_forwards = 0;
   generate_scripted(0, 40, nullptr, &plain_forwards);
   for (int depth : {1, 2, 3, 5}) {
-    runtime::MtpCounters c;
+    telemetry::MtpCounters c;
     int forwards = 0;
     EXPECT_EQ(generate_scripted(depth, 40, &c, &forwards), plain) << "depth " << depth;
     EXPECT_GT(c.accepted, 0u) << depth;
@@ -306,7 +306,7 @@ TEST(MtpDecoding, GreedyOutputIsIdenticalAndDraftsAreAcceptedWhereRight) {
 TEST(MtpDecoding, RejectedDraftsOnARecurrentModelAreRecomputedFromTheCheckpoint) {
   const std::vector<int32_t> plain = generate_scripted(0, 40);
   for (int depth : {1, 3}) {
-    runtime::MtpCounters c;
+    telemetry::MtpCounters c;
     uint64_t lost = 0, recomputed = 0;
     EXPECT_EQ(generate_scripted(depth, 40, &c, nullptr, false, true, &lost, &recomputed), plain) << depth;
     EXPECT_LT(c.accepted, c.drafted) << depth;  // there were rejections ...
@@ -321,7 +321,7 @@ TEST(MtpDecoding, RejectedDraftsOnARecurrentModelAreRecomputedFromTheCheckpoint)
 
 TEST(MtpDecoding, AConstrainedSamplerGeneratesWithoutDraftsAndDraftingResumesAfter) {
   const std::vector<int32_t> plain = generate_scripted(0, 20);
-  runtime::MtpCounters c;
+  telemetry::MtpCounters c;
   EXPECT_EQ(generate_scripted(3, 20, &c, nullptr, true), plain);
   EXPECT_GT(c.drafted, 0u);  // the second, unconstrained call drafted
   EXPECT_GT(c.accepted, 0u);

@@ -19,7 +19,7 @@
 #include "kernels/quant.h"
 #include "model/matmul.h"
 #include "model_test_support.h"
-#include "runtime/telemetry.h"
+#include "telemetry/telemetry.h"
 #include "tools/synth.h"
 
 namespace sluice::test {
@@ -353,33 +353,33 @@ TEST(PackedModel, TiedEmbeddingStaysPlainAndEveryOtherMatrixIsPacked) {
 
 // -v and --json say which layout ran and what it packed.
 TEST(PackedModel, SummarySaysTheLayoutAndWhatWasPacked) {
-  runtime::RunSummary s;
+  telemetry::RunSummary s;
   s.dense_packed_bytes = uint64_t{3} << 20;
   s.experts_packed = true;
   s.experts_transformed = 96;
-  EXPECT_NE(runtime::summary_human(s).find("sluice: resident layout packed: dense 3.0 MiB packed; "
+  EXPECT_NE(telemetry::summary_human(s).find("sluice: resident layout packed: dense 3.0 MiB packed; "
                                            "experts packed as they become resident "
                                            "(cache entry, --load-all) (96 re-laid)\n"),
             std::string::npos)
-      << runtime::summary_human(s);
-  const nlohmann::ordered_json j = runtime::summary_json(s);
+      << telemetry::summary_human(s);
+  const nlohmann::ordered_json j = telemetry::summary_json(s);
   EXPECT_EQ(j["resident_layout"], "packed");
   EXPECT_EQ(j["dense_packed_MiB"].get<double>(), 3.0);
   EXPECT_EQ(j["experts_packed"], true);
   EXPECT_EQ(j["experts_transformed"], 96);
   s.experts_packed = false;  // cache off: only prompt-batch experts were re-laid
   s.experts_transformed = 7;
-  EXPECT_NE(runtime::summary_human(s).find("experts streamed: packed by the read lane where a prompt batch uses "
+  EXPECT_NE(telemetry::summary_human(s).find("experts streamed: packed by the read lane where a prompt batch uses "
                                            "them several times (7 re-laid)\n"),
             std::string::npos)
-      << runtime::summary_human(s);
+      << telemetry::summary_human(s);
   s.resident_layout = ResidentLayout::Plain;
   s.dense_packed_bytes = 0;
   s.experts_transformed = 0;
-  EXPECT_NE(runtime::summary_human(s).find(
+  EXPECT_NE(telemetry::summary_human(s).find(
                 "sluice: resident layout plain: dense 0.0 MiB packed; experts plain (0 re-laid)\n"),
             std::string::npos);
-  EXPECT_EQ(runtime::summary_json(s)["resident_layout"], "plain");
+  EXPECT_EQ(telemetry::summary_json(s)["resident_layout"], "plain");
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
 // Routing trims wired into the forward pass (model::ModelConfig::trims,
-// ubatch), the `eval` quality/I-O comparison (runtime/eval.h) and the CLI
+// ubatch), the `eval` quality/I-O comparison (bench/eval.h) and the CLI
 // flags that reach them. Golden and stories models from shared/.
 #include <gtest/gtest.h>
 
@@ -13,7 +13,7 @@
 
 #include "cli/engine_flags.h"
 #include "model_test_support.h"
-#include "runtime/eval.h"
+#include "bench/eval.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
 
@@ -213,11 +213,11 @@ TEST(PolicyEval, NoTrimsAgainstItselfAndPerplexityInRange) {
   const auto text = corpus_tokens(600);
   auto a = load(shared_path(kStories), streaming_config());
   auto b = load(shared_path(kStories), streaming_config());
-  runtime::EvalOptions eo;
+  bench::EvalOptions eo;
   eo.ctx = 256;
   eo.bos = 1;
   eo.batch = 64;
-  const runtime::EvalResult r = runtime::evaluate_text(*a, b.get(), text, eo);
+  const bench::EvalResult r = bench::evaluate_text(*a, b.get(), text, eo);
   // 600 text tokens in windows of BOS + 255: 3 windows scoring 255 + 255 + 90.
   EXPECT_EQ(r.n_windows, 3);
   EXPECT_EQ(r.n_scored, 600);
@@ -230,7 +230,7 @@ TEST(PolicyEval, NoTrimsAgainstItselfAndPerplexityInRange) {
   EXPECT_GT(r.model.bytes_read, 0u);
 
   // Alone (no reference) the perplexity is the same number.
-  const runtime::EvalResult solo = runtime::evaluate_text(*a, nullptr, text, eo);
+  const bench::EvalResult solo = bench::evaluate_text(*a, nullptr, text, eo);
   EXPECT_EQ(solo.ppl(), r.ppl());
   EXPECT_FALSE(solo.has_reference);
 }
@@ -244,11 +244,11 @@ TEST(PolicyEval, TopK1HasPositiveKlAndReadsLess) {
   auto ref = load(shared_path(kStories), cfg);
   cfg.trims.top_k = 1;
   auto trimmed = load(shared_path(kStories), cfg);
-  runtime::EvalOptions eo;
+  bench::EvalOptions eo;
   eo.ctx = 128;
   eo.bos = 1;
   eo.batch = 32;
-  const runtime::EvalResult r = runtime::evaluate_text(*trimmed, ref.get(), text, eo);
+  const bench::EvalResult r = bench::evaluate_text(*trimmed, ref.get(), text, eo);
   EXPECT_GT(r.mean_kl(), 0.0);
   EXPECT_LT(r.top1_agree_pct(), 100.0);
   EXPECT_GT(r.top1_agree_pct(), 50.0);  // one expert of two still predicts mostly the same
@@ -260,13 +260,13 @@ TEST(PolicyEval, RejectsBadOptions) {
   REQUIRE_SHARED(kStories);
   auto m = load(shared_path(kStories), streaming_config());
   const std::vector<int32_t> text = {400, 401, 402};
-  runtime::EvalOptions eo;
+  bench::EvalOptions eo;
   eo.ctx = 1;
-  EXPECT_THROW(runtime::evaluate_text(*m, nullptr, text, eo), Error);
+  EXPECT_THROW(bench::evaluate_text(*m, nullptr, text, eo), Error);
   eo.ctx = 4096;  // beyond the model's 512-position cache
-  EXPECT_THROW(runtime::evaluate_text(*m, nullptr, text, eo), Error);
+  EXPECT_THROW(bench::evaluate_text(*m, nullptr, text, eo), Error);
   eo.ctx = 16;
-  EXPECT_THROW(runtime::evaluate_text(*m, nullptr, std::vector<int32_t>{400}, eo), Error);  // nothing to score
+  EXPECT_THROW(bench::evaluate_text(*m, nullptr, std::vector<int32_t>{400}, eo), Error);  // nothing to score
 }
 
 // ---- CLI -----------------------------------------------------------------------

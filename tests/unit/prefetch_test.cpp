@@ -24,7 +24,7 @@
 #include "model/arch.h"
 #include "model_test_support.h"
 #include "runtime/session.h"
-#include "runtime/telemetry.h"
+#include "telemetry/telemetry.h"
 #include "util/error.h"
 
 namespace sluice::test {
@@ -437,8 +437,8 @@ TEST(Prefetch, SummaryCarriesTheCounters) {
   s.generate(kStoriesPrompt, 6, sampler, nullptr);
   const model::PrefetchCounters p = s.model().stats().prefetch_counters;
   ASSERT_GT(p.experts, 0u);
-  const runtime::RunSummary sum = s.summary();
-  const nlohmann::ordered_json j = runtime::summary_json(sum);
+  const telemetry::RunSummary sum = s.summary();
+  const nlohmann::ordered_json j = telemetry::summary_json(sum);
   EXPECT_EQ(j["prefetch"].get<int>(), 2);
   EXPECT_EQ(j["prefetch_experts"].get<uint64_t>(), p.experts);
   EXPECT_EQ(j["prefetch_used"].get<uint64_t>(), p.used);
@@ -450,10 +450,10 @@ TEST(Prefetch, SummaryCarriesTheCounters) {
   EXPECT_DOUBLE_EQ(j["prefetch_coverage_pct"].get<double>(), std::round(100.0 * p.coverage() * 1e4) / 1e4);
   EXPECT_DOUBLE_EQ(j["prefetch_wasted_MiB"].get<double>(),
                    std::round(1e4 * static_cast<double>(p.wasted_bytes) / 1048576.0) / 1e4);
-  EXPECT_NE(runtime::summary_human(sum).find("sluice: prefetch (depth 2): " + std::to_string(p.experts) + " experts predicted, " +
+  EXPECT_NE(telemetry::summary_human(sum).find("sluice: prefetch (depth 2): " + std::to_string(p.experts) + " experts predicted, " +
                                               std::to_string(p.used) + " used"),
             std::string::npos)
-      << runtime::summary_human(sum);
+      << telemetry::summary_human(sum);
   // The existing keys keep their place; the prefetch ones come after them.
   EXPECT_EQ(std::next(j.begin(), 34).key(), "prefetch");
 }

@@ -19,7 +19,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "runtime/json_prefix.h"
+#include "grammar/json_prefix.h"
 #include "runtime/session.h"
 #include "server/response.h"
 #include "server/engine.h"
@@ -201,7 +201,7 @@ TEST(ServeResponse, ChatStreamsReasoningContentAndIndexedCallsAsTheyAreDecided) 
   info.id = "chatcmpl-1";
   info.model = "m";
   info.chat = true;
-  info.format = runtime::OutputFormat::Think;
+  info.format = chat_output::OutputFormat::Think;
   server::ResponseBuilder b(info);
   // Each event's delta.
   auto deltas = [](const std::vector<json>& events) {
@@ -394,7 +394,7 @@ TEST_F(ServeLive, CompletionMatchesTheSessionAndStreamingMatchesNonStreaming) {
 // A JSON-constrained answer: a whole object when it stopped, else (cut by
 // max_tokens) a valid prefix of one that used every token it was allowed.
 void expect_json_answer(const std::string& text, const std::string& finish, int completion_tokens, int max_tokens) {
-  runtime::JsonPrefix p;
+  grammar::JsonPrefix p;
   EXPECT_TRUE(p.push(text)) << text;
   if (finish == "stop") {
     EXPECT_TRUE(p.complete()) << text;
@@ -427,7 +427,7 @@ TEST_F(ServeLive, ResponseFormatJsonObjectGivesOneObjectStreamedOrNot) {
   // Unconstrained, the same greedy request is not JSON at all.
   const std::string free_text =
       completion({{"prompt", "The answer as JSON:"}, {"max_tokens", 12}})["choices"][0]["text"];
-  runtime::JsonPrefix p;
+  grammar::JsonPrefix p;
   EXPECT_FALSE(p.push(free_text)) << free_text;
   std::cout << "[ json_object ] " << stopped << " of 3 answers completed an object within 64 tokens\n";
 }
@@ -439,7 +439,7 @@ TEST_F(ServeLive, RepeatedPromptReusesTheKvPrefix) {
   const auto& recs = live->session->telemetry().records();
   auto last_prefill = [&] {
     for (auto it = recs.rbegin(); it != recs.rend(); ++it)
-      if (it->kind == runtime::EvalKind::Prefill) return it->n_tokens;
+      if (it->kind == telemetry::EvalKind::Prefill) return it->n_tokens;
     return -1;
   };
   const int n_prompt = first["usage"]["prompt_tokens"];
@@ -621,7 +621,7 @@ TEST_F(ServeLive, MetricsArePrometheusText) {
     EXPECT_NE(m->body.find(std::string("\n") + name + " "), std::string::npos) << name;
   }
   // The token counters agree with the session's own summary.
-  const runtime::RunSummary s = live->session->summary();
+  const telemetry::RunSummary s = live->session->summary();
   EXPECT_NE(m->body.find("\nsluice_decode_tokens_total " + std::to_string(s.decode_tokens) + "\n"), std::string::npos);
 }
 

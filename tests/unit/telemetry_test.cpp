@@ -1,4 +1,4 @@
-// Telemetry: per-eval records and the run summary (runtime/telemetry.h).
+// Telemetry: per-eval records and the run summary (telemetry/telemetry.h).
 //
 // The stories-moe-8x Q8_0 model (shared/models/README.md): 5 layers, all MoE,
 // 8 experts, top-2, experts {64,192} gate/up and {192,64} down in Q8_0.
@@ -19,14 +19,14 @@
 
 #include "model_test_support.h"
 #include "runtime/session.h"
-#include "runtime/telemetry.h"
+#include "telemetry/telemetry.h"
 #include "util/error.h"
 
 namespace sluice::test {
 namespace {
 
-using runtime::EvalKind;
-using runtime::TokenRecord;
+using telemetry::EvalKind;
+using telemetry::TokenRecord;
 
 constexpr uint64_t kExpertBytesQ8 = 3 * (64 * 192 / 32 * 34);
 constexpr int kLayers = 5;
@@ -185,7 +185,7 @@ TEST(Telemetry, LoadAllServesEveryExpertWithoutARead) {
     EXPECT_EQ(r.bytes_read, 0u);
   }
   EXPECT_EQ(s.model().stats().io.experts_read, read_at_load);
-  const runtime::RunSummary sum = s.summary();
+  const telemetry::RunSummary sum = s.summary();
   EXPECT_DOUBLE_EQ(sum.cache_hit_pct(), 100.0);
   EXPECT_EQ(sum.bytes_read, 0u);  // the load's reads are not the run's
   EXPECT_EQ(sum.reads, 0u);
@@ -196,7 +196,7 @@ TEST(Telemetry, SummaryOfAStoriesRun) {
   if (!exists(q8_path())) GTEST_SKIP() << q8_path() << " not found";
   runtime::Session s = open_session(q8_path());
   generate(s, 8);
-  const runtime::RunSummary sum = s.summary();
+  const telemetry::RunSummary sum = s.summary();
   EXPECT_EQ(sum.prefill_tokens, 5);
   EXPECT_EQ(sum.decode_tokens, 7);
   EXPECT_EQ(sum.token_demand_bytes, uint64_t{kLayers * kTopK} * kExpertBytesQ8);
@@ -208,14 +208,14 @@ TEST(Telemetry, SummaryOfAStoriesRun) {
   EXPECT_GT(sum.peak_rss_mib, 0.0);
   EXPECT_EQ(sum.dense_resident_frac, 1.0);
 
-  const nlohmann::ordered_json j = runtime::summary_json(sum);
+  const nlohmann::ordered_json j = telemetry::summary_json(sum);
   for (const char* key : kSummaryKeys) EXPECT_TRUE(j.contains(key)) << key;
   EXPECT_EQ(j.size(), std::size(kSummaryKeys));
   EXPECT_EQ(j["experts_read"].get<uint64_t>(), sum.experts.read);
   EXPECT_EQ(j["bytes_read"].get<uint64_t>(), sum.bytes_read);
   EXPECT_DOUBLE_EQ(j["token_demand_MiB"].get<double>(), std::round(10.0 * 39168 / 1048576 * 1e4) / 1e4);
 
-  EXPECT_EQ(runtime::expert_budget_line(sum), "");  // no budget set
+  EXPECT_EQ(telemetry::expert_budget_line(sum), "");  // no budget set
 }
 
 TEST(Telemetry, DenseModelRoutesNothing) {
@@ -227,7 +227,7 @@ TEST(Telemetry, DenseModelRoutesNothing) {
     EXPECT_EQ(r.experts.routed, 0u);
     EXPECT_EQ(r.bytes_read, 0u);
   }
-  const runtime::RunSummary sum = s.summary();
+  const telemetry::RunSummary sum = s.summary();
   EXPECT_EQ(sum.token_demand_bytes, 0u);
   EXPECT_EQ(sum.layer_demand_bytes, 0u);
 }
@@ -248,7 +248,7 @@ TEST(Telemetry, EvalAllIsOnePrefillRecordAndRefusesAPendingToken) {
 }
 
 TEST(Telemetry, ExpertBudgetLineAndDerivedFigures) {
-  runtime::RunSummary s;
+  telemetry::RunSummary s;
   s.expert_budget = 6;
   s.experts.routed = 100;
   s.experts.read = 40;
@@ -256,7 +256,7 @@ TEST(Telemetry, ExpertBudgetLineAndDerivedFigures) {
   s.experts.dropped = 50;
   s.experts.dropped_budget = 1234;
   s.experts.dropped_bytes = 2'500'000'000;
-  EXPECT_EQ(runtime::expert_budget_line(s), "EXPERT_BUDGET=6 (dropped 1234 experts, ~2.50 GB I/O saved)");
+  EXPECT_EQ(telemetry::expert_budget_line(s), "EXPERT_BUDGET=6 (dropped 1234 experts, ~2.50 GB I/O saved)");
   EXPECT_DOUBLE_EQ(s.cache_hit_pct(), 20.0);
   EXPECT_DOUBLE_EQ(s.io_saved_gb(), 2.5);
   s.prefill_tokens = 4;
@@ -267,7 +267,7 @@ TEST(Telemetry, ExpertBudgetLineAndDerivedFigures) {
   s.time.eval_s = 2.0;
   EXPECT_DOUBLE_EQ(s.read_gbps(), 1.5);
   s.expert_budget = 0;
-  EXPECT_EQ(runtime::expert_budget_line(s), "");
+  EXPECT_EQ(telemetry::expert_budget_line(s), "");
 }
 
 TEST(Telemetry, SummarizeSplitsPrefillAndDecode) {
@@ -294,10 +294,10 @@ TEST(Telemetry, SummarizeSplitsPrefillAndDecode) {
   recs[2].bytes_read = 100;
   recs[2].reads = 3;
   recs[2].io_ms = 1500;
-  runtime::SummaryInput in;
+  telemetry::SummaryInput in;
   in.records = recs;
   in.opts.cache_budget_bytes = 64ull << 20;
-  const runtime::RunSummary s = runtime::summarize(in);
+  const telemetry::RunSummary s = telemetry::summarize(in);
   EXPECT_EQ(s.prefill_tokens, 10);
   EXPECT_DOUBLE_EQ(s.prefill_tps(), 20.0);
   EXPECT_EQ(s.decode_tokens, 2);
@@ -312,7 +312,7 @@ TEST(Telemetry, SummarizeSplitsPrefillAndDecode) {
   EXPECT_EQ(s.bytes_read, 800u);
   EXPECT_EQ(s.reads, 24u);
   EXPECT_DOUBLE_EQ(s.io_lane_s, 1.5);
-  EXPECT_EQ(runtime::summary_json(s)["cache_budget_MiB"].get<double>(), 64.0);
+  EXPECT_EQ(telemetry::summary_json(s)["cache_budget_MiB"].get<double>(), 64.0);
 }
 
 TEST(Telemetry, ProgressLineAndCsvRowFormat) {
@@ -329,15 +329,15 @@ TEST(Telemetry, ProgressLineAndCsvRowFormat) {
   r.bytes_read = 972ull << 20;
   r.reads = 1152;
   r.dense_res = 1.0;
-  EXPECT_EQ(runtime::progress_line(r),
+  EXPECT_EQ(telemetry::progress_line(r),
             "tok 12 n 1 ms 45.1 io 30.2 compute 17.1 stall 28.0 routed 384 hit 0 read 384 dropped 0 MiB 972.0 "
             "majflt 0 dense_res 1.00");
-  EXPECT_EQ(runtime::csv_row(r), "12,decode,1,16,45.100,30.200,17.100,28.000,384,0,384,0,1019215872,1152,972.000,0,1.0000");
+  EXPECT_EQ(telemetry::csv_row(r), "12,decode,1,16,45.100,30.200,17.100,28.000,384,0,384,0,1019215872,1152,972.000,0,1.0000");
 }
 
 TEST(Telemetry, CsvWriterNamesAnUnwritablePath) {
   try {
-    runtime::CsvWriter w("/nonexistent-dir/x.csv");
+    telemetry::CsvWriter w("/nonexistent-dir/x.csv");
     FAIL() << "no error";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("/nonexistent-dir/x.csv"), std::string::npos) << e.what();
@@ -386,7 +386,7 @@ TEST(TelemetryCli, RunPrintsProgressCsvAndSummaryOnStderr) {
   EXPECT_EQ(progress, 8);
   const std::vector<std::string> rows = lines_of(slurp(csv));
   ASSERT_EQ(rows.size(), 9u);
-  EXPECT_EQ(rows[0], runtime::csv_header());
+  EXPECT_EQ(rows[0], telemetry::csv_header());
   EXPECT_EQ(rows[1].rfind("0,prefill,5,0,", 0), 0u) << rows[1];
   for (size_t i = 2; i < rows.size(); ++i)
     EXPECT_EQ(rows[i].rfind(std::to_string(i - 1) + ",decode,1,", 0), 0u) << rows[i];

@@ -29,7 +29,8 @@
 #include "io/file.h"
 #include "io/mapping_guard.h"
 #include "io/read_fully.h"
-#include "moe/weight_store.h"
+#include "moe/dense_weights.h"
+#include "moe/expert_store.h"
 #include "util/error.h"
 #include "test_support.h"
 

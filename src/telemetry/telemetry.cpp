@@ -1,4 +1,4 @@
-#include "runtime/telemetry.h"
+#include "telemetry/telemetry.h"
 
 #include <sys/resource.h>
 
@@ -12,7 +12,7 @@
 #include "util/decimal.h"
 #include "util/error.h"
 
-namespace sluice::runtime {
+namespace sluice::telemetry {
 namespace {
 
 constexpr double kMiB = 1048576.0;
@@ -410,4 +410,4 @@ void CsvWriter::close() {
   out_.commit();
 }
 
-}  // namespace sluice::runtime
+}  // namespace sluice::telemetry

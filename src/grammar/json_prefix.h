@@ -22,7 +22,7 @@
 #include <string>
 #include <string_view>
 
-namespace sluice::runtime {
+namespace sluice::grammar {
 
 class JsonPrefix {
  public:
@@ -89,4 +89,4 @@ class JsonPrefix {
   std::string stack_;                        // '{' or '[' per open container
 };
 
-}  // namespace sluice::runtime
+}  // namespace sluice::grammar

@@ -10,13 +10,13 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "runtime/io_bench.h"
+#include "bench/io_bench.h"
 #include "util/csv.h"
 #include "util/decimal.h"
 #include "util/error.h"
 #include "util/json_text.h"
 
-namespace sluice::runtime {
+namespace sluice::bench {
 namespace {
 
 constexpr uint64_t kMaxSize = 1ull << 40;  // 1 TiB: far past any sane read, far below overflow
@@ -174,4 +174,4 @@ std::string format_io_csv(const std::vector<IoBenchRow>& rows) {
   return out;
 }
 
-}  // namespace sluice::runtime
+}  // namespace sluice::bench

@@ -1,11 +1,11 @@
-#include "runtime/chat_output_stream.h"
+#include "chat_output/chat_output_stream.h"
 
 #include <algorithm>
 #include <vector>
 
-#include "runtime/chat_syntax.h"
+#include "chat_output/chat_syntax.h"
 
-namespace sluice::runtime {
+namespace sluice::chat_output {
 namespace {
 
 constexpr std::string_view kSpace = " \t\r\n";
@@ -226,4 +226,4 @@ ParsedOutput OutputParser::finish() {
   return out;
 }
 
-}  // namespace sluice::runtime
+}  // namespace sluice::chat_output

@@ -1,6 +1,6 @@
-#include "runtime/json_prefix.h"
+#include "grammar/json_prefix.h"
 
-namespace sluice::runtime {
+namespace sluice::grammar {
 namespace {
 
 bool is_ws(uint8_t c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
@@ -274,4 +274,4 @@ bool JsonPrefix::step(uint8_t c) {
   return fail();
 }
 
-}  // namespace sluice::runtime
+}  // namespace sluice::grammar

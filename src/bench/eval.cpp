@@ -1,4 +1,4 @@
-#include "runtime/eval.h"
+#include "bench/eval.h"
 
 #include <algorithm>
 #include <chrono>
@@ -10,7 +10,7 @@
 #include "util/clock.h"
 #include "util/error.h"
 
-namespace sluice::runtime {
+namespace sluice::bench {
 namespace {
 
 // log-sum-exp of one logits row, in double.
@@ -166,4 +166,4 @@ EvalResult evaluate_text(model::Model& model, model::Model* reference, std::span
   return r;
 }
 
-}  // namespace sluice::runtime
+}  // namespace sluice::bench

@@ -5,7 +5,7 @@
 // reads at random aligned offsets until the deadline or the shared byte budget
 // is reached, timing every pread. The point's wall time runs from the start
 // signal to the last lane's stop, so GB/s counts the tail read of every lane.
-#include "runtime/io_bench.h"
+#include "bench/io_bench.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -28,7 +28,7 @@
 #include "util/clock.h"
 #include "util/error.h"
 
-namespace sluice::runtime {
+namespace sluice::bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -396,4 +396,4 @@ std::vector<IoBenchRow> run_io_bench(const IoBenchConfig& cfg) {
   return rows;
 }
 
-}  // namespace sluice::runtime
+}  // namespace sluice::bench

@@ -35,7 +35,7 @@
 #include "model/model.h"
 #include "moe/cache_budget.h"
 
-namespace sluice::runtime {
+namespace sluice::telemetry {
 
 // Decode: one token; Verify: --mtp, the trunk over the last token and the
 // drafts; Draft: --mtp, the NextN head (catch-up rows and draft steps).
@@ -222,4 +222,4 @@ class CsvWriter {
   bool closed_ = false;
 };
 
-}  // namespace sluice::runtime
+}  // namespace sluice::telemetry

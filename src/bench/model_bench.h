@@ -45,9 +45,9 @@
 #include <string_view>
 #include <vector>
 
-#include "runtime/io_bench.h"
+#include "bench/io_bench.h"
 
-namespace sluice::runtime {
+namespace sluice::bench {
 
 struct ModelBenchConfig {
   std::string model_path;
@@ -228,4 +228,4 @@ std::string format_bench_json(const std::vector<ModelBenchRow>& rows);
 // CSV: a header line, then one line per row; NaN as an empty field.
 std::string format_bench_csv(const std::vector<ModelBenchRow>& rows);
 
-}  // namespace sluice::runtime
+}  // namespace sluice::bench

@@ -10,9 +10,9 @@
 #include <string>
 #include <string_view>
 
-#include "runtime/chat_output.h"
+#include "chat_output/chat_output.h"
 
-namespace sluice::runtime {
+namespace sluice::chat_output {
 
 struct ToolCallText {
   std::string name;
@@ -55,4 +55,4 @@ Header read_header(std::string_view header);
 // re-serialised compactly, anything else passed as it is (trimmed).
 std::string json_arguments(std::string_view text);
 
-}  // namespace sluice::runtime
+}  // namespace sluice::chat_output

@@ -18,7 +18,7 @@
 
 #include "model/model.h"
 
-namespace sluice::runtime {
+namespace sluice::bench {
 
 struct EvalOptions {
   int ctx = 512;        // positions per window, BOS included; >= 2
@@ -62,4 +62,4 @@ struct EvalResult {
 EvalResult evaluate_text(model::Model& model, model::Model* reference, std::span<const int32_t> text,
                          const EvalOptions& opts);
 
-}  // namespace sluice::runtime
+}  // namespace sluice::bench

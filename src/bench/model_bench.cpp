@@ -1,6 +1,6 @@
 // model_bench — the measurement loop, derived figures and the ceiling input.
 // Output formats live in model_bench_format.cpp.
-#include "runtime/model_bench.h"
+#include "bench/model_bench.h"
 
 #include <algorithm>
 #include <chrono>
@@ -18,7 +18,7 @@
 #include "model/arch.h"
 #include "moe/cache_budget.h"
 #include "moe/trim_config.h"
-#include "moe/weight_store.h"
+#include "moe/expert_store.h"
 #include "runtime/engine_options.h"
 #include "runtime/session.h"
 #include "tokenizer/tokenizer.h"
@@ -26,7 +26,7 @@
 #include "util/error.h"
 #include "util/proc_memory.h"
 
-namespace sluice::runtime {
+namespace sluice::bench {
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
@@ -71,8 +71,8 @@ int32_t argmax(std::span<const float> logits) {
 
 // The engine settings of one point, as `sluice run` would receive them, so
 // that bench validates and converts them with the engine's own code.
-EngineOptions engine_options_for(const ModelBenchConfig& cfg, const BenchPoint& pt) {
-  EngineOptions o;
+runtime::EngineOptions engine_options_for(const ModelBenchConfig& cfg, const BenchPoint& pt) {
+  runtime::EngineOptions o;
   o.model_path = cfg.model_path;
   o.threads = pt.threads;
   o.dense_weights = pt.dense_weights;
@@ -115,7 +115,7 @@ void validate(const ModelBenchConfig& cfg) {
   // An auto budget is checked as a setting only: it is sized from memory when
   // its point runs, and sizing it here too would repeat its log lines.
   for (const BenchPoint& pt : bench_points(cfg)) {
-    EngineOptions o = engine_options_for(cfg, pt);
+    runtime::EngineOptions o = engine_options_for(cfg, pt);
     if (moe::parse_cache_mb(o.cache_mb).automatic) o.cache_mb = "off";
     (void)o.to_model_config();
   }
@@ -151,9 +151,9 @@ ModelBenchRow run_point(const ModelBenchConfig& cfg, const BenchPoint& pt, std::
   if (cfg.on_progress) mc.log = [&cfg](const std::string& line) { cfg.on_progress("  " + line); };
 
   reset_peak_rss();
-  Session session = Session::open(cfg.model_path, mc);
+  runtime::Session session = runtime::Session::open(cfg.model_path, mc);
   if (pt.mtp > 0) {
-    MtpOptions mo;
+    runtime::MtpOptions mo;
     mo.depth = pt.mtp;
     session.set_mtp(mo);
   }
@@ -213,10 +213,10 @@ ModelBenchRow run_point(const ModelBenchConfig& cfg, const BenchPoint& pt, std::
     } else {
       // Greedy generation with drafts: n_gen tokens after the first, which
       // comes from the prefill (as the loop above evaluates n_gen tokens).
-      const MtpCounters mtp_before = session.mtp_counters();
-      Sampler greedy(SamplerConfig{});
+      const telemetry::MtpCounters mtp_before = session.mtp_counters();
+      runtime::Sampler greedy(runtime::SamplerConfig{});
       bool first = true;
-      const GenerationStats st = session.generate(prompt, cfg.n_gen + 1, greedy, [&](int32_t) {
+      const runtime::GenerationStats st = session.generate(prompt, cfg.n_gen + 1, greedy, [&](int32_t) {
         if (first) stats_before = session.model().stats();
         first = false;
         return true;
@@ -516,7 +516,7 @@ std::vector<std::string> parse_cache_mb_list(std::string_view csv) {
 std::vector<std::string> parse_prefetch_list(std::string_view csv) {
   std::vector<std::string> out;
   for (const std::string& part : split_list(csv, "--prefetch")) {
-    const int depth = parse_prefetch(part);
+    const int depth = runtime::parse_prefetch(part);
     out.push_back(depth == model::kPrefetchPrefill ? "prefill"
                   : depth == model::kPrefetchAuto  ? "auto"
                   : depth == 0                     ? "off"
@@ -525,4 +525,4 @@ std::vector<std::string> parse_prefetch_list(std::string_view csv) {
   return out;
 }
 
-}  // namespace sluice::runtime
+}  // namespace sluice::bench

@@ -1,9 +1,9 @@
-#include "runtime/chat_output.h"
+#include "chat_output/chat_output.h"
 
-#include "runtime/chat_output_stream.h"
-#include "runtime/chat_syntax.h"
+#include "chat_output/chat_output_stream.h"
+#include "chat_output/chat_syntax.h"
 
-namespace sluice::runtime {
+namespace sluice::chat_output {
 
 OutputFormat output_format_for(const std::string& arch, const std::string& chat_template) {
   if (arch == "gpt-oss") return OutputFormat::Harmony;
@@ -28,4 +28,4 @@ ParsedOutput parse_output(std::string_view text, OutputFormat format, bool start
   return out;
 }
 
-}  // namespace sluice::runtime
+}  // namespace sluice::chat_output

@@ -30,7 +30,7 @@ namespace sluice::gguf {
 class GgufModel;
 }
 
-namespace sluice::runtime {
+namespace sluice::bench {
 
 enum class IoMode { Direct, Buffered };
 std::string_view io_mode_name(IoMode m);  // "direct" / "buffered"
@@ -149,4 +149,4 @@ std::string format_io_json(const std::vector<IoBenchRow>& rows);
 // CSV with a header line of the same columns as the JSON keys.
 std::string format_io_csv(const std::vector<IoBenchRow>& rows);
 
-}  // namespace sluice::runtime
+}  // namespace sluice::bench

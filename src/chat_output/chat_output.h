@@ -34,7 +34,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace sluice::runtime {
+namespace sluice::chat_output {
 
 enum class OutputFormat { Plain, Think, Glm, DeepSeek, Harmony };
 
@@ -59,4 +59,4 @@ struct ParsedOutput {
 
 ParsedOutput parse_output(std::string_view text, OutputFormat format, bool starts_in_reasoning = false);
 
-}  // namespace sluice::runtime
+}  // namespace sluice::chat_output

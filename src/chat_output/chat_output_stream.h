@@ -15,9 +15,9 @@
 #include <string>
 #include <string_view>
 
-#include "runtime/chat_output.h"
+#include "chat_output/chat_output.h"
 
-namespace sluice::runtime {
+namespace sluice::chat_output {
 
 struct TaggedSyntax;
 
@@ -67,4 +67,4 @@ class OutputParser {
   size_t n_calls_ = 0;
 };
 
-}  // namespace sluice::runtime
+}  // namespace sluice::chat_output

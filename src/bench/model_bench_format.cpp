@@ -10,12 +10,12 @@
 #include <string>
 #include <vector>
 
-#include "runtime/model_bench.h"
+#include "bench/model_bench.h"
 #include "util/csv.h"
 #include "util/decimal.h"
 #include "util/json_text.h"
 
-namespace sluice::runtime {
+namespace sluice::bench {
 namespace {
 
 std::string fixed(double v, int decimals, const char* missing) {
@@ -190,4 +190,4 @@ std::string format_bench_csv(const std::vector<ModelBenchRow>& rows) {
   return out;
 }
 
-}  // namespace sluice::runtime
+}  // namespace sluice::bench

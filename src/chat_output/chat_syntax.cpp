@@ -1,8 +1,8 @@
-#include "runtime/chat_syntax.h"
+#include "chat_output/chat_syntax.h"
 
 #include <nlohmann/json.hpp>
 
-namespace sluice::runtime {
+namespace sluice::chat_output {
 namespace {
 
 std::string trim(std::string_view s) {
@@ -98,4 +98,4 @@ harmony::Header harmony::read_header(std::string_view header) {
   return h;
 }
 
-}  // namespace sluice::runtime
+}  // namespace sluice::chat_output
