@@ -2,10 +2,10 @@
 // random-weight model with a real architecture's layout (see tools/synth.h).
 // The presets and architectures are listed from tools::synth_preset_names and
 // the architecture registry; nothing here knows an architecture.
-#include <algorithm>
 #include <cstdio>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "cli/commands.h"
 #include "gguf/gguf.h"
@@ -113,9 +113,9 @@ void register_synth(CLI::App& app) {
   cmd->add_option("--vocab-size", o->vocab_size, "Vocabulary size (pads the vocabulary with <|extra_N|>)");
   cmd->add_option("--context-length", o->context_length, "context_length metadata");
   cmd->add_option("--sliding-window", o->sliding_window, "gpt-oss attention.sliding_window");
-  auto* nextn = cmd->add_option("--nextn", o->nextn,
-                                "NextN/MTP blocks after the --layers trunk blocks, for architectures that have them "
-                                "(glm4moe, deepseek2, qwen35moe; default: the preset's)");
+  auto* nextn = cmd->add_option(
+      "--nextn", o->nextn,
+      "NextN/MTP blocks after the --layers trunk blocks, for architectures that have them (default: the preset's)");
   cmd->add_flag("--mtp", o->mtp, "Write one NextN/MTP block (--nextn 1)")->excludes(nextn);
   cmd->add_option("--type", o->type, "Type of the expert tensors (e.g. Q4_K)");
   cmd->add_option("--dense-type", o->dense_type, "Type of attention, embedding and output matrices");

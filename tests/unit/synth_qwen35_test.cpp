@@ -3,8 +3,7 @@
 // files, a tiny file that the engine runs, and the sizing `sluice inspect`
 // reports for the Qwen3.6-35B-A3B / Qwen3.5-397B-A17B tables (zero-data files:
 // header and tensor table only), against values computed by hand from the
-// shapes. Also pins the bytes of small outputs of every other architecture
-// (recorded before synth's plans moved into the architecture declarations).
+// shapes.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -75,9 +74,10 @@ TEST(SynthQwen35, MatchesGoldenLayoutsAndMetadata) {
       EXPECT_EQ(mine->u, v.u) << k;
       EXPECT_FLOAT_EQ(static_cast<float>(mine->f), static_cast<float>(v.f)) << k;
     }
-    for (const auto& [k, v] : m.metadata().entries())
+    for (const auto& [k, v] : m.metadata().entries()) {
       if (k.rfind("qwen35moe.", 0) == 0)
         EXPECT_NE(golden.metadata().find(k), nullptr) << "extra key " << k;
+    }
     const auto sections = m.metadata().get_int_array("qwen35moe.rope.dimension_sections");
     ASSERT_TRUE(sections.has_value());
     EXPECT_EQ(*sections, (std::vector<int64_t>{3, 3, 2, 0}));
@@ -95,21 +95,25 @@ TEST(SynthQwen35, QuantizedGoldenGivesTensorOrder) {
   EXPECT_EQ(names_in_order(gguf::GgufModel::open(out.path.string())), names_in_order(golden));
 }
 
-// The tiny preset runs: logits are finite over a prompt (the DeltaNet decay
-// ssm_a is negative, so states stay bounded), with and without the MTP block.
+// The tiny preset runs: logits are finite over a 256-token prompt (the
+// DeltaNet decay ssm_a is negative, so states stay bounded), with and without
+// the MTP block.
 TEST(SynthQwen35, TinyFileRuns) {
+  constexpr uint64_t kTokens = 256;
+  std::string ids;
+  for (uint64_t i = 0; i < kTokens; ++i) ids += (i ? "," : "") + std::to_string(3 + (i * 37) % 250);
   for (const char* extra : {"", " --mtp"}) {
     TempFile out("q35tiny.gguf"), logits("q35tiny.f32");
     auto [rc, log] =
         sluice_cli("synth -q --arch qwen35moe" + std::string(extra) + " -o " + out.path.string());
     ASSERT_EQ(rc, 0) << log;
-    std::tie(rc, log) = sluice_cli("logits -m " + out.path.string() +
-                                   " --tokens 1,5,7,9,11,13,15,17 -o " + logits.path.string());
+    std::tie(rc, log) = sluice_cli("logits -m " + out.path.string() + " --tokens " + ids + " -o " +
+                                   logits.path.string());
     ASSERT_EQ(rc, 0) << log;
     const auto m = gguf::GgufModel::open(out.path.string());
     const uint64_t n_vocab = m.require("token_embd.weight").ne[1];
-    ASSERT_EQ(fs::file_size(logits.path), 8 * n_vocab * sizeof(float));
-    std::vector<float> v(8 * n_vocab);
+    ASSERT_EQ(fs::file_size(logits.path), kTokens * n_vocab * sizeof(float));
+    std::vector<float> v(kTokens * n_vocab);
     FILE* f = std::fopen(logits.path.c_str(), "rb");
     ASSERT_NE(f, nullptr);
     ASSERT_EQ(std::fread(v.data(), sizeof(float), v.size(), f), v.size());
@@ -171,6 +175,15 @@ TEST(SynthQwen35, Qwen36PresetStateFits24GiBAt262k) {
   constexpr uint64_t kExpert = 3 * 589824ull, kExpertQ6 = 2 * 589824ull + 860160ull;
   EXPECT_EQ(j["expert_bytes"].get<uint64_t>(), 256 * (20 * kExpertQ6 + 20 * kExpert));
   EXPECT_EQ(s["token_demand_bytes"].get<uint64_t>(), 8 * (20 * kExpertQ6 + 20 * kExpert));
+  // Q4_K_M's other rules: attn_qkv Q5_K; attn_v Q6_K for the i-th attn_v with
+  // use_more_bits(i, 40) (i < 5 or i == 7: blocks 3..19 and 31), else Q4_K.
+  std::string v_types;
+  for (const auto& t : j["tensors"]) {
+    const std::string name = t["name"];
+    if (name.ends_with(".attn_qkv.weight")) EXPECT_EQ(t["type"], "Q5_K") << name;
+    if (name.ends_with(".attn_v.weight")) v_types += t["type"].get<std::string>() + " ";
+  }
+  EXPECT_EQ(v_types, "Q6_K Q6_K Q6_K Q6_K Q6_K Q4_K Q4_K Q6_K Q4_K Q4_K ");
 }
 
 // --mtp appends the NextN block 40 (full attention + MoE + nextn.*): not part
@@ -217,50 +230,6 @@ TEST(SynthQwen35, LayerCutIsBoundedByThePreset) {
   std::tie(rc, log) = sluice_cli("synth -q --arch qwen3moe --nextn 1 -o " + out.path.string());
   EXPECT_NE(rc, 0);
   EXPECT_NE(log.find("--nextn"), std::string::npos) << log;
-}
-
-// ---- the other architectures' outputs, byte for byte ----------------------------
-
-std::string sha256_of(const fs::path& p) {
-  FILE* f = ::popen(("sha256sum '" + p.string() + "'").c_str(), "r");
-  if (!f) return "";
-  char buf[65] = {};
-  const size_t n = std::fread(buf, 1, 64, f);
-  ::pclose(f);
-  return std::string(buf, n);
-}
-
-// sha256 of `sluice synth` outputs recorded before the plans moved from
-// src/tools/synth_<arch>.cpp into the architecture declarations: the files
-// are unchanged byte for byte. Pinned on x86-64 only (the values go through
-// libm's exp/log/cos, which other targets need not round alike).
-TEST(SynthQwen35, OtherArchitecturesUnchangedByteForByte) {
-#if !defined(__x86_64__)
-  GTEST_SKIP() << "hashes recorded on x86-64";
-#endif
-  struct Case {
-    const char* args;
-    const char* sha;
-  };
-  for (const Case& c :
-       {Case{"--arch qwen3moe", "5ea6e99ff0761f4c342aa488921450a1a231b00f47990fd19c47c5f6e1b34d4c"},
-        Case{"--arch llama", "726e6463596042d6b3ea3300bbe04a9eaa0e86b0d81386cba5f8539360a193c3"},
-        Case{"--arch llama --experts 0",
-             "e30746e53a8c94f465881a525308eebd9c658a1f398fb0fa68acf2e771bd420f"},
-        Case{"--arch gpt-oss", "c3fc98c6d5527846d610b234d4457555dca52f889635c6f369d3f2634f0d6d0e"},
-        Case{"--arch glm4moe", "99e54f0a3c4995424e43d45a69acdf7e5a11f187b236f53b5cf0e38da990e709"},
-        Case{"--arch deepseek2",
-             "ed6558f04c880560d7ce385ef30b7ac064a10fdefbf013cdd1e9d5b07e916426"},
-        Case{"--arch deepseek2 --nextn 1 --type Q4_K --dense-type Q8_0 --n-embd 256",
-             "363f39c62776d51558acd34c29fe89484b0d526072cf3855f1e07992113806c4"},
-        Case{"--arch glm4moe --quant-mode direct --type Q4_K --n-embd 256",
-             "5e558ea130018e2a1c644462e63c832bd61dfc61888a1875d8aabbbfc52dac4e"}}) {
-    TempFile out("pin.gguf");
-    auto [rc, log] =
-        sluice_cli("synth -q --threads 2 " + std::string(c.args) + " -o " + out.path.string());
-    ASSERT_EQ(rc, 0) << log;
-    EXPECT_EQ(sha256_of(out.path), c.sha) << c.args;
-  }
 }
 
 }  // namespace

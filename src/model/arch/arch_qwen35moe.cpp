@@ -115,8 +115,10 @@ namespace {
 // expert of n_ff_shexp. cfg.n_nextn NextN blocks (full attention + MoE +
 // nextn.eh_proj/enorm/hnorm/shared_head_norm, no own head) follow the trunk.
 // Types: attn_type for the dense matrices; with the Q4_K_M rules (q4_k_m_more_bits)
-// attn_qkv is Q5_K (llama-quantize's attn_qkv rule for Q4_K_M) and ffn_down*
-// / attn_v take Q6_K in use_more_bits blocks. ssm_conv1d, ssm_a, ssm_dt, norms
+// attn_qkv is Q5_K (llama-quantize's attn_qkv rule for Q4_K_M), ffn_down*
+// take Q6_K in use_more_bits(block, block_count) blocks and attn_v in
+// use_more_bits(i, block_count) for the i-th attn_v tensor (llama-quantize
+// counts attn_v and attn_qkv tensors, one per block, but steps i on attn_v only). ssm_conv1d, ssm_a, ssm_dt, norms
 // and routers stay F32 (llama-quantize quantizes none of them). Tensor order:
 // llama-quantize's.
 void plan_qwen35moe(const ArchSizes& cfg, PlanBuilder& p) {
@@ -167,6 +169,7 @@ void plan_qwen35moe(const ArchSizes& cfg, PlanBuilder& p) {
   p.add("token_embd.weight", quantize_fallback(cfg.embd_type, E), {E, V}, Init::Embedding, 0, "--embd-type");
   p.add("output_norm.weight", f32, {E}, Init::Norm, 0, "--n-embd");
   p.add("output.weight", quantize_fallback(cfg.output_type, E), {E, V}, Init::Projection, 0, "--dense-type");
+  uint32_t n_attn_v = 0;  // attn_v tensors so far
   for (uint32_t l = 0; l < n_blocks; ++l) {
     const std::string b = "blk." + std::to_string(l) + ".";
     auto down = [&](GgmlType t, uint64_t row) { return quantize_fallback(more_bits_type(cfg, t, l, n_blocks), row); };
@@ -176,7 +179,8 @@ void plan_qwen35moe(const ArchSizes& cfg, PlanBuilder& p) {
     if (full) {
       p.add(b + "attn_q.weight", dense(E), {E, 2 * Q}, Init::Projection, l, "--dense-type");
       p.add(b + "attn_k.weight", dense(E), {E, KV}, Init::Projection, l, "--dense-type");
-      p.add(b + "attn_v.weight", down(cfg.attn_v_type, E), {E, KV}, Init::Projection, l, "--dense-type");
+      const GgmlType vt = quantize_fallback(more_bits_type(cfg, cfg.attn_v_type, n_attn_v++, n_blocks), E);
+      p.add(b + "attn_v.weight", vt, {E, KV}, Init::Projection, l, "--dense-type");
       p.add(b + "attn_output.weight", dense(Q), {Q, E}, Init::Projection, l, "--dense-type");
       p.add(b + "attn_q_norm.weight", f32, {D}, Init::Norm, l, "--head-dim");
       p.add(b + "attn_k_norm.weight", f32, {D}, Init::Norm, l, "--head-dim");
