@@ -118,7 +118,7 @@ namespace {
 // or, with cfg.q_lora_rank 0, attn_q (DeepSeek-V2-Lite) without the
 // q_lora_rank key. YaRN keys when cfg.rope_scaling_factor > 1, including
 // rope.scaling.yarn_log_multiplier (0.1 * mscale_all_dim in the converter).
-// FFN: synth_moe_ffn.cpp, plus expert groups. cfg.n_nextn NextN blocks follow
+// FFN: the shared MoE half (tensor_plan.cpp), plus expert groups. cfg.n_nextn NextN blocks follow
 // the trunk with their own embed_tokens and shared_head_head (as the
 // DeepSeek-V3 and GLM-4.7-Flash checkpoints carry them).
 // Tensor order: llama-quantize's (PlanBuilder::sort_as_quantized).

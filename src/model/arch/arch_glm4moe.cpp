@@ -66,7 +66,7 @@ namespace {
 // bias, optional per-head q/k RMSNorm (cfg.qk_norm; GLM-4.5-Air has none),
 // partial NEOX RoPE over rope.dimension_count = cfg.n_rot dims;
 // post_attention_norm is the pre-FFN norm. FFN: leading dense blocks, then
-// sigmoid-routed experts + shared expert (synth_moe_ffn.cpp). cfg.n_nextn
+// sigmoid-routed experts + shared expert (tensor_plan.cpp). cfg.n_nextn
 // NextN blocks follow the trunk: full blocks plus nextn.eh_proj/enorm/hnorm/
 // shared_head_norm (GLM's head reuses token_embd and output: no
 // nextn.embed_tokens/shared_head_head, as in the golden file).
