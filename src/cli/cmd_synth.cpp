@@ -1,10 +1,11 @@
-// `sluice synth -o OUT.gguf [--preset tiny|qwen3-30b-a3b|gpt-oss-20b|gpt-oss-120b|
-// deepseek-v3|kimi-k2|glm-4.5-air] [--arch qwen3moe|llama|gpt-oss|glm4moe|deepseek2] [overrides]`: writes a random-weight model
-// with a real architecture's layout (see tools/synth.h).
-#include <algorithm>
+// `sluice synth -o OUT.gguf [--preset NAME] [--arch ARCH] [overrides]`: writes a
+// random-weight model with a real architecture's layout (see tools/synth.h).
+// The presets and architectures are listed from tools::synth_preset_names and
+// the architecture registry; nothing here knows an architecture.
 #include <cstdio>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "cli/commands.h"
 #include "gguf/gguf.h"
@@ -26,7 +27,14 @@ struct SynthOptions {
   bool quiet = false;
   bool zero_data = false;
   bool force = false;
+  bool mtp = false;
 };
+
+std::string joined(const std::vector<std::string>& v, const char* sep) {
+  std::string s;
+  for (const auto& n : v) s += (s.empty() ? "" : sep) + n;
+  return s;
+}
 
 GgmlType parse_type(const std::string& s, const char* flag) {
   const auto t = ggml_type_from_name(s);
@@ -49,6 +57,7 @@ void run_synth(const SynthOptions& o) {
   if (o.context_length) c.context_length = *o.context_length;
   if (o.sliding_window) c.n_swa = *o.sliding_window;
   if (o.nextn) c.n_nextn = *o.nextn;
+  if (o.mtp) c.n_nextn = 1;
   c.zero_data = o.zero_data;
   if (o.seed) c.seed = *o.seed;
   if (o.routing_skew) c.routing_skew = *o.routing_skew;
@@ -73,10 +82,9 @@ void run_synth(const SynthOptions& o) {
                o.out.c_str(), static_cast<unsigned long long>(r.n_tensors), r.bytes / 1048576.0, r.seconds,
                r.seconds > 0 ? r.bytes / 1e6 / r.seconds : 0.0,
                c.zero_data ? "no data: zero-filled hole" : r.direct ? "direct-block quantization" : "exact quantization");
-  if (!o.quiet && !c.zero_data && c.n_expert > 0 && out.renames()) {  // a pipe or device cannot be read back
-    // The first routed block (glm4moe / deepseek2 lead with dense blocks).
-    const bool lead = c.arch == "glm4moe" || c.arch == "deepseek2";
-    const uint32_t layer = lead ? std::min(c.n_lead_dense, c.n_layer - 1) : 0;
+  // The first routed block (some architectures lead with dense blocks).
+  if (!o.quiet && !c.zero_data && r.router_layer >= 0 && out.renames()) {  // a pipe or device cannot be read back
+    const auto layer = static_cast<uint32_t>(r.router_layer);
     const tools::RoutingStats st = tools::probe_routing(gguf::GgufModel::open(o.out), layer, 2048);
     std::fprintf(stderr, "synth: layer-%u router on %llu token embeddings: busiest expert takes %.1f%% of top-%u "
                  "selections (uniform %.1f%%)\n", layer, static_cast<unsigned long long>(st.n_tokens), 100 * st.top_share(),
@@ -90,9 +98,10 @@ void register_synth(CLI::App& app) {
   auto o = std::make_shared<SynthOptions>();
   CLI::App* cmd = app.add_subcommand("synth", "Write a random-weight GGUF with a real architecture's layout");
   cmd->add_option("-o,--output", o->out, "Output GGUF path")->required();
-  cmd->add_option("--preset", o->preset, "tiny | qwen3-30b-a3b | gpt-oss-20b | gpt-oss-120b | deepseek-v3 | kimi-k2 | glm-4.5-air")->capture_default_str();
-  cmd->add_option("--arch", o->arch, "qwen3moe | llama | gpt-oss | glm4moe | deepseek2 (default: the preset's; tiny is qwen3moe)");
-  cmd->add_option("--layers", o->layers, "Number of blocks (glm4moe/deepseek2: trunk blocks, --nextn blocks come on top; a real-model preset's can only be cut)");
+  cmd->add_option("--preset", o->preset, joined(tools::synth_preset_names(), " | "))->capture_default_str();
+  cmd->add_option("--arch", o->arch,
+                  joined(tools::synth_arch_names(), " | ") + " (default: the preset's; tiny is qwen3moe)");
+  cmd->add_option("--layers", o->layers, "Number of trunk blocks (--nextn blocks come on top; a real-model preset's can only be cut)");
   cmd->add_option("--experts", o->experts, "Experts per layer (llama: 0 = dense)");
   cmd->add_option("--experts-used", o->experts_used, "Experts per token (top-k)");
   cmd->add_option("--n-embd", o->n_embd, "Embedding width");
@@ -104,8 +113,10 @@ void register_synth(CLI::App& app) {
   cmd->add_option("--vocab-size", o->vocab_size, "Vocabulary size (pads the vocabulary with <|extra_N|>)");
   cmd->add_option("--context-length", o->context_length, "context_length metadata");
   cmd->add_option("--sliding-window", o->sliding_window, "gpt-oss attention.sliding_window");
-  cmd->add_option("--nextn", o->nextn,
-                  "glm4moe/deepseek2: NextN/MTP blocks after the --layers trunk blocks (default: the preset's)");
+  auto* nextn = cmd->add_option(
+      "--nextn", o->nextn,
+      "NextN/MTP blocks after the --layers trunk blocks, for architectures that have them (default: the preset's)");
+  cmd->add_flag("--mtp", o->mtp, "Write one NextN/MTP block (--nextn 1)")->excludes(nextn);
   cmd->add_option("--type", o->type, "Type of the expert tensors (e.g. Q4_K)");
   cmd->add_option("--dense-type", o->dense_type, "Type of attention, embedding and output matrices");
   cmd->add_option("--quant-mode", o->quant_mode, "auto | exact | direct (random quantized blocks)")

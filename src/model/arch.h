@@ -169,10 +169,14 @@ class ArchReader {
   std::string file_;
 };
 
-// One architecture: its general.architecture name and how to describe a file of it.
+struct ArchSynth;  // model/arch/tensor_plan.h
+
+// One architecture: its general.architecture name, how to describe a file of
+// it and how to generate one (`sluice synth`).
 struct ArchEntry {
   const char* name;
   ArchDesc (*describe)(const ArchReader& r);
+  const ArchSynth* synth;
 };
 
 // The registered architectures, in registry.def order.

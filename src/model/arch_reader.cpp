@@ -4,6 +4,7 @@
 
 #include "gguf/expert_layout.h"
 #include "model/arch.h"
+#include "model/arch/tensor_plan.h"
 #include "util/error.h"
 
 namespace sluice::model {
@@ -178,13 +179,15 @@ HParams ArchReader::common() const {
 }
 
 // The registry: one line per architecture in arch/registry.def.
-#define SLUICE_ARCH(fn, name) ArchDesc fn(const ArchReader& r);
+#define SLUICE_ARCH(fn, synth, name) \
+  ArchDesc fn(const ArchReader& r);   \
+  extern const ArchSynth synth;
 #include "model/arch/registry.def"
 #undef SLUICE_ARCH
 
 const std::vector<ArchEntry>& architectures() {
   static const std::vector<ArchEntry> all = {
-#define SLUICE_ARCH(fn, name) {name, fn},
+#define SLUICE_ARCH(fn, synth, name) {name, fn, &synth},
 #include "model/arch/registry.def"
 #undef SLUICE_ARCH
   };

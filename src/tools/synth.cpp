@@ -253,6 +253,13 @@ void RowGenerator::float_row(const PlannedTensor& t, uint64_t row, float* out) c
     case Init::Bias:
       for (uint64_t i = 0; i < n; ++i) out[i] = 0.1f * rng.normal();
       break;
+    case Init::Decay: {
+      // -exp(U(ln 0.05, 0)) in [-1, -0.05): a DeltaNet keeps exp(softplus(.) * a)
+      // < 1 of its state per token, so long runs stay finite.
+      const float lo = std::log(0.05f);
+      for (uint64_t i = 0; i < n; ++i) out[i] = -std::exp(lo * (1.0f - rng.uniform()));
+      break;
+    }
     case Init::Embedding: {
       // x = z + sqrt(n) u: after RMSNorm, u . x_norm ~ sqrt(n/2) for every token.
       const float c = std::sqrt(static_cast<float>(n));
@@ -370,6 +377,11 @@ SynthResult synth_model(const SynthConfig& cfg, io::OutputFile& out, unsigned th
   result.direct = direct;
   result.n_tensors = plan.tensors.size();
   result.buffer_bytes = sizes.buffer_bytes;
+  for (const auto& t : plan.tensors)
+    if (t.name.rfind("blk.", 0) == 0 && t.name.ends_with(".ffn_gate_inp.weight")) {
+      result.router_layer = t.layer;
+      break;
+    }
   uint64_t max_row = 0;
   for (const auto& t : plan.tensors) max_row = std::max(max_row, t.ne[0]);
 

@@ -1,5 +1,5 @@
-// synth's configuration: presets per architecture, the range of every shape
-// flag, and the free-space check of the destination.
+// synth's configuration: the range of every shape flag and size, and the
+// free-space check of the destination.
 #include <sys/statvfs.h>
 
 #include <cerrno>
@@ -36,260 +36,7 @@ std::string gib(uint64_t b) {
   return s;
 }
 
-SynthConfig tiny(const std::string& arch) {
-  SynthConfig c;  // the defaults are the tiny qwen3moe model
-  c.arch = arch;
-  c.name = "sluice-synth-tiny";
-  if (arch == "llama") {  // Mixtral-like MoE; --experts 0 makes it dense (FFN n_ff)
-    c.n_expert = 8;
-    c.n_expert_used = 2;
-    c.rms_eps = 1e-5f;
-  } else if (arch == "gpt-oss") {
-    c.n_ff = c.n_ff_exp;
-    c.n_swa = 8;
-    c.context_length = 131072;
-    c.rope_theta = 150000.0f;
-    c.rms_eps = 1e-5f;
-    c.expert_type = c.down_type = GgmlType::MXFP4;
-  } else if (arch == "glm4moe") {  // GLM-4.5-like: 1 dense + MoE blocks, 1 NextN block, partial RoPE
-    c.n_ff = 192;
-    c.n_ff_exp = 64;
-    c.n_rot = 16;
-    c.n_nextn = 1;
-    c.context_length = 131072;
-    c.rms_eps = 1e-5f;
-  } else if (arch == "deepseek2") {  // DeepSeek-V3-like: MLA with q LoRA, groups, YaRN
-    c.n_head_kv = 1;
-    c.head_dim = 48;  // qk_nope 32 + qk_rope 16
-    c.n_rot = 16;
-    c.head_dim_v = 32;
-    c.q_lora_rank = c.kv_lora_rank = 64;
-    c.n_ff = 256;
-    c.n_ff_exp = 32;
-    c.n_group = 4;
-    c.n_group_used = 2;
-    c.rope_theta = 1e4f;
-    c.rope_scaling_factor = 40.0f;
-    c.rope_orig_ctx = 4096;
-    c.context_length = 163840;
-  }
-  return c;
-}
-
-// Q4_K_M as llama-quantize assigns it without overrides (llama.cpp's
-// src/llama-quant.cpp, llama_tensor_get_type, checked with the search tool):
-// Q4_K by default; output.weight Q6_K; every tensor whose name contains
-// "ffn_down" (dense, _exps, _shexp) Q6_K where use_more_bits(block, n_layer)
-// holds, n_layer being block_count (NextN blocks included); attn_v.weight
-// likewise by its index among the attn_v tensors (= the block); rows not a
-// multiple of 256 fall back (Q4_K -> Q5_0, Q6_K -> Q8_0). token_embd stays
-// Q4_K (its special cases are other ftypes'); attn_output/attn_k are raised
-// only for 8-expert models; MLA's attn_k_b/attn_v_b and the NextN head's
-// embed_tokens/shared_head_head match no rule. Norms, routers (ffn_gate_inp)
-// and biases stay F32. This is the mix of plain llama-quantize Q4_K_M files
-// (e.g. bartowski's); unsloth's "UD" dynamic files use other mixes.
-void q4_k_m(SynthConfig& c) {
-  c.expert_type = c.down_type = c.attn_type = c.attn_v_type = c.embd_type = GgmlType::Q4_K;
-  c.output_type = GgmlType::Q6_K;
-  c.q4_k_m_more_bits = true;
-}
-
-// DeepSeek-V3 / R1 (deepseek-ai/DeepSeek-V3 config.json): 61 blocks (3 dense),
-// 256 routed experts top-8 in 8 groups (4 used) + 1 shared, MLA q_lora 1536,
-// kv_lora 512, qk_nope 128 + qk_rope 64, v_head 128, YaRN factor 40 over 4096
-// with mscale_all_dim 1 (yarn_log_multiplier 0.1), routed_scaling_factor 2.5.
-// The checkpoint has one NextN block (layer 61), but llama.cpp's converter
-// drops it for DeepSeek-V3 (DeepseekV2Model.skip_mtp: layers >= num_hidden_layers
-// are skipped; block_count 61), so --nextn defaults to 0; --nextn 1 writes it
-// as the MTP-keeping converters do (DeepSeek-V3.2, GLM-4.7-Flash). Types: Q4_K_M
-// (q4_k_m below). The result, 404.5 GB, is the size usually quoted for
-// DeepSeek-V3 Q4_K_M GGUFs (~404 GB; no per-tensor listing was checked).
-SynthConfig deepseek_v3() {
-  SynthConfig c;
-  c.arch = "deepseek2";
-  c.name = "sluice-synth-deepseek-v3";
-  c.n_layer = c.preset_layers = 61;
-  c.n_lead_dense = 3;
-  c.n_expert = 256;
-  c.n_expert_used = 8;
-  c.n_group = 8;
-  c.n_group_used = 4;
-  c.n_expert_shared = 1;
-  c.n_nextn = 0;
-  c.n_embd = 7168;
-  c.n_ff = 18432;
-  c.n_ff_exp = 2048;
-  c.n_head = 128;
-  c.n_head_kv = 1;
-  c.q_lora_rank = 1536;
-  c.kv_lora_rank = 512;
-  c.head_dim = 128 + 64;
-  c.n_rot = 64;
-  c.head_dim_v = 128;
-  c.n_vocab = 129280;
-  c.context_length = 163840;
-  c.rope_theta = 10000.0f;
-  c.rope_scaling_factor = 40.0f;
-  c.rope_orig_ctx = 4096;
-  c.yarn_log_multiplier = 0.1f;
-  c.expert_weights_scale = 2.5f;
-  c.rms_eps = 1e-6f;
-  q4_k_m(c);
-  return c;
-}
-
-// Kimi-K2-Instruct-0905 (moonshotai; DeepSeek-V3 architecture): 61 blocks
-// (1 dense), 384 experts top-8, one group, 1 shared, 64 heads, vocab 163840,
-// rope theta 50000, YaRN factor 64 over 4096 (mscale_all_dim 1), context
-// 262144; the hidden sizes and MLA ranks are DeepSeek-V3's. Verified (search
-// tool, a model-inspector report of the HF repo): 7168 / 61 / 64 heads / vocab
-// 163840 / intermediate 18432 / theta 50000 / YaRN 64, 4096. From the HF
-// config as remembered, not re-verified: routed_scaling_factor 2.827, 384
-// experts, first_k_dense_replace 1, n_group 1, no NextN layers. Types: Q4_K_M
-// as for deepseek-v3 (e.g. unsloth's Kimi-K2-Instruct-0905 Q4_K_M).
-SynthConfig kimi_k2() {
-  SynthConfig c = deepseek_v3();
-  c.name = "sluice-synth-kimi-k2";
-  c.n_lead_dense = 1;
-  c.n_expert = 384;
-  c.n_group = c.n_group_used = 1;
-  c.n_head = 64;
-  c.n_vocab = 163840;
-  c.context_length = 262144;
-  c.rope_theta = 50000.0f;
-  c.rope_scaling_factor = 64.0f;
-  c.expert_weights_scale = 2.827f;
-  return c;
-}
-
-// GLM-4.5-Air (zai-org/GLM-4.5-Air): 46 blocks (1 dense, FFN 10944) + 1 NextN
-// block (kept by llama.cpp's converter: block_count 47), 128 experts top-8 of
-// width 1408 + 1 shared, 96 q / 8 kv heads of 128, partial rotary 0.5 (64
-// dims), no q/k norm, q/k/v biases, theta 1e6, rms eps 1e-5, vocab 151552,
-// context 131072, routed_scaling_factor 1.0. Verified (search tool, slime's
-// glm4.5-106B-A12B Megatron script): 1 dense + 45 MoE blocks, 4096 wide, 96/8
-// heads x 128, FFN 10944, expert FFN 1408 (shared 1408), rotary 0.5, theta
-// 1e6, vocab 151552, no --qk-layernorm (GLM-4.5 355B has it). Not re-verified:
-// 128 experts, routed_scaling_factor 1.0. Types: Q4_K_M (e.g. unsloth's or
-// bartowski's GLM-4.5-Air Q4_K_M): the 1408- and 10944-wide ffn_down rows are
-// not multiples of 256, so they fall back to Q5_0 / Q8_0 (Q6_K blocks).
-SynthConfig glm_45_air() {
-  SynthConfig c;
-  c.arch = "glm4moe";
-  c.name = "sluice-synth-glm-4.5-air";
-  c.n_layer = c.preset_layers = 46;
-  c.n_nextn = 1;
-  c.n_lead_dense = 1;
-  c.n_expert = 128;
-  c.n_expert_used = 8;
-  c.n_expert_shared = 1;
-  c.n_embd = 4096;
-  c.n_ff = 10944;
-  c.n_ff_exp = 1408;
-  c.n_head = 96;
-  c.n_head_kv = 8;
-  c.head_dim = 128;
-  c.n_rot = 64;
-  c.qk_norm = false;
-  c.n_vocab = 151552;
-  c.context_length = 131072;
-  c.rope_theta = 1e6f;
-  c.rms_eps = 1e-5f;
-  c.expert_weights_scale = 1.0f;
-  q4_k_m(c);
-  return c;
-}
-
-// gpt-oss-20b / -120b (openai/gpt-oss-* config.json). Types as ggml-org's
-// gpt-oss-*-GGUF (mxfp4): MXFP4 experts; token_embd, output and attention
-// Q8_0. No tensor listing of those files was found; a forum post reports
-// Q8_0 embeddings, and Q8_0 for all three reproduces the tensor sizes
-// llama-bench reports for them (59.02 GiB for 120b, 11.27 GiB for 20b; F16
-// attention and embeddings would give ~61 GiB and ~13 GiB). F32 norms,
-// biases, sinks and router, which llama-quantize never quantizes. (The golden
-// gpt-oss file has F16 attention/embeddings instead: llama-quantize's F16
-// override.)
-SynthConfig gpt_oss(uint32_t n_layer, uint32_t n_expert, const char* name) {
-  SynthConfig c;
-  c.arch = "gpt-oss";
-  c.name = name;
-  c.n_layer = c.preset_layers = n_layer;
-  c.n_expert = n_expert;
-  c.n_expert_used = 4;
-  c.n_embd = 2880;
-  c.n_ff_exp = c.n_ff = 2880;
-  c.n_head = 64;
-  c.n_head_kv = 8;
-  c.head_dim = 64;
-  c.n_swa = 128;
-  c.n_vocab = 201088;
-  c.context_length = 131072;
-  c.rope_theta = 150000.0f;
-  c.rope_scaling_factor = 32.0f;
-  c.rope_orig_ctx = 4096;
-  c.rms_eps = 1e-5f;
-  c.expert_type = c.down_type = GgmlType::MXFP4;
-  c.attn_type = c.attn_v_type = c.embd_type = c.output_type = GgmlType::Q8_0;
-  return c;
-}
-
-SynthConfig qwen3_30b_a3b() {
-  SynthConfig c;
-  c.name = "sluice-synth-qwen3-30b-a3b";
-  c.n_layer = c.preset_layers = 48;
-  c.n_expert = 128;
-  c.n_expert_used = 8;
-  c.n_embd = 2048;
-  c.n_ff_exp = 768;
-  c.n_ff = 6144;
-  c.n_head = 32;
-  c.n_head_kv = 4;
-  c.head_dim = 128;
-  c.n_vocab = 151936;
-  c.context_length = 40960;
-  c.rope_theta = 1e6f;
-  c.rms_eps = 1e-6f;
-  // Q4_K_M-like: Q4_K experts and q/k/o, Q6_K v and lm head, Q6_K embeddings.
-  c.expert_type = GgmlType::Q4_K;
-  c.down_type = GgmlType::Q4_K;
-  c.attn_type = GgmlType::Q4_K;
-  c.attn_v_type = GgmlType::Q6_K;
-  c.embd_type = GgmlType::Q6_K;
-  c.output_type = GgmlType::Q6_K;
-  return c;
-}
-
-std::string joined(const std::vector<std::string>& v) {
-  std::string s;
-  for (const auto& n : v) s += (s.empty() ? "" : ", ") + n;
-  return s;
-}
-
 }  // namespace
-
-std::vector<std::string> synth_preset_names() {
-  return {"tiny", "qwen3-30b-a3b", "gpt-oss-20b", "gpt-oss-120b", "deepseek-v3", "kimi-k2", "glm-4.5-air"};
-}
-
-SynthConfig synth_preset(const std::string& preset, const std::string& arch) {
-  if (!arch.empty()) {
-    bool known = false;
-    for (const auto& a : synth_arch_names()) known = known || a == arch;
-    if (!known) fail("--arch", "unsupported architecture '" + arch + "' (supported: " + joined(synth_arch_names()) + ")");
-  }
-  if (preset == "tiny") return tiny(arch.empty() ? "qwen3moe" : arch);
-  SynthConfig c;
-  if (preset == "qwen3-30b-a3b") c = qwen3_30b_a3b();
-  else if (preset == "gpt-oss-20b") c = gpt_oss(24, 32, "sluice-synth-gpt-oss-20b");
-  else if (preset == "gpt-oss-120b") c = gpt_oss(36, 128, "sluice-synth-gpt-oss-120b");
-  else if (preset == "deepseek-v3") c = deepseek_v3();
-  else if (preset == "kimi-k2") c = kimi_k2();
-  else if (preset == "glm-4.5-air") c = glm_45_air();
-  else fail("--preset", "unknown preset '" + preset + "' (available: " + joined(synth_preset_names()) + ")");
-  if (!arch.empty() && arch != c.arch)
-    fail("--arch", "preset " + preset + " is a " + c.arch + " model; it cannot be written as " + arch);
-  return c;
-}
 
 void validate_synth_config(const SynthConfig& cfg) {
   if (cfg.preset_layers) {
@@ -315,14 +62,23 @@ void validate_synth_config(const SynthConfig& cfg) {
   in_range(cfg.context_length, 1, UINT32_MAX, "--context-length");
   in_range(cfg.n_swa, 1, cfg.context_length, "--sliding-window");
   in_range(cfg.n_nextn, 0, kMaxLayers, "--nextn");
-  if (cfg.n_nextn > 0 && cfg.arch != "glm4moe" && cfg.arch != "deepseek2")
-    fail("--nextn", "only glm4moe and deepseek2 files carry NextN/MTP blocks (arch " + cfg.arch + ")");
   in_range(cfg.n_lead_dense, 0, kMaxLayers, "--layers");
   in_range(cfg.n_expert_shared, 0, kMaxExperts, "--experts");
   in_range(cfg.q_lora_rank, 0, kMaxWidth, "--n-embd");
   in_range(cfg.kv_lora_rank, 0, kMaxWidth, "--n-embd");
   in_range(cfg.head_dim_v, 0, kMaxHeadDim, "--head-dim");
   in_range(cfg.n_group, 0, kMaxExperts, "--experts");
+  in_range(cfg.n_ff_shexp, 0, kMaxFfn, "--n-ff-exp");
+  in_range(cfg.ssm_conv_kernel, 1, 64, "ssm.conv_kernel");
+  in_range(cfg.ssm_state_size, 1, kMaxHeadDim, "ssm.state_size");
+  in_range(cfg.ssm_group_count, 1, kMaxHeads, "ssm.group_count");
+  in_range(cfg.ssm_time_step_rank, 1, kMaxHeads, "ssm.time_step_rank");
+  in_range(cfg.full_attention_interval, 1, kMaxLayers, "full_attention_interval");
+  in_range(cfg.rope_sections.size(), 3, 4, "rope.dimension_sections");
+  for (int32_t v : cfg.rope_sections)
+    if (v < 0 || v > static_cast<int32_t>(kMaxHeadDim))
+      fail("rope.dimension_sections", "section " + std::to_string(v) + " is out of range 0.." +
+                                          std::to_string(kMaxHeadDim));
 }
 
 uint64_t free_disk_bytes(const std::string& out_path) {

@@ -182,7 +182,7 @@ TEST(ToolsSynth, ExactRowsDequantizeToTheGeneratedFloats) {
   TempFile out("rows.gguf");
   synth_model(cfg, out.path.string(), 2);
   const auto m = gguf::GgufModel::open(out.path.string());
-  const SynthPlan plan = plan_qwen3moe(cfg);
+  const SynthPlan plan = synth_plan(cfg);
   const RowGenerator gen(cfg, cfg.n_embd, cfg.n_layer, cfg.n_expert);
   auto file = io::open_file(out.path.string());
   for (const char* name : {"blk.1.ffn_up_exps.weight", "blk.2.ffn_gate_inp.weight", "token_embd.weight"}) {
