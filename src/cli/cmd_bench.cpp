@@ -1,6 +1,6 @@
 // `sluice bench`: benchmarks. Two modes share the subcommand:
-//   --io [FILE]   the storage device's random-read ceiling (runtime/io_bench),
-//   -m MODEL      the model benchmark, llama-bench style (runtime/model_bench).
+//   --io [FILE]   the storage device's random-read ceiling (bench/io_bench),
+//   -m MODEL      the model benchmark, llama-bench style (bench/model_bench).
 // This file only parses flags into typed configs and prints results; the
 // measurements live in src/runtime.
 //

@@ -1,4 +1,4 @@
-// runtime/json_prefix (the incremental JSON-object prefix validator) and the
+// grammar/json_prefix (the incremental JSON-object prefix validator) and the
 // sampler's token constraint built on it.
 #include "grammar/json_prefix.h"
 
