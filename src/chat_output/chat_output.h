@@ -36,10 +36,14 @@
 
 namespace sluice::chat_output {
 
-enum class OutputFormat { Plain, Think, Glm, DeepSeek, Harmony };
+// Think: <think> reasoning and Hermes JSON calls in <tool_call>; QwenXml: the
+// same reasoning tags, calls as <function=NAME><parameter=KEY>VALUE</parameter>
+// (Qwen3-Coder, Qwen3.5/3.6).
+enum class OutputFormat { Plain, Think, QwenXml, Glm, DeepSeek, Harmony };
 
 // The format for a GGUF general.architecture (and chat template text, which
-// decides between Hermes and plain for the llama/qwen families).
+// decides between XML calls, Hermes and plain for the llama/qwen families;
+// qwen35moe without a template: its official template's QwenXml).
 OutputFormat output_format_for(const std::string& arch, const std::string& chat_template);
 
 // Whether a rendered chat prompt leaves a reasoning block open, so the answer

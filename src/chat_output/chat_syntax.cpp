@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "util/json_text.h"
+
 namespace sluice::chat_output {
 namespace {
 
@@ -51,9 +53,58 @@ std::optional<ToolCallText> read_deepseek(std::string_view body) {
   return ToolCallText{std::move(name), json_arguments(body.substr(s + kSep.size()))};
 }
 
+// Qwen3-Coder / Qwen3.5 XML: <function=NAME> then <parameter=KEY>\nVALUE\n</parameter>
+// blocks, then </function>. The template writes objects and arrays as JSON and
+// everything else through Jinja's `string` filter, so a value that parses as
+// JSON is taken as that JSON (42 -> 42, [1] -> [1]), anything else as a string.
+// Without the tool's schema a string parameter whose text is valid JSON (e.g.
+// "42") is read as that JSON value; Python's True/False/None (how `string`
+// prints booleans and None) become true/false/null.
+std::optional<ToolCallText> read_qwen_xml(std::string_view body) {
+  constexpr std::string_view kFunction = "<function=", kFunctionEnd = "</function>", kParam = "<parameter=",
+                             kParamEnd = "</parameter>";
+  const size_t f = body.find(kFunction);
+  if (f == std::string_view::npos || !trim(body.substr(0, f)).empty()) return std::nullopt;
+  const size_t name_end = body.find('>', f);
+  if (name_end == std::string_view::npos) return std::nullopt;
+  std::string name = trim(body.substr(f + kFunction.size(), name_end - f - kFunction.size()));
+  const size_t fend = body.find(kFunctionEnd, name_end);
+  if (name.empty() || fend == std::string_view::npos || !trim(body.substr(fend + kFunctionEnd.size())).empty())
+    return std::nullopt;
+  nlohmann::json args = nlohmann::json::object();
+  for (size_t at = name_end + 1;;) {
+    const size_t p = body.find(kParam, at);
+    if (p == std::string_view::npos || p > fend) {  // only whitespace may follow the last parameter
+      if (!trim(body.substr(at, fend - at)).empty()) return std::nullopt;
+      break;
+    }
+    if (!trim(body.substr(at, p - at)).empty()) return std::nullopt;  // text between parameters: not a call
+    const size_t key_end = body.find('>', p);
+    const size_t value_end = body.find(kParamEnd, p);
+    if (key_end == std::string_view::npos || value_end == std::string_view::npos || key_end > value_end ||
+        value_end > fend)
+      return std::nullopt;
+    const std::string key = trim(body.substr(p + kParam.size(), key_end - p - kParam.size()));
+    if (key.empty()) return std::nullopt;
+    std::string_view value = body.substr(key_end + 1, value_end - key_end - 1);
+    if (value.starts_with('\n')) value.remove_prefix(1);  // the template's own line breaks
+    if (value.ends_with('\n')) value.remove_suffix(1);
+    if (value == "True" || value == "False" || value == "None") {
+      args[key] = value == "None" ? nlohmann::json(nullptr) : nlohmann::json(value == "True");
+    } else {
+      const nlohmann::json parsed = nlohmann::json::parse(value, nullptr, false);
+      args[key] = parsed.is_discarded() ? nlohmann::json(std::string(value)) : parsed;
+    }
+    at = value_end + kParamEnd.size();
+  }
+  // A raw value is model bytes, not always UTF-8: invalid bytes become U+FFFD.
+  return ToolCallText{std::move(name), json_text(args)};
+}
+
 constexpr std::string_view kThinkOpen = "<think>", kThinkClose = "</think>";
 
 const TaggedSyntax kThink{true, kThinkOpen, kThinkClose, "", "", "<tool_call>", "</tool_call>", read_hermes};
+const TaggedSyntax kQwenXml{true, kThinkOpen, kThinkClose, "", "", "<tool_call>", "</tool_call>", read_qwen_xml};
 const TaggedSyntax kGlm{true, kThinkOpen, kThinkClose, "", "", "<tool_call>", "</tool_call>", read_glm};
 const TaggedSyntax kDeepSeek{true,
                              kThinkOpen,
@@ -74,6 +125,7 @@ std::string json_arguments(std::string_view text) {
 const TaggedSyntax* tagged_syntax(OutputFormat format) {
   switch (format) {
     case OutputFormat::Think: return &kThink;
+    case OutputFormat::QwenXml: return &kQwenXml;
     case OutputFormat::Glm: return &kGlm;
     case OutputFormat::DeepSeek: return &kDeepSeek;
     case OutputFormat::Plain:
