@@ -9,6 +9,7 @@
 #include "cli/engine_flags.h"
 #include "cli/load_progress.h"
 #include "cli/sampler_flags.h"
+#include "model/model.h"
 #include "runtime/chat.h"
 #include "runtime/session.h"
 #include "tokenizer/tokenizer.h"
@@ -24,6 +25,7 @@ struct ServeOptions {
   server::ServerConfig server;
   SamplerFlags sampling;  // request defaults; -s -1 (default): a random seed per request
   int64_t max_body_mb = static_cast<int64_t>(server::kDefaultMaxBodyBytes >> 20);
+  int parallel = 4;  // sequence slots
 };
 
 void run_serve(ServeOptions& o) {
@@ -35,12 +37,17 @@ void run_serve(ServeOptions& o) {
   if (o.server.http_threads < 1 || o.server.http_threads > 1024) throw Error("--http-threads: must be 1..1024");
   if (o.max_body_mb < 1 || o.max_body_mb > 4096) throw Error("--max-body-mb: must be 1..4096");
   o.server.max_body_bytes = static_cast<size_t>(o.max_body_mb) << 20;
+  if (o.parallel < 1 || o.parallel > model::kMaxSlots)
+    throw Error("--parallel: must be 1.." + std::to_string(model::kMaxSlots) + " (got " + std::to_string(o.parallel) +
+                ")");
+  if (o.server.max_queue < 0 || o.server.max_queue > 100000) throw Error("--max-queue: must be 0..100000");
   // A stored model's id is the name it was asked for ("qwen3:30b-a3b"), not its blob's file name.
   if (o.server.model_id.empty())
     o.server.model_id = !o.engine.model_name.empty() && o.engine.model_name != o.engine.model_path
                             ? o.engine.model_name
                             : std::filesystem::path(o.engine.model_path).filename().string();
   model::ModelConfig cfg = o.engine.to_model_config();
+  cfg.n_slots = o.parallel;
   cfg.on_dense_progress = tty_load_progress("sluice: loading dense weights");
   runtime::Session session = runtime::Session::open(o.engine.model_path, cfg);
   // The model's chat template renders /v1/chat/completions (the plain
@@ -60,6 +67,9 @@ void run_serve(ServeOptions& o) {
   o.server.output_format = chat_output::output_format_for(
       session.gguf().architecture(), session.gguf().metadata().get_string("tokenizer.chat_template").value_or(""));
   server::Server srv(session, o.server);
+  const model::StateBytes slot = session.model().slot_state_bytes();
+  std::fprintf(stderr, "sluice: %d slots (--parallel) x %.1f MiB of model state (-c %d)\n", o.parallel,
+               static_cast<double>(slot.total()) / (1024.0 * 1024.0), session.model().n_ctx());
   const int port = srv.bind();
   std::printf("sluice: serving %s on http://%s:%d\n", o.server.model_id.c_str(), o.server.host.c_str(), port);
   std::fflush(stdout);
@@ -82,6 +92,15 @@ void register_serve(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--http-threads", opts->server.http_threads, "connections served at once")->capture_default_str();
   cmd->add_option("--max-body-mb", opts->max_body_mb, "largest request body in MiB, after decompression (larger: 413)")
+      ->capture_default_str();
+  cmd->add_option("--parallel", opts->parallel,
+                  "requests generated at once, batched: each step evaluates every active request together, so a MoE "
+                  "layer reads each expert once for all of them. Each slot holds its own model state: the KV rows "
+                  "of -c positions (and recurrent state) that `sluice inspect` reports as state bytes, checked "
+                  "against memory like one")
+      ->capture_default_str();
+  cmd->add_option("--max-queue", opts->server.max_queue,
+                  "requests that may wait for a slot; more are answered 429")
       ->capture_default_str();
   add_sampler_flags(cmd, opts->sampling);
   cmd->callback([opts] { run_serve(*opts); });

@@ -33,6 +33,8 @@ namespace sluice::model {
 // ModelConfig::prefetch values for `--prefetch auto` and `--prefetch prefill`.
 inline constexpr int kPrefetchAuto = -1;
 inline constexpr int kPrefetchPrefill = -2;
+// The most sequence slots a model holds (ModelConfig::n_slots, --parallel).
+inline constexpr int kMaxSlots = 256;
 
 struct ModelConfig {
   moe::DenseMode dense_mode = moe::DenseMode::Anon;  // how non-expert tensors are made resident
@@ -117,6 +119,43 @@ struct ModelConfig {
   // kernels' packed layout where the type has one; Plain keeps the file's
   // rows. Logits are bit-identical either way (model/packed_layout.h).
   ResidentLayout resident_layout = ResidentLayout::Packed;
+  // Sequence slots (`sluice serve --parallel`): the model holds this many
+  // independent trunk states (KV rows, recurrent state, checkpoints each),
+  // each sized by the same state_spec rule, all checked against
+  // memory_bytes together. Slot 0 is what the single-sequence API uses;
+  // eval_batch() evaluates several slots in one forward. The NextN head's
+  // state (--mtp) belongs to slot 0 only.
+  int n_slots = 1;
+};
+
+// One sequence of an eval_batch(): `tokens` appended to slot `slot` at its
+// n_past(). logits_out gets every row ([tokens.size()][n_vocab]) when
+// all_rows, else the last row only; null: no logits wanted.
+struct SequenceEval {
+  int slot = 0;
+  std::span<const int32_t> tokens;
+  float* logits_out = nullptr;
+  bool all_rows = false;
+};
+
+// What batching several sequences saved, over the MoE layers of every
+// eval_batch() forward pass (a step): per layer, the distinct experts the
+// union of the step's rows routed to, beside the sum over its sequences of
+// each one's own distinct experts (what they would have needed alone), in
+// experts and in bytes. Invariant: union_experts <= sequence_experts.
+struct BatchCounters {
+  uint64_t steps = 0;             // forward passes of eval_batch()
+  uint64_t rows = 0;              // rows (positions) over those passes
+  uint64_t sequences = 0;         // sequences over those passes (sum of batch sizes)
+  uint64_t union_experts = 0;     // distinct experts per (step, layer), summed
+  uint64_t sequence_experts = 0;  // per (step, layer, sequence) distinct experts, summed
+  uint64_t union_bytes = 0;       // their expert bytes (gate+up+down)
+  uint64_t sequence_bytes = 0;
+  // The last step alone (its batch size and expert figures), for /metrics.
+  int last_sequences = 0;
+  int last_rows = 0;
+  uint64_t last_union_experts = 0;
+  uint64_t last_sequence_experts = 0;
 };
 
 // Routed-expert accounting, counted per (layer, eval batch) over the DISTINCT
@@ -194,6 +233,7 @@ struct ModelStats {
   int prefill_prefetch = 0;  // the depth in force for micro-batches of more than one position
   PrefetchCounters prefetch_counters;
   std::string route_replay;  // RouteReplay::describe() when --route-replay is on; empty otherwise
+  BatchCounters batch;    // eval_batch() steps (zero without them)
   ResidentLayout resident_layout = ResidentLayout::Packed;  // --resident-layout in force
   uint64_t dense_packed_bytes = 0;  // dense bytes re-laid into the packed layout at load
   // Experts are re-laid as they enter the cache (or at --load-all): the layout
@@ -238,6 +278,29 @@ class Model {
   // trunk and, when loaded, of the NextN head).
   virtual StateBytes state_bytes() const { return {}; }
   virtual ModelStats stats() const = 0;
+
+  // Sequence slots (ModelConfig::n_slots). Slot 0 is the state the calls
+  // above use; every slot keeps the same contract (append-only eval,
+  // truncate, checkpoints), independent of the others. An out-of-range slot
+  // is an Error naming it.
+  virtual int n_slots() const { return 1; }
+  virtual int slot_n_past(int slot) const;
+  virtual int slot_truncate(int slot, int n);
+  virtual void slot_checkpoint(int slot);
+  virtual void slot_reset(int slot);
+  // Bytes of one slot's trunk state (every slot is alike).
+  virtual StateBytes slot_state_bytes() const { return state_bytes(); }
+  // One forward over several sequences (distinct slots, each appending at its
+  // n_past()): attention and recurrent mixers run per sequence on its own
+  // state, every row-wise block over the stacked rows, so each MoE layer
+  // reads each needed expert once for the union of the sequences' routes
+  // (and --expert-budget caps that union). Rows never mix: without a
+  // batch-level trim (the budget) each sequence's logits are bit-identical to
+  // evaluating it alone. Passes hold at most ModelConfig::ubatch rows; a
+  // sequence longer than that is split over passes. Error (nothing evaluated)
+  // for a repeated or bad slot, a bad token, or a context overflow; an
+  // evaluation failing part-way leaves every slot as eval() would.
+  virtual void eval_batch(std::span<const SequenceEval> seqs);
 
   // MTP (ModelConfig::mtp, a file with a NextN block): speculative drafts.
   virtual bool has_mtp() const { return false; }

@@ -88,6 +88,9 @@ Transformer::Transformer(std::shared_ptr<const gguf::GgufModel> gguf, const Mode
     throw Error("--io-threads: must be >= 1 (got " + std::to_string(cfg.io_threads) + ")");
   if (cfg.n_ctx < 0) throw Error("-c: context size must be >= 0 (got " + std::to_string(cfg.n_ctx) + ")");
   if (cfg.ubatch < 1) throw Error("--ubatch: must be >= 1 (got " + std::to_string(cfg.ubatch) + ")");
+  if (cfg.n_slots < 1 || cfg.n_slots > kMaxSlots)
+    throw Error("--parallel: must be in [1, " + std::to_string(kMaxSlots) + "] (got " + std::to_string(cfg.n_slots) +
+                ")");
   moe::validate_trim_config(cfg.trims);
   // Trims renormalise where the router's weights sum to 1 (the architecture's
   // rule, not the user's); every MoE layer of an architecture routes alike.
@@ -114,7 +117,16 @@ Transformer::Transformer(std::shared_ptr<const gguf::GgufModel> gguf, const Mode
   const std::vector<LayerStateSpec> specs = model_state_specs(desc_, n_ctx);
   std::vector<LayerStateSpec> all_specs = specs;
   if (cfg.mtp && !desc_.nextn.empty()) all_specs.push_back(layer_state_spec(desc_.nextn.front().block, hp_, n_ctx));
-  const std::optional<StateBytes> need = model::state_bytes(all_specs, cfg.kv_type);
+  // Every slot holds a trunk state of its own (the NextN head's is slot 0's).
+  std::optional<StateBytes> need = model::state_bytes(all_specs, cfg.kv_type);
+  const std::optional<StateBytes> slot_need = model::state_bytes(specs, cfg.kv_type);
+  const uint64_t n_extra = static_cast<uint64_t>(cfg.n_slots - 1);
+  if (need && slot_need && slot_need->total() <= (std::numeric_limits<uint64_t>::max() - need->total()) / 64) {
+    need->kv += n_extra * slot_need->kv;
+    need->recurrent += n_extra * slot_need->recurrent;
+  } else {
+    need.reset();
+  }
   if (!need || (cfg.memory_bytes > 0 && need->total() > cfg.memory_bytes)) {
     uint64_t kv_values = 0;  // per position, over every KV layer
     int kv_layers = 0;
@@ -125,7 +137,9 @@ Transformer::Transformer(std::shared_ptr<const gguf::GgufModel> gguf, const Mode
                 std::to_string(kv_layers) + " layers x " + std::to_string(n_ctx) + " positions, " +
                 std::to_string(kv_values) + " " + kv_type_name(cfg.kv_type) + " values per position" +
                 (need && need->recurrent ? "; recurrent state " + moe::format_mib(need->recurrent) : "") +
-                "), more than the " + moe::format_mib(cfg.memory_bytes) + " of memory available; lower -c");
+                ")" + (cfg.n_slots > 1 ? " for " + std::to_string(cfg.n_slots) + " slots (--parallel)" : std::string()) +
+                ", more than the " + moe::format_mib(cfg.memory_bytes) + " of memory available; lower -c" +
+                (cfg.n_slots > 1 ? " or --parallel" : ""));
   }
 
   moe::DenseConfig dc;
@@ -160,6 +174,7 @@ Transformer::Transformer(std::shared_ptr<const gguf::GgufModel> gguf, const Mode
   bind_weights(experts);
   try {
     state_ = std::make_unique<ModelState>(specs, cfg.kv_type, n_ctx);
+    for (int i = 1; i < cfg.n_slots; ++i) extra_slots_.push_back(std::make_unique<ModelState>(specs, cfg.kv_type, n_ctx));
     if (mtp_layer_ >= 0)
       mtp_state_ = std::make_unique<ModelState>(std::vector<LayerStateSpec>{all_specs.back()}, cfg.kv_type, n_ctx);
   } catch (const std::bad_alloc&) {
@@ -327,6 +342,7 @@ ModelStats Transformer::stats() const {
   s.prefetch = prefetch_depth_for_batch(prefetch_setting_, moe_k_, 1);
   s.prefill_prefetch = prefetch_depth_for_batch(prefetch_setting_, moe_k_, 2);
   s.prefetch_counters = moe_ffn_.prefetch_counters();
+  s.batch = batch_;
   if (replay_) s.route_replay = replay_->describe();
   s.resident_layout = cfg_.resident_layout;
   s.dense_packed_bytes = dense_packed_bytes_;
@@ -367,6 +383,10 @@ void Transformer::eval_hidden(std::span<const int32_t> tokens, int pos0, float* 
 
 StateBytes Transformer::state_bytes() const {
   StateBytes b = state_->bytes();
+  for (const auto& st : extra_slots_) {
+    b.kv += st->bytes().kv;
+    b.recurrent += st->bytes().recurrent;
+  }
   if (mtp_state_) {
     b.kv += mtp_state_->bytes().kv;
     b.recurrent += mtp_state_->bytes().recurrent;
@@ -436,24 +456,11 @@ void Transformer::run_ubatch(std::span<const int32_t> tokens, int pos0, int firs
   const int T = static_cast<int>(tokens.size());
   const int64_t n_embd = hp_.n_embd;
   x_.resize(static_cast<size_t>(T) * n_embd);
-  xn_.resize(x_.size());
-  tmp_.resize(x_.size());
-  for (int t = 0; t < T; ++t)
-    kernels::dequantize_row(token_embd_->type, token_embd_data_ + token_embd_->row_bytes() * tokens[t],
-                            &x_[static_cast<size_t>(t) * n_embd], n_embd);
-
+  for (int t = 0; t < T; ++t) embed_row(tokens[t], t);
   state_->begin_append(T);
-  trace_buf_.clear();
-  for (int il = 0; il < static_cast<int>(hp_.n_layer); ++il) forward_layer(il, T, pos0, *state_, il);
-  prefetch_.reset();  // none after the last layer; never carried into the next ubatch
+  const RowSegment seg{0, T, pos0, state_.get()};
+  run_trunk(T, {&seg, 1});
   state_->commit_append();
-  if (cfg_.route_trace) {
-    // Collected layer by layer; the file is token-major.
-    std::stable_sort(trace_buf_.begin(), trace_buf_.end(),
-                     [](const moe::RouteRecord& a, const moe::RouteRecord& b) { return a.pos < b.pos; });
-    for (const moe::RouteRecord& r : trace_buf_) cfg_.route_trace->write(r);
-    trace_buf_.clear();
-  }
 
   const int n_out = T - first_row;
   if (hidden_out) {
@@ -514,7 +521,8 @@ void Transformer::mtp_ubatch(std::span<const int32_t> tokens, const float* hidde
   }
   matmul_f32(head_.eh_proj, mtp_cat_.data(), T, x_.data(), pool_, act_);
   mtp_state_->begin_append(T);
-  forward_layer(mtp_layer_, T, pos0, *mtp_state_, 0);
+  const RowSegment seg{0, T, pos0, mtp_state_.get()};
+  forward_layer(mtp_layer_, T, {&seg, 1}, 0);
   prefetch_.reset();
   mtp_state_->commit_append();
   float* g = g_out ? g_out : xn_.data();
@@ -546,7 +554,7 @@ void Transformer::dense_ffn(const FfnMatrices& m, Activation act, int T, float* 
   swiglu_.run(m, act, FfnBiases{}, rows_gate, rows_up, out, n_embd, pool_);
 }
 
-void Transformer::forward_layer(int il, int T, int pos0, ModelState& st, int st_layer) {
+void Transformer::forward_layer(int il, int T, std::span<const RowSegment> segs, int st_layer) {
   const Layer& L = layers_[il];
   const LayerDesc& d = *L.desc;
   const int64_t n_embd = hp_.n_embd;
@@ -561,15 +569,20 @@ void Transformer::forward_layer(int il, int T, int pos0, ModelState& st, int st_
   // Attention block: the mixer leaves the output projection's result in tmp_.
   const auto t_attn = std::chrono::steady_clock::now();
   rms_norm_rows(x_.data(), L.attn_norm, T, n_embd, eps, xn_.data());
-  if (d.attn.kind == AttentionKind::Mla) {
-    const AttentionOptions opt{d.attn.window, L.sinks, hp_.attn_scale, true};
-    mla_.run(L.mla, opt, hp_, xn_.data(), T, pos0, il, st.kv(st_layer), rope_, act_, pool_, tmp_.data());
-  } else if (d.attn.kind == AttentionKind::DeltaNet) {
-    RecurrentState& rs = st.recurrent(st_layer);
-    deltanet_.run(L.dn, hp_, xn_.data(), T, {rs.conv(), rs.matrices()}, tmp_.data(), pool_, act_);
-  } else {
-    const AttentionOptions opt{d.attn.window, L.sinks, hp_.attn_scale, false};
-    gqa_.run(L.gqa, opt, hp_, xn_.data(), T, pos0, il, st.kv(st_layer), rope_, act_, pool_, tmp_.data());
+  for (const RowSegment& sg : segs) {  // each sequence's mixer on its own state
+    const float* xn = xn_.data() + static_cast<int64_t>(sg.row0) * n_embd;
+    float* out = tmp_.data() + static_cast<int64_t>(sg.row0) * n_embd;
+    ModelState& st = *sg.st;
+    if (d.attn.kind == AttentionKind::Mla) {
+      const AttentionOptions opt{d.attn.window, L.sinks, hp_.attn_scale, true};
+      mla_.run(L.mla, opt, hp_, xn, sg.n, sg.pos0, il, st.kv(st_layer), rope_, act_, pool_, out);
+    } else if (d.attn.kind == AttentionKind::DeltaNet) {
+      RecurrentState& rs = st.recurrent(st_layer);
+      deltanet_.run(L.dn, hp_, xn, sg.n, {rs.conv(), rs.matrices()}, out, pool_, act_);
+    } else {
+      const AttentionOptions opt{d.attn.window, L.sinks, hp_.attn_scale, false};
+      gqa_.run(L.gqa, opt, hp_, xn, sg.n, sg.pos0, il, st.kv(st_layer), rope_, act_, pool_, out);
+    }
   }
   add_rows(tmp_.data(), L.bo, n_embd);
   for (size_t i = 0; i < x_.size(); ++i) x_[i] += tmp_[i];
@@ -617,7 +630,8 @@ void Transformer::forward_layer(int il, int T, int pos0, ModelState& st, int st_
     const int depth = prefetch_depth_for_batch(prefetch_setting_, moe_k_, T);
     if (depth > 0) src.after_submit = [this, il, T, depth] { start_prefetch(il, T, depth); };
     moe_ffn_.run(il, L.experts, xn_.data(), routes_, drops_, src, tmp_.data(), pool_);
-    if (cfg_.route_trace) record_route(il, T, pos0);
+    if (cfg_.route_trace) record_route(il, segs);
+    if (batching_) count_batch_experts(il, segs);
     if (il < static_cast<int>(hp_.n_layer)) {
       if (usage_.empty()) usage_.assign(static_cast<size_t>(hp_.n_layer) * hp_.n_expert, 0);
       for (int t = 0; t < T; ++t)
@@ -640,100 +654,6 @@ void Transformer::forward_layer(int il, int T, int pos0, ModelState& st, int st_
     dense_ffn(L.dense, d.ffn.act, T, tmp_.data());
   }
   for (size_t i = 0; i < x_.size(); ++i) x_[i] += tmp_[i];
-}
-
-int Transformer::resolve_prefetch() const {
-  if (cfg_.prefetch == 0) return 0;
-  const auto say = [this](const std::string& line) {
-    if (cfg_.log) cfg_.log(line);
-  };
-  if (!hp_.is_moe()) {
-    say("prefetch: off (dense model: no routed experts to read ahead)");
-    return 0;
-  }
-  if (cfg_.load_all) {
-    say("prefetch: off (--load-all keeps every expert resident)");
-    return 0;
-  }
-  if (cfg_.trims.drop_cold > 0.0f && (cfg_.cache_auto || cfg_.cache_bytes > 0)) {
-    // drop-cold routes by what the cache holds; prefetched (possibly
-    // mispredicted) experts would change that, and with it the results.
-    say("prefetch: off (--drop-cold-experts with an expert cache: prefetching would change what is cached, "
-        "and so which experts are dropped)");
-    return 0;
-  }
-  prefetch_depth_for_batch(cfg_.prefetch, moe_k_, 1);  // Error for a setting it does not know
-  return cfg_.prefetch;
-}
-
-void Transformer::start_prefetch(int il, int T, int depth) {
-  const int nl = il + 1;
-  if (nl >= static_cast<int>(hp_.n_layer) || !layers_[nl].moe) return;  // trunk layers only
-  const Layer& next = layers_[nl];
-  const int64_t n_embd = hp_.n_embd;
-  const int n_expert = static_cast<int>(hp_.n_expert);
-  try {
-    std::vector<int> experts;
-    if (replay_) {
-      // The replay knows layer nl's routing of these positions: its first
-      // `depth` slots are the most weighted, as the router's would be.
-      experts.reserve(static_cast<size_t>(T) * depth);
-      for (int t = 0; t < T; ++t) {
-        const int32_t* row = replay_->experts(tokens_evaluated_ + static_cast<uint64_t>(t), nl);
-        experts.insert(experts.end(), row, row + depth);
-      }
-    } else {
-      // x_ is layer il's hidden state after attention; layer nl will route
-      // rms_norm(x after its own attention): the prediction skips il's FFN and
-      // nl's attention, both residual updates.
-      pf_xn_.resize(static_cast<size_t>(T) * n_embd);
-      rms_norm_rows(x_.data(), next.ffn_norm, T, n_embd, hp_.rms_eps, pf_xn_.data());
-      router_logits(next, pf_xn_.data(), T, pf_logits_);
-      // Each position's `depth` most probable experts (slot order is
-      // descending weight), so the reads that fill the lanes' idle time are
-      // the predictions most likely to be right.
-      route_topk(next.desc->ffn.router, next.selection_bias, pf_logits_.data(), T, n_expert, depth, pf_routing_);
-      experts.assign(pf_routing_.experts.begin(), pf_routing_.experts.end());
-    }
-    // Distinct experts, most probable first: the reads queue in this order
-    // and only some lanes run guesses, so the likeliest are read first.
-    // Predicted uses per distinct expert decide which streamed ones come packed.
-    const std::vector<moe::PredictedExpert> order = moe::order_predictions(experts, depth);
-    experts.clear();
-    std::vector<uint8_t> pack;
-    for (const moe::PredictedExpert& p : order) {
-      experts.push_back(p.expert);
-      pack.push_back(p.uses >= kMinUsesToPackStreamed);
-    }
-    moe::FetchOptions opt;
-    opt.transform_streamed = pack;
-    opt.speculative = true;  // a wrong guess must not evict or promote anything
-    moe::ExpertStore::Batch batch = store_->fetch(nl, experts, opt);
-    std::vector<uint8_t> hit = store_->last_fetch(nl).hit;
-    hit.resize(experts.size(), 0);
-    prefetch_.emplace(PrefetchedExperts{nl, std::move(experts), std::move(hit), std::move(batch)});
-  } catch (const std::exception&) {
-    prefetch_.reset();  // a prediction is optional: layer nl fetches what it needs itself
-  }
-}
-
-void Transformer::record_route(int il, int T, int pos0) {
-  // The batch fetched the union of the tokens' experts once: a token's expert
-  // was a hit when that fetch served it from the cache.
-  const moe::ExpertStore::FetchRecord& f = moe_ffn_.served();
-  for (int t = 0; t < T; ++t) {
-    moe::RouteRecord r;
-    r.pos = pos0 + t;
-    r.layer = il;
-    for (const moe::ExpertWeight& ew : routes_.row(t)) {  // after trims
-      const int e = ew.expert;
-      r.experts.push_back(e);
-      r.weights.push_back(ew.weight);
-      const auto it = std::find(f.experts.begin(), f.experts.end(), e);
-      r.hit.push_back(it != f.experts.end() && f.hit[static_cast<size_t>(it - f.experts.begin())] != 0);
-    }
-    trace_buf_.push_back(std::move(r));
-  }
 }
 
 }  // namespace sluice::model

@@ -37,6 +37,14 @@ class Transformer final : public Model {
 
   const HParams& hparams() const override { return hp_; }
   int n_ctx() const override { return state_->n_ctx(); }
+  // Sequence slots (transformer_batch.cpp).
+  int n_slots() const override { return 1 + static_cast<int>(extra_slots_.size()); }
+  int slot_n_past(int slot) const override { return slot_state(slot).n_past(); }
+  int slot_truncate(int slot, int n) override { return slot_state(slot).truncate(n); }
+  void slot_checkpoint(int slot) override { slot_state(slot).checkpoint(); }
+  void slot_reset(int slot) override;
+  StateBytes slot_state_bytes() const override { return state_->bytes(); }
+  void eval_batch(std::span<const SequenceEval> seqs) override;
   void eval(std::span<const int32_t> tokens, int pos0, float* logits_out) override;
   void eval_last(std::span<const int32_t> tokens, int pos0, float* logits_out) override;
   void reset() override {
@@ -90,6 +98,25 @@ class Transformer final : public Model {
   // Router logits (+ logit bias) of layer L for T rows of xn into `logits`.
   void router_logits(const Layer& L, const float* xn, int T, std::vector<float>& logits);
   void dense_ffn(const FfnMatrices& m, Activation act, int T, float* out);
+  // Rows [row0, row0 + n) of a forward pass belong to one sequence at
+  // positions pos0.. whose state is `st` (its mixers run on it alone).
+  struct RowSegment {
+    int row0 = 0;
+    int n = 0;
+    int pos0 = 0;
+    ModelState* st = nullptr;
+  };
+  ModelState& slot_state(int slot);
+  const ModelState& slot_state(int slot) const;
+  // The trunk over x_'s T rows (embedded by the caller), every segment's
+  // state appended by its rows; prefetch reset after the last layer and the
+  // route trace written. The caller opens and commits the appends.
+  void run_trunk(int T, std::span<const RowSegment> segs);
+  // Embeds tokens[t] into row `row` of x_.
+  void embed_row(int32_t token, int row);
+  // eval_batch accounting: the union vs per-sequence distinct experts of
+  // layer il's routes_ (BatchCounters).
+  void count_batch_experts(int il, std::span<const RowSegment> segs);
   // hidden_out (optional): every row's state after output_norm, [T][n_embd].
   void run(std::span<const int32_t> tokens, int pos0, float* logits_out, bool all_rows, float* hidden_out = nullptr);
   // One ubatch of run(): every layer, then the logits of rows [first_row, T).
@@ -98,11 +125,12 @@ class Transformer final : public Model {
   // Logits of rows [first_row, T) only; g_out (optional) gets every row.
   void mtp_ubatch(std::span<const int32_t> tokens, const float* hidden, int pos0, int first_row, float* logits_out,
                   float* g_out);
-  // Block il over x_ (T rows at positions pos0..), its state in `st` layer st_layer.
-  void forward_layer(int il, int n_tokens, int pos0, ModelState& st, int st_layer);
+  // Block il over x_'s T rows: each segment's mixer on its own state (layer
+  // st_layer of it), everything else over all rows.
+  void forward_layer(int il, int n_tokens, std::span<const RowSegment> segs, int st_layer);
   // Checks the positions and tokens of an eval against `st` (Error otherwise).
   void check_eval(std::span<const int32_t> tokens, int pos0, const ModelState& st, const char* what) const;
-  void record_route(int il, int n_tokens, int pos0);  // --route-trace: appends to trace_buf_
+  void record_route(int il, std::span<const RowSegment> segs);  // --route-trace: appends to trace_buf_
   // --prefetch: the setting in force after the load-time rules (0: off; logs why).
   int resolve_prefetch() const;
   // --prefetch: predicts layer il+1's experts, each position's `depth` most
@@ -118,7 +146,12 @@ class Transformer final : public Model {
   const HParams& hp_;  // desc_.hp
   std::unique_ptr<moe::DenseWeights> dense_;
   std::unique_ptr<moe::ExpertStore> store_;  // null for dense models
-  std::unique_ptr<ModelState> state_;  // the trunk's layers
+  std::unique_ptr<ModelState> state_;  // the trunk's layers (slot 0)
+  std::vector<std::unique_ptr<ModelState>> extra_slots_;  // slots 1.. (ModelConfig::n_slots)
+  BatchCounters batch_;                                   // eval_batch() accounting
+  std::vector<uint32_t> batch_seen_;  // count_batch_experts scratch: per expert, last marker
+  uint32_t batch_mark_ = 0;
+  bool batching_ = false;  // inside eval_batch(): count_batch_experts per MoE layer
   ThreadPool pool_;
 
   const gguf::TensorInfo* token_embd_ = nullptr;

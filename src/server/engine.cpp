@@ -1,24 +1,16 @@
 #include "server/engine.h"
 
 #include <algorithm>
-#include <random>
 
-#include "grammar/json_prefix.h"
-#include "runtime/text_stream.h"
 #include "util/error.h"
 
 namespace sluice::server {
-namespace {
-constexpr size_t kJsonMaxBlankRun = 20;
-}  // namespace
-
-Engine::Engine(runtime::Session& session, ChatRenderer renderer)
-    : session_(session),
-      tok_(tokenizer::Tokenizer::from_gguf(session.gguf().metadata())),
+Engine::Engine(runtime::Session& session, ChatRenderer renderer, int max_queue, int prefill_chunk)
+    : tok_(tokenizer::Tokenizer::from_gguf(session.gguf().metadata())),
       renderer_(std::move(renderer)),
-      n_ctx_(session.model().n_ctx()) {
-  metrics_.run = session_.summary();
-}
+      n_ctx_(session.model().n_ctx()),
+      max_queue_(max_queue),
+      sched_(session, tok_, max_queue, prefill_chunk) {}
 
 std::vector<int32_t> Engine::tokenize_prompt(const GenerationRequest& r, std::string* rendered) const {
   // A count the context can never hold is the client's mistake, not a silent
@@ -52,102 +44,49 @@ std::vector<int32_t> Engine::tokenize_prompt(const GenerationRequest& r, std::st
   return ids;
 }
 
-GenerationResult Engine::generate(const GenerationRequest& r, const std::vector<int32_t>& prompt,
-                                  const std::function<bool(const std::string&)>& on_text) {
-  WorkQueue::Turn turn = queue_.wait();
-  busy_ = true;
-  GenerationResult res;
-  res.prompt_tokens = static_cast<int>(prompt.size());
-  try {
-    // Keep the KV rows of the prefix this prompt shares with what is cached,
-    // but evaluate at least the last prompt token (its logits are needed).
-    const size_t keep = std::min(session_.common_prefix(prompt), prompt.size() - 1);
-    session_.rewind(keep);
-    res.cached_tokens = static_cast<int>(keep);
+std::shared_ptr<Job> Engine::submit(const GenerationRequest& r, const std::vector<int32_t>& prompt) {
+  auto job = std::make_shared<Job>();
+  job->req = r;
+  job->prompt = prompt;
+  sched_.submit(job);
+  return job;
+}
 
-    const int room = n_ctx_ - static_cast<int>(prompt.size());  // > 0, checked by tokenize_prompt
-    const int n_predict = r.max_tokens < 0 ? room : std::min(r.max_tokens, room);
-    runtime::TextStream stream(r.stop);
-    bool cancelled = false, eog = false, json_done = false, stuck = false;
-    if (n_predict > 0) {
-      runtime::SamplerConfig sc = r.sampler;
-      if (r.random_seed) sc.seed = std::random_device{}();
-      runtime::Sampler sampler(sc);
-      // The JSON text so far (r.json_object). Whitespace runs are capped as
-      // llama.cpp's JSON grammar caps them: a model may not pad forever.
-      grammar::JsonPrefix json(kJsonMaxBlankRun);
-      if (r.json_object) {
-        sampler.set_constraint([&](int32_t id) {
-          if (tok_.is_eog(id)) return json.complete();
-          if (tok_.is_control(id)) return false;
-          const std::string piece = tok_.token_to_piece(id, false);
-          if (piece.empty()) return false;  // no progress: could repeat forever
-          grammar::JsonPrefix next = json;
-          return next.push(piece);
-        });
+GenerationResult Engine::wait(const std::shared_ptr<Job>& job,
+                              const std::function<bool(const std::string&)>& on_text) {
+  bool gone = false;  // on_text said the client went away: the scheduler drops the request at its next step
+  std::unique_lock lk(job->mu);
+  for (;;) {
+    job->cv.wait(lk, [&] { return job->done || !job->chunks.empty(); });
+    std::vector<std::string> chunks = std::move(job->chunks);
+    job->chunks.clear();
+    const bool done = job->done;
+    lk.unlock();
+    for (const std::string& c : chunks)
+      if (!gone && !on_text(c)) {
+        gone = true;
+        job->cancelled = true;
+        sched_.wake();
       }
-      const std::span<const int32_t> suffix(prompt.data() + keep, prompt.size() - keep);
-      const runtime::GenerationStats st = session_.generate(suffix, n_predict, sampler, [&](int32_t id) {
-        ++res.completion_tokens;
-        if (tok_.is_eog(id)) {
-          eog = true;
-          return false;
-        }
-        const std::string piece = tok_.token_to_piece(id, false);
-        if (r.json_object) json_done = json.push(piece) && json.complete();
-        const std::string out = stream.push(piece);
-        res.text += out;
-        if (!out.empty() && !on_text(out)) {
-          cancelled = true;
-          return false;
-        }
-        return !stream.stopped() && !json_done;
-      });
-      // The only other way generate() ends early: the constraint allowed no token.
-      stuck = r.json_object && !cancelled && !eog && !json_done && !stream.stopped() && !st.context_full &&
-              res.completion_tokens < n_predict;
-    }
-    if (stuck)
-      res.notice = "response_format: no token of the vocabulary continues the JSON object; generation ended early";
-    if (cancelled) {
-      res.finish_reason = "cancelled";
-    } else if (eog || stream.stopped() || json_done || stuck) {
-      res.finish_reason = "stop";
-    } else {
-      res.finish_reason = "length";
-    }
-    if (!cancelled && !stream.stopped()) {
-      const std::string rest = stream.finish();
-      res.text += rest;
-      if (!rest.empty() && !on_text(rest)) res.finish_reason = "cancelled";
-    }
-  } catch (...) {
-    session_.reset();
-    std::lock_guard lk(metrics_mu_);
-    ++metrics_.requests;
-    ++metrics_.requests_failed;
-    metrics_.prompt_tokens += static_cast<uint64_t>(res.prompt_tokens);
-    metrics_.run = session_.summary();
-    busy_ = false;
-    throw;
+    lk.lock();
+    if (done && job->chunks.empty()) break;
   }
-  const telemetry::RunSummary summary = session_.summary();
-  std::lock_guard lk(metrics_mu_);
-  ++metrics_.requests;
-  if (res.finish_reason == "cancelled") ++metrics_.requests_cancelled;
-  metrics_.prompt_tokens += static_cast<uint64_t>(res.prompt_tokens);
-  metrics_.cached_prompt_tokens += static_cast<uint64_t>(res.cached_tokens);
-  metrics_.completion_tokens += static_cast<uint64_t>(res.completion_tokens);
-  metrics_.run = summary;
-  busy_ = false;
+  if (job->error) std::rethrow_exception(job->error);
+  GenerationResult res = job->result;
+  if (gone) res.finish_reason = "cancelled";
   return res;
 }
 
+GenerationResult Engine::generate(const GenerationRequest& r, const std::vector<int32_t>& prompt,
+                                  const std::function<bool(const std::string&)>& on_text) {
+  return wait(submit(r, prompt), on_text);
+}
+
 EngineMetrics Engine::metrics() const {
-  std::lock_guard lk(metrics_mu_);
-  EngineMetrics m = metrics_;
-  m.queue_depth = queue_.waiting();
-  m.busy = busy_;
+  EngineMetrics m;
+  static_cast<SchedulerMetrics&>(m) = sched_.metrics();
+  m.max_queue = max_queue_;
+  m.busy = m.slots_busy > 0;
   return m;
 }
 

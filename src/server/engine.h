@@ -1,10 +1,11 @@
-// The model side of the server: one Session, requests run one at a time in
-// arrival order (WorkQueue), the KV prefix shared with the previous request
-// reused, and the counters /metrics exposes.
+// The model side of the server: one Session whose model holds N sequence
+// slots, run by a Scheduler (continuous batching: requests join and leave
+// between steps, each step one batched forward; a prompt reuses the free
+// slot with the longest shared prefix), and the counters /metrics exposes.
 //
 // Thread-safety: every public method may be called from any HTTP thread.
-// generate() blocks until its turn; tokenize_prompt() and the tokenizer need
-// no turn (the tokenizer is immutable).
+// generate() blocks until its request is done; tokenize_prompt() and the
+// tokenizer need no turn (the tokenizer is immutable).
 #pragma once
 
 #include <atomic>
@@ -18,39 +19,26 @@
 #include "telemetry/telemetry.h"
 #include "server/chat_renderer.h"
 #include "server/request.h"
-#include "server/work_queue.h"
+#include "server/scheduler.h"
 #include "tokenizer/tokenizer.h"
 
 namespace sluice::server {
 
-struct GenerationResult {
-  std::string text;            // the emitted text (stop strings cut off)
-  std::string finish_reason;   // "stop" (end of generation, a stop string, a complete JSON object), "length", or "cancelled"
-  int prompt_tokens = 0;
-  int cached_tokens = 0;       // prompt tokens whose KV rows were reused from the previous request
-  int completion_tokens = 0;   // tokens sampled
-  // Why generation ended early in a way finish_reason cannot say ("" when
-  // it did not): a JSON-constrained request that no token could continue.
-  std::string notice;
-};
-
-// Cumulative figures for /metrics. `run` is the session's summary as of the
-// last finished request (all requests so far).
-struct EngineMetrics {
-  uint64_t requests = 0;           // generations run (finished, cancelled or failed)
-  uint64_t requests_failed = 0;    // ended by an engine error
-  uint64_t requests_cancelled = 0; // the client went away
-  uint64_t prompt_tokens = 0;
-  uint64_t cached_prompt_tokens = 0;
-  uint64_t completion_tokens = 0;
-  uint64_t queue_depth = 0;        // requests waiting for their turn now
-  bool busy = false;               // a generation is running now
-  telemetry::RunSummary run;
+// Cumulative figures for /metrics (server/scheduler.h), plus the queue bound.
+struct EngineMetrics : SchedulerMetrics {
+  int max_queue = 0;
+  bool busy = false;  // a generation is running now
 };
 
 class Engine {
  public:
-  Engine(runtime::Session& session, ChatRenderer renderer);
+  // max_queue: requests that may wait beyond the model's slots (more: 429).
+  // prefill_chunk: prompt tokens a request evaluates per step, so a long
+  // prompt shares steps with the others' decoding instead of stalling them.
+  Engine(runtime::Session& session, ChatRenderer renderer, int max_queue = kDefaultMaxQueue,
+         int prefill_chunk = kDefaultPrefillChunk);
+  static constexpr int kDefaultMaxQueue = 64;
+  static constexpr int kDefaultPrefillChunk = 512;
 
   const tokenizer::Tokenizer& tokenizer() const { return tok_; }
   int n_ctx() const { return n_ctx_; }
@@ -64,10 +52,15 @@ class Engine {
   // gets the chat prompt's text ("" for other prompts).
   std::vector<int32_t> tokenize_prompt(const GenerationRequest& r, std::string* rendered = nullptr) const;
 
-  // Waits for its turn, then generates. on_text gets each chunk of emitted
+  // Queues the request (QueueFullError when the queue is full); then
+  // wait() hands its text on and returns its result. generate() is both.
+  std::shared_ptr<Job> submit(const GenerationRequest& r, const std::vector<int32_t>& prompt);
+  GenerationResult wait(const std::shared_ptr<Job>& job, const std::function<bool(const std::string&)>& on_text);
+
+  // Waits for a slot, then generates (batched with the other requests). on_text gets each chunk of emitted
   // text (see TextStream) and returns false when the client is gone, which
   // stops generation (finish_reason "cancelled"). Engine errors propagate
-  // after the session is reset (the KV state is then unknown).
+  // after the request's slot is reset (its state is then unknown).
   //
   // r.json_object: every token must keep the text a prefix of one JSON
   // object (grammar/json_prefix.h); special and control tokens never
@@ -81,14 +74,11 @@ class Engine {
   EngineMetrics metrics() const;
 
  private:
-  runtime::Session& session_;
   tokenizer::Tokenizer tok_;
   ChatRenderer renderer_;
   int n_ctx_;
-  WorkQueue queue_;
-  std::atomic<bool> busy_{false};
-  mutable std::mutex metrics_mu_;
-  EngineMetrics metrics_;  // guarded by metrics_mu_ (queue_depth/busy filled on read)
+  int max_queue_;
+  Scheduler sched_;  // last: its thread uses the members above
 };
 
 }  // namespace sluice::server

@@ -10,6 +10,8 @@ const char* error_type(int status) {
       return "authentication_error";
     case 404:
       return "not_found_error";
+    case 429:
+      return "rate_limit_error";
     case 501:
       return "not_supported_error";
     default:

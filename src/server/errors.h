@@ -8,7 +8,7 @@
 
 namespace sluice::server {
 
-// "authentication_error" (401), "not_found_error" (404),
+// "authentication_error" (401), "not_found_error" (404), "rate_limit_error" (429),
 // "not_supported_error" (501), "server_error" (5xx), else "invalid_request_error".
 const char* error_type(int status);
 

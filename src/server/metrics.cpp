@@ -26,8 +26,38 @@ std::string prometheus_text(const EngineMetrics& m) {
   add(o, "sluice_prompt_tokens_cached_total", "counter", "Prompt tokens whose KV rows were reused from the previous request.",
       static_cast<double>(m.cached_prompt_tokens));
   add(o, "sluice_tokens_generated_total", "counter", "Tokens sampled.", static_cast<double>(m.completion_tokens));
-  add(o, "sluice_queue_depth", "gauge", "Requests waiting for the model.", static_cast<double>(m.queue_depth));
+  add(o, "sluice_queue_depth", "gauge", "Requests waiting for a slot.", static_cast<double>(m.queue_depth));
+  add(o, "sluice_queue_limit", "gauge", "Requests that may wait beyond the slots (--max-queue); more get 429.",
+      static_cast<double>(m.max_queue));
+  add(o, "sluice_requests_rejected_total", "counter", "Requests answered 429 because the queue was full.",
+      static_cast<double>(m.requests_rejected));
   add(o, "sluice_busy", "gauge", "1 while a generation runs.", m.busy ? 1.0 : 0.0);
+  add(o, "sluice_slots", "gauge", "Sequence slots (--parallel).", m.slots);
+  add(o, "sluice_slots_busy", "gauge", "Slots running a request now.", m.slots_busy);
+  add(o, "sluice_slots_free", "gauge", "Slots free now.", m.slots - m.slots_busy);
+  add(o, "sluice_prompt_tokens_recomputed_total", "counter",
+      "Reused prefix tokens evaluated again (a recurrent slot's checkpoint lay before the shared prefix's end).",
+      static_cast<double>(m.recomputed_tokens));
+  const model::BatchCounters& b = m.batch;
+  add(o, "sluice_batch_steps_total", "counter", "Batched forward passes (steps).", static_cast<double>(b.steps));
+  add(o, "sluice_batch_sequences_total", "counter", "Sequences over all steps (sum of batch sizes).",
+      static_cast<double>(b.sequences));
+  add(o, "sluice_batch_rows_total", "counter", "Rows (positions) over all steps.", static_cast<double>(b.rows));
+  add(o, "sluice_batch_size_last", "gauge", "Sequences in the last step.", b.last_sequences);
+  add(o, "sluice_batch_rows_last", "gauge", "Rows in the last step.", b.last_rows);
+  add(o, "sluice_batch_experts_union_total", "counter",
+      "Distinct experts the steps' MoE layers needed: each read (or served from cache) once for the whole batch.",
+      static_cast<double>(b.union_experts));
+  add(o, "sluice_batch_experts_per_sequence_total", "counter",
+      "Sum over each step's sequences of the distinct experts each needed alone.",
+      static_cast<double>(b.sequence_experts));
+  add(o, "sluice_batch_experts_union_last", "gauge", "Distinct experts of the last step (all MoE layers).",
+      static_cast<double>(b.last_union_experts));
+  add(o, "sluice_batch_experts_per_sequence_last", "gauge", "Per-sequence expert demands of the last step, summed.",
+      static_cast<double>(b.last_sequence_experts));
+  add(o, "sluice_batch_expert_bytes_saved_total", "counter",
+      "Expert bytes the union spared: per-sequence demand bytes minus union bytes.",
+      static_cast<double>(b.sequence_bytes - b.union_bytes));
   add(o, "sluice_prefill_tokens_total", "counter", "Tokens evaluated in prefill batches.", s.prefill_tokens);
   add(o, "sluice_decode_tokens_total", "counter", "Tokens evaluated one at a time.", s.decode_tokens);
   add(o, "sluice_prefill_tokens_per_second", "gauge", "Prefill throughput over all requests.", s.prefill_tps());

@@ -98,7 +98,7 @@ void widen_backlog(int port) {
 }  // namespace
 
 struct Server::Impl {
-  Impl(runtime::Session& s, ServerConfig c) : cfg(std::move(c)), engine(s, cfg.chat_renderer) {}
+  Impl(runtime::Session& s, ServerConfig c) : cfg(std::move(c)), engine(s, cfg.chat_renderer, cfg.max_queue) {}
 
   ServerConfig cfg;
   Engine engine;
@@ -147,6 +147,8 @@ void Server::Impl::routes() {
       send_error(res, e.status, e.what());
     } catch (const RequestError& e) {
       send_error(res, 400, e.what());
+    } catch (const QueueFullError& e) {
+      send_error(res, 429, e.what());
     } catch (const std::exception& e) {
       send_error(res, 500, e.what());
     } catch (...) {
@@ -248,8 +250,10 @@ void Server::Impl::handle_generation(const json& body, httplib::Response& res, K
   info.starts_in_reasoning = chat && chat_output::prompt_opens_reasoning(rendered, cfg.output_format);
   auto builder = std::make_shared<ResponseBuilder>(std::move(info));
 
+  // Queued now, so a full queue is a 429 before any streaming starts.
+  std::shared_ptr<Job> job = engine.submit(*r, *prompt);
   if (!r->stream) {
-    send_json(res, builder->whole(engine.generate(*r, *prompt, [](const std::string&) { return true; })));
+    send_json(res, builder->whole(engine.wait(job, [](const std::string&) { return true; })));
     return;
   }
 
@@ -257,7 +261,7 @@ void Server::Impl::handle_generation(const json& body, httplib::Response& res, K
   // this connection's thread, writing one SSE event per event the builder
   // gives. A failed write means the client is gone: generation stops there.
   res.set_header("Cache-Control", "no-cache");
-  res.set_chunked_content_provider("text/event-stream", [this, r, prompt, builder](size_t, httplib::DataSink& sink) {
+  res.set_chunked_content_provider("text/event-stream", [this, job, builder](size_t, httplib::DataSink& sink) {
     auto send = [&](const std::vector<json>& events) {
       for (const json& j : events) {
         const std::string s = "data: " + json_text(j) + "\n\n";
@@ -267,8 +271,7 @@ void Server::Impl::handle_generation(const json& body, httplib::Response& res, K
     };
     if (!send(builder->stream_start())) return false;
     try {
-      const GenerationResult g =
-          engine.generate(*r, *prompt, [&](const std::string& t) { return send(builder->stream_text(t)); });
+      const GenerationResult g = engine.wait(job, [&](const std::string& t) { return send(builder->stream_text(t)); });
       if (g.finish_reason == "cancelled") return false;
       if (!send(builder->stream_end(g))) return false;
       static const char kDone[] = "data: [DONE]\n\n";

@@ -5,8 +5,9 @@
 // POST /tokenize, POST /detokenize. Request bodies as llama-server accepts
 // (server/request.h), bounded by server/limits.h; errors are JSON
 // {"error":{"message","type","code"}} with 400 (bad request), 401 (API key),
-// 404, 413 (body over max_body_bytes), 414 (URI), 415 (body encoding), 431
-// (headers), 500, 501. Each connection serves one request.
+// 404, 413 (body over max_body_bytes), 414 (URI), 415 (body encoding), 429
+// (every slot busy and max_queue requests waiting), 431 (headers), 500, 501.
+// Generations run concurrently in the model's slots (Engine, Scheduler). Each connection serves one request.
 // Streaming answers are Server-Sent Events: `data: {json}\n\n` chunks, then
 // `data: [DONE]\n\n`; a client that goes away stops its generation. Chat
 // streams split the answer as the non-streaming message does: deltas of
@@ -37,6 +38,7 @@ struct ServerConfig {
   GenerationDefaults defaults;   // sampling and max_tokens when a request omits them
   size_t max_body_bytes = kDefaultMaxBodyBytes;  // 413 above (any framing; decompressed size)
   int http_threads = 8;          // connections served at once; more wait in the accept queue
+  int max_queue = Engine::kDefaultMaxQueue;  // requests waiting beyond the model's slots (--max-queue); more: 429
   ChatRenderer chat_renderer;    // empty: /v1/chat/completions answers 501
   // How a chat answer is split into content, reasoning_content and tool_calls,
   // streamed (as deltas) or not (chat_output/chat_output.h, server/response.h).

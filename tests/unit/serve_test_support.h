@@ -26,9 +26,11 @@ inline std::string model_path() {
 
 // A Session and a Server on a free port, serving from a thread until destroyed.
 struct LiveServer {
-  explicit LiveServer(server::ServerConfig cfg) {
+  // n_slots: the model's sequence slots (`sluice serve --parallel`).
+  explicit LiveServer(server::ServerConfig cfg, int n_slots = 1) {
     model::ModelConfig mc;
     mc.odirect = false;
+    mc.n_slots = n_slots;
     session = std::make_unique<runtime::Session>(runtime::Session::open(model_path(), mc));
     cfg.host = "127.0.0.1";
     cfg.port = 0;

@@ -1,0 +1,134 @@
+// Continuous batching for `sluice serve`: the model's sequence slots
+// (ModelConfig::n_slots, --parallel) driven by one scheduler thread in steps.
+// Each step evaluates every active request's next rows as ONE
+// Model::eval_batch (a decoding request its last sampled token; a request
+// whose prompt is still being read its next chunk of at most `prefill_chunk`
+// tokens), so each MoE layer reads each needed expert once for the union of
+// the step's routes; then samples each finished row with that request's own
+// sampler, stop strings and JSON constraint. Requests join between steps
+// and leave when done or cancelled; at most max_queue wait beyond the
+// slots (submit() throws QueueFullError past that).
+//
+// A request's greedy output does not depend on what it is batched with
+// (Model::eval_batch's invariant). An engine error during a step ends every
+// request of that step with the error, and their slots start over empty.
+//
+// Thread-safety: submit(), wake() and metrics() from any thread; everything
+// else runs on the scheduler thread, the model's only user.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "runtime/session.h"
+#include "server/request.h"
+#include "tokenizer/tokenizer.h"
+
+namespace sluice::server {
+
+struct GenerationResult {
+  std::string text;           // the emitted text (stop strings cut off)
+  std::string finish_reason;  // "stop" (end of generation, a stop string, a complete JSON object),
+                              // "length", or "cancelled"
+  int prompt_tokens = 0;
+  int cached_tokens = 0;      // prompt tokens whose state was reused from a slot's cached tokens
+  int completion_tokens = 0;  // tokens sampled
+  // Why generation ended early in a way finish_reason cannot say ("" when
+  // it did not): a JSON-constrained request that no token could continue.
+  std::string notice;
+};
+
+// More requests than the slots and the queue hold: the server's 429.
+class QueueFullError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// One generation request: its input, and the mailbox between the HTTP thread
+// that waits on it and the scheduler that runs it.
+struct Job {
+  GenerationRequest req;
+  std::vector<int32_t> prompt;  // tokenized, checked by Engine::tokenize_prompt
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<std::string> chunks;  // emitted text not yet handed on (guarded by mu)
+  bool done = false;                // guarded by mu; then result / error are final
+  GenerationResult result;
+  std::exception_ptr error;            // an engine error ended it
+  std::atomic<bool> cancelled{false};  // the client went away (set by the waiting thread)
+};
+
+// The scheduler's figures for /metrics.
+struct SchedulerMetrics {
+  uint64_t requests = 0;            // generations run (finished, cancelled or failed)
+  uint64_t requests_failed = 0;     // ended by an engine error
+  uint64_t requests_cancelled = 0;  // the client went away
+  uint64_t requests_rejected = 0;   // 429: the queue was full
+  uint64_t prompt_tokens = 0;
+  uint64_t cached_prompt_tokens = 0;
+  uint64_t recomputed_tokens =
+      0;  // reused prefixes a recurrent slot had to re-evaluate (its checkpoint lay earlier)
+  uint64_t completion_tokens = 0;
+  uint64_t queue_depth = 0;  // requests waiting for a slot now
+  int slots = 0;
+  int slots_busy = 0;
+  model::BatchCounters batch;  // the model's eval_batch figures after the last step
+  telemetry::RunSummary run;     // the session's summary as of the last finished request
+};
+
+class Scheduler {
+ public:
+  // Starts the scheduler thread over the slots of session.model().
+  Scheduler(runtime::Session& session, const tokenizer::Tokenizer& tok, int max_queue,
+            int prefill_chunk);
+  // Stops the thread; requests still queued or running end with an error.
+  ~Scheduler();
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  // Queues `job` (QueueFullError when max_queue requests already wait).
+  void submit(std::shared_ptr<Job> job);
+  // Wakes the scheduler (a waiting thread set a job's `cancelled`).
+  void wake();
+  SchedulerMetrics metrics() const;
+
+ private:
+  struct Slot;
+  void loop();
+  void admit();  // moves queued jobs into free slots (mu_ held)
+  void start(int slot, std::shared_ptr<Job> job);
+  void step();
+  // Samples and emits the token after slot s's completed input.
+  void next_token(int s);
+  void finish(int s, const char* reason);
+  void fail(int s, std::exception_ptr e);
+  // Hands the job its end and frees the slot (counters under mu_).
+  void release(int s);
+
+  runtime::Session& session_;
+  model::Model& model_;
+  const tokenizer::Tokenizer& tok_;
+  const size_t max_queue_;
+  const int prefill_chunk_;
+  const int n_ctx_;
+  std::vector<std::unique_ptr<Slot>> slots_;  // scheduler thread only
+  uint64_t admitted_ = 0;                     // requests admitted so far (Slot::last_used)
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::shared_ptr<Job>> queue_;  // guarded by mu_
+  bool stop_ = false;                       // guarded by mu_
+  SchedulerMetrics metrics_;                // guarded by mu_
+  std::thread thread_;                      // last: starts after everything above exists
+};
+
+}  // namespace sluice::server
