@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "cli/commands.h"
@@ -14,12 +15,14 @@
 #include "cli/sampler_flags.h"
 #include "cli/sigint.h"
 #include "cli/stdout_output.h"
-#include "runtime/chat.h"
 #include "chat_output/chat_output.h"
 #include "chat_output/chat_output_stream.h"
+#include "runtime/chat.h"
 #include "runtime/session.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
+
+#include <nlohmann/json.hpp>
 
 namespace sluice::cli {
 namespace {
@@ -29,20 +32,36 @@ struct ChatOptions {
   SamplerFlags sampling;
   std::string system;   // --system
   int n_predict = -1;   // per answer; -1: until end of sequence or a full context
+  std::string template_kwargs;  // --chat-template-kwargs: a JSON object of extra template variables
 };
 
-// On a terminal the answer is split as serve splits it (runtime/
-// chat_output.h): reasoning dimmed, tool calls on lines of their own.
-// Elsewhere (pipes, tests) it is printed as generated. The answer's prompt is
-// not consulted, so a template that opens <think> itself shows the reasoning
-// undimmed, as generated.
+// --chat-template-kwargs text -> a JSON object (null when not given).
+nlohmann::json parse_template_kwargs(const std::string& text) {
+  if (text.empty()) return nullptr;
+  const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object())
+    throw Error("--chat-template-kwargs: expected a JSON object, e.g. '{\"enable_thinking\": false}' (got '" + text +
+                "')");
+  return j;
+}
+
+// On a terminal the answer is split as serve splits it (chat_output/
+// chat_output.h): reasoning dimmed, tool calls on lines of their own; where
+// the template opened the reasoning block in the prompt (Qwen3.5's "<think>\n")
+// the answer starts as reasoning. Elsewhere (pipes, tests) it is printed as
+// generated.
 class AnswerPrinter {
  public:
-  AnswerPrinter(chat_output::OutputFormat format, bool split)
-      : split_(split && format != chat_output::OutputFormat::Plain), parser_(format, false) {}
-  void piece(const std::string& text) { split_ ? show(parser_.push(text)) : out(text); }
+  AnswerPrinter(chat_output::OutputFormat format, bool split, const runtime::ChatConversation& chat)
+      : format_(format), split_(split && format != chat_output::OutputFormat::Plain), chat_(chat) {}
+  void piece(const std::string& text) {
+    if (!split_) return out(text);
+    // The first piece comes after turn() rendered this turn's prompt.
+    if (!parser_) parser_.emplace(format_, chat_.answer_starts_in_reasoning(format_));
+    show(parser_->push(text));
+  }
   void finish() {
-    if (split_) show(parser_.finish());
+    if (parser_) show(parser_->finish());
   }
 
  private:
@@ -60,19 +79,23 @@ class AnswerPrinter {
       out("\n[tool call] " + c["function"]["name"].get<std::string>() + " " +
           c["function"]["arguments"].get<std::string>() + "\n");
   }
+  chat_output::OutputFormat format_;
   bool split_;
-  chat_output::OutputParser parser_;
+  const runtime::ChatConversation& chat_;
+  std::optional<chat_output::OutputParser> parser_;
   bool after_reasoning_ = false;  // the last thing shown was reasoning
 };
 
 void run_chat(ChatOptions& o) {
+  parse_template_kwargs(o.template_kwargs);  // a bad flag is named before the model loads
   if (o.n_predict < -1) throw Error("-n: must be >= 0, or -1 for no limit (got " + std::to_string(o.n_predict) + ")");
   const runtime::SamplerConfig sampler_cfg = resolve_sampler(o.sampling);
   const model::ModelConfig cfg = o.engine.to_model_config();
   runtime::Session session = runtime::Session::open(o.engine.model_path, cfg);
   const tokenizer::Tokenizer tok = tokenizer::Tokenizer::from_gguf(session.gguf().metadata());
   bool has_template = false;
-  runtime::ChatRenderer render = runtime::model_chat_renderer(session.gguf(), tok, &has_template);
+  runtime::ChatRenderer render =
+      runtime::model_chat_renderer(session.gguf(), tok, &has_template, parse_template_kwargs(o.template_kwargs));
   if (!has_template)
     std::fprintf(stderr, "sluice: the model has no chat template; using the plain User:/Assistant: format\n");
   const chat_output::OutputFormat format = chat_output::output_format_for(
@@ -98,7 +121,7 @@ void run_chat(ChatOptions& o) {
       continue;
     }
     if (line->empty()) continue;
-    AnswerPrinter printer(format, ::isatty(STDOUT_FILENO) == 1);
+    AnswerPrinter printer(format, ::isatty(STDOUT_FILENO) == 1, chat);
     const runtime::ChatTurnResult r = chat.turn(*line, sampler, o.n_predict, [&](const std::string& piece) {
       printer.piece(piece);
       flush_stdout();
@@ -124,10 +147,14 @@ void register_chat(CLI::App& app) {
   cmd->add_option("--system", opts->system, "system prompt");
   cmd->add_option("-n,--n-predict", opts->n_predict, "most tokens per answer (-1: until end of sequence)")
       ->capture_default_str();
+  cmd->add_option("--chat-template-kwargs", opts->template_kwargs,
+                  "extra chat template variables as a JSON object, e.g. '{\"enable_thinking\": false}' (Qwen3, "
+                  "Qwen3.5: answer without thinking)");
   cmd->footer(
       "Examples:\n"
       "  sluice chat -m model.gguf\n"
-      "  sluice chat -m model.gguf --system 'You are terse.' --temp 0.7 --cache-mb auto");
+      "  sluice chat -m model.gguf --system 'You are terse.' --temp 0.7 --cache-mb auto\n"
+      "  sluice chat -m qwen3.6-35b-a3b.gguf --chat-template-kwargs '{\"enable_thinking\": false}'");
   cmd->callback([opts] { run_chat(*opts); });
 }
 

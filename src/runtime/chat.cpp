@@ -25,14 +25,20 @@ std::string plain_chat_prompt(const nlohmann::json& messages, const nlohmann::js
   return out;
 }
 
-ChatRenderer model_chat_renderer(const gguf::GgufModel& model, const tokenizer::Tokenizer& tok, bool* has_template) {
+ChatRenderer model_chat_renderer(const gguf::GgufModel& model, const tokenizer::Tokenizer& tok, bool* has_template,
+                                 const nlohmann::json& template_kwargs) {
+  if (!template_kwargs.is_null() && !template_kwargs.is_object())
+    throw Error("chat template kwargs: expected a JSON object, e.g. {\"enable_thinking\": false}");
   const std::optional<std::string> tmpl = model.metadata().get_string("tokenizer.chat_template");
   if (has_template) *has_template = tmpl.has_value();
   if (!tmpl) return plain_chat_prompt;
   auto special = [&tok](int32_t id) { return id >= 0 ? tok.token_text(id) : std::string(); };
   const std::string bos = special(tok.bos()), eos = special(tok.eos());
-  return [text = *tmpl, bos, eos](const nlohmann::json& messages, const nlohmann::json& tools, bool add_gen) {
+  const nlohmann::ordered_json extra = template_kwargs.is_null() ? nlohmann::ordered_json::object()
+                                                                 : nlohmann::ordered_json::parse(json_text(template_kwargs));
+  return [text = *tmpl, bos, eos, extra](const nlohmann::json& messages, const nlohmann::json& tools, bool add_gen) {
     chat::ChatInputs in;
+    in.extra = extra;
     in.messages = nlohmann::ordered_json::parse(json_text(messages));
     // OpenAI clients send `content: null` for an assistant message that only
     // calls tools, but templates treat content as a string (Qwen3's
@@ -58,12 +64,17 @@ ChatConversation::ChatConversation(Session& session, const tokenizer::Tokenizer&
     if (id >= 0) stop_ids_.push_back(id);
 }
 
-std::vector<int32_t> ChatConversation::render_tokens(bool add_generation_prompt) const {
+std::vector<int32_t> ChatConversation::render_tokens(bool add_generation_prompt, std::string* text_out) const {
   // Special tokens the template writes (<|im_start|>, ...) are special
   // tokens; a template that writes the BOS itself gets no second one.
   const std::string text = render_(messages_, nullptr, add_generation_prompt);
+  if (text_out) *text_out = text;
   const bool has_bos = tok_.bos() >= 0 && text.rfind(tok_.token_text(tok_.bos()), 0) == 0;
   return tok_.encode(text, !has_bos, true);
+}
+
+bool ChatConversation::answer_starts_in_reasoning(chat_output::OutputFormat format) const {
+  return chat_output::prompt_opens_reasoning(prompt_text_, format);
 }
 
 void ChatConversation::reset() {
@@ -77,7 +88,7 @@ ChatTurnResult ChatConversation::turn(const std::string& user, Sampler& sampler,
                                       const std::function<bool(const std::string&)>& on_piece) {
   ChatTurnResult r;
   messages_.push_back({{"role", "user"}, {"content", user}});
-  const std::vector<int32_t> prompt = render_tokens(true);
+  const std::vector<int32_t> prompt = render_tokens(true, &prompt_text_);
   if (static_cast<int>(prompt.size()) >= session_.model().n_ctx()) {
     messages_.erase(messages_.end() - 1);
     r.context_full = true;

@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "chat_output/chat_output.h"
 #include "gguf/gguf.h"
 #include "runtime/sampler.h"
 #include "runtime/session.h"
@@ -33,9 +34,11 @@ std::string plain_chat_prompt(const nlohmann::json& messages, const nlohmann::js
 // The model's own chat template (tokenizer.chat_template) as a renderer
 // (chat::render_chat with the vocabulary's BOS/EOS texts and the local time
 // for strftime_now), or plain_chat_prompt when the file has none.
-// `has_template` (optional) tells which.
+// `has_template` (optional) tells which. `template_kwargs` (a JSON object, or
+// null) are extra template variables, e.g. {"enable_thinking": false} for
+// Qwen3/Qwen3.5 (llama.cpp's --chat-template-kwargs).
 ChatRenderer model_chat_renderer(const gguf::GgufModel& model, const tokenizer::Tokenizer& tok,
-                                 bool* has_template = nullptr);
+                                 bool* has_template = nullptr, const nlohmann::json& template_kwargs = nullptr);
 
 struct ChatTurnResult {
   std::string text;         // the answer, as shown
@@ -59,15 +62,21 @@ class ChatConversation {
   // rewound, the expert cache keeps its experts.
   void reset();
   const nlohmann::json& messages() const { return messages_; }
+  // Whether the current turn's rendered prompt leaves a reasoning block open
+  // (Qwen3.5's template ends with "<think>\n"), so the answer starts inside
+  // reasoning: valid once turn() has rendered the prompt (its on_piece calls
+  // may ask), false before the first turn.
+  bool answer_starts_in_reasoning(chat_output::OutputFormat format) const;
 
  private:
-  std::vector<int32_t> render_tokens(bool add_generation_prompt) const;
+  std::vector<int32_t> render_tokens(bool add_generation_prompt, std::string* text_out = nullptr) const;
 
   Session& session_;
   const tokenizer::Tokenizer& tok_;
   ChatRenderer render_;
   nlohmann::json messages_ = nlohmann::json::array();
   std::vector<int32_t> stop_ids_;
+  std::string prompt_text_;  // the current turn's rendered prompt
 };
 
 }  // namespace sluice::runtime
