@@ -1,15 +1,20 @@
 #include "server/engine.h"
 
 #include <algorithm>
+#include <optional>
 #include <random>
 
 #include "runtime/json_prefix.h"
+#include "runtime/json_schema_prefix.h"
 #include "runtime/text_stream.h"
 #include "util/error.h"
 
 namespace sluice::server {
 namespace {
 constexpr size_t kJsonMaxBlankRun = 20;
+// A schema's document: one newline and an indent per run at most (small
+// models otherwise fill every gap with blank lines up to the cap).
+constexpr size_t kSchemaMaxBlankRun = 8;
 }  // namespace
 
 Engine::Engine(runtime::Session& session, ChatRenderer renderer)
@@ -38,7 +43,7 @@ std::vector<int32_t> Engine::tokenize_prompt(const GenerationRequest& r, std::st
     ids = tok_.encode(*r.prompt_text, true, false);
   } else {
     if (!renderer_) throw Error("chat request without a chat-template renderer");
-    const std::string text = renderer_(r.messages, r.tools, true);
+    const std::string text = renderer_(r.messages, r.tools, true) + r.assistant_prefix;
     // Templates usually write the BOS text themselves: parse specials, and
     // drop the second BOS when the tokenizer also adds one.
     ids = tok_.encode(text, true, true);
@@ -53,7 +58,8 @@ std::vector<int32_t> Engine::tokenize_prompt(const GenerationRequest& r, std::st
 }
 
 GenerationResult Engine::generate(const GenerationRequest& r, const std::vector<int32_t>& prompt,
-                                  const std::function<bool(const std::string&)>& on_text) {
+                                  const std::function<bool(const std::string&)>& on_text,
+                                  const std::function<void(const runtime::TokenLogprob&)>& on_logprob) {
   WorkQueue::Turn turn = queue_.wait();
   busy_ = true;
   GenerationResult res;
@@ -69,23 +75,39 @@ GenerationResult Engine::generate(const GenerationRequest& r, const std::vector<
     const int n_predict = r.max_tokens < 0 ? room : std::min(r.max_tokens, room);
     runtime::TextStream stream(r.stop);
     bool cancelled = false, eog = false, json_done = false, stuck = false;
+    const bool constrained = r.json_object || r.json_schema;
     if (n_predict > 0) {
       runtime::SamplerConfig sc = r.sampler;
       if (r.random_seed) sc.seed = std::random_device{}();
       runtime::Sampler sampler(sc);
       // The JSON text so far (r.json_object). Whitespace runs are capped as
       // llama.cpp's JSON grammar caps them: a model may not pad forever.
+      // With a schema (r.json_schema) the text must stay a prefix of a
+      // document it accepts instead.
       runtime::JsonPrefix json(kJsonMaxBlankRun);
-      if (r.json_object) {
+      std::optional<runtime::SchemaPrefix> schema;
+      if (r.json_schema) schema.emplace(r.json_schema, kSchemaMaxBlankRun);
+      auto json_complete = [&] { return schema ? schema->complete() : json.complete(); };
+      auto json_push = [&](const std::string& piece) { return schema ? schema->push(piece) : json.push(piece); };
+      if (constrained) {
         sampler.set_constraint([&](int32_t id) {
-          if (tok_.is_eog(id)) return json.complete();
+          if (tok_.is_eog(id)) return json_complete();
           if (tok_.is_control(id)) return false;
           const std::string piece = tok_.token_to_piece(id, false);
           if (piece.empty()) return false;  // no progress: could repeat forever
+          if (schema) {
+            runtime::SchemaPrefix next = *schema;
+            return next.push(piece);
+          }
           runtime::JsonPrefix next = json;
           return next.push(piece);
         });
       }
+      runtime::TokenLogprob last_lp;  // of the token sample() just returned
+      if (r.logprobs >= 0)
+        sampler.set_observer([&](std::span<const float> logits, int32_t id) {
+          last_lp = runtime::token_logprob(logits, id, r.logprobs);
+        });
       const std::span<const int32_t> suffix(prompt.data() + keep, prompt.size() - keep);
       const runtime::GenerationStats st = session_.generate(suffix, n_predict, sampler, [&](int32_t id) {
         ++res.completion_tokens;
@@ -93,8 +115,12 @@ GenerationResult Engine::generate(const GenerationRequest& r, const std::vector<
           eog = true;
           return false;
         }
+        if (r.logprobs >= 0) {
+          if (on_logprob) on_logprob(last_lp);
+          res.logprobs.push_back(std::move(last_lp));
+        }
         const std::string piece = tok_.token_to_piece(id, false);
-        if (r.json_object) json_done = json.push(piece) && json.complete();
+        if (constrained) json_done = json_push(piece) && json_complete();
         const std::string out = stream.push(piece);
         res.text += out;
         if (!out.empty() && !on_text(out)) {
@@ -104,15 +130,17 @@ GenerationResult Engine::generate(const GenerationRequest& r, const std::vector<
         return !stream.stopped() && !json_done;
       });
       // The only other way generate() ends early: the constraint allowed no token.
-      stuck = r.json_object && !cancelled && !eog && !json_done && !stream.stopped() && !st.context_full &&
+      stuck = constrained && !cancelled && !eog && !json_done && !stream.stopped() && !st.context_full &&
               res.completion_tokens < n_predict;
     }
     if (stuck)
-      res.notice = "response_format: no token of the vocabulary continues the JSON object; generation ended early";
+      res.notice = std::string("response_format: no token of the vocabulary continues the JSON ") +
+                   (r.json_schema ? "the schema asks for" : "object") + "; generation ended early";
     if (cancelled) {
       res.finish_reason = "cancelled";
     } else if (eog || stream.stopped() || json_done || stuck) {
       res.finish_reason = "stop";
+      res.stopped_by_string = stream.stopped();
     } else {
       res.finish_reason = "length";
     }

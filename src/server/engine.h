@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/logprobs.h"
 #include "runtime/session.h"
 #include "runtime/telemetry.h"
 #include "server/chat_renderer.h"
@@ -32,6 +33,10 @@ struct GenerationResult {
   // Why generation ended early in a way finish_reason cannot say ("" when
   // it did not): a JSON-constrained request that no token could continue.
   std::string notice;
+  // r.logprobs >= 0: one entry per sampled token other than end-of-generation
+  // (a token cut by a stop string included), in order.
+  std::vector<runtime::TokenLogprob> logprobs;
+  bool stopped_by_string = false;  // finish_reason "stop" because a stop string matched
 };
 
 // Cumulative figures for /metrics. `run` is the session's summary as of the
@@ -75,8 +80,17 @@ class Engine {
   // generation stops ("stop") as soon as it is. When no token can continue
   // the object, generation ends there: finish_reason "stop" and a notice.
   // Stop strings still cut the text where they match.
+  //
+  // r.json_schema (response_format json_schema, a forced tool call): the
+  // same, with "a prefix of a document the schema accepts"
+  // (runtime/json_schema_prefix.h) for "a prefix of one JSON object".
+  //
+  // r.logprobs >= 0: each token's log-probability (runtime/logprobs.h) goes
+  // to on_logprob (optional) before the text it adds reaches on_text, and
+  // into the result. Tokens are then sampled one by one (no MTP drafts).
   GenerationResult generate(const GenerationRequest& r, const std::vector<int32_t>& prompt,
-                            const std::function<bool(const std::string&)>& on_text);
+                            const std::function<bool(const std::string&)>& on_text,
+                            const std::function<void(const runtime::TokenLogprob&)>& on_logprob = {});
 
   EngineMetrics metrics() const;
 
