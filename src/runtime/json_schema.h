@@ -18,27 +18,34 @@
 
 #include <cstdint>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace sluice::runtime {
 
 struct SchemaNode {
-  enum Type : uint8_t { Object = 1, Array = 2, String = 4, Number = 8, Integer = 16, Boolean = 32, Null = 64 };
+  enum Type : uint8_t {
+    Object = 1,
+    Array = 2,
+    String = 4,
+    Number = 8,
+    Integer = 16,
+    Boolean = 32,
+    Null = 64
+  };
   static constexpr uint8_t kAny = 127;
-  uint8_t types = kAny;  // allowed types (Integer is a subset of Number)
-  bool never = false;    // the schema `false`: nothing matches
+  uint8_t types = kAny;              // allowed types (Integer is a subset of Number)
+  bool never = false;                // the schema `false`: nothing matches
   std::vector<std::string> choices;  // enum/const: the allowed values' compact texts (empty: any)
   bool has_choices = false;
   // object
   std::vector<std::pair<std::string, int>> properties;  // name -> node
   std::vector<std::string> required;
-  bool additional = true;  // keys outside properties allowed
+  bool additional = true;    // keys outside properties allowed
   int additional_node = -1;  // their schema (-1: any)
   // array
-  int items = -1;  // -1: any
+  int items = -1;                         // -1: any
   int64_t min_items = 0, max_items = -1;  // -1: no bound
   // combinators: the value must match this node and (one of / any of) these
   std::vector<int> any_of;

@@ -24,7 +24,8 @@ R done(size_t end) { return {K::Done, end}; }
 
 class Matcher {
  public:
-  Matcher(const JsonSchema& s, std::string_view t, size_t max_blank) : s_(s), t_(t), max_blank_(max_blank) {}
+  Matcher(const JsonSchema& s, std::string_view t, size_t max_blank)
+      : s_(s), t_(t), max_blank_(max_blank) {}
 
   // The whole text: a prefix of an accepted document (or, with
   // require_complete, one itself).
@@ -80,11 +81,14 @@ class Matcher {
     for (int alt : n.any_of) {
       const R r = value(alt, p, depth + 1);
       rs.push_back(r);
-      if (r.k == K::Eof) best = r;
-      else if (r.k == K::Done && best.k != K::Eof && (best.k == K::Fail || r.end > best.end)) best = r;
+      if (r.k == K::Eof)
+        best = r;
+      else if (r.k == K::Done && best.k != K::Eof && (best.k == K::Fail || r.end > best.end))
+        best = r;
     }
-    if (n.one_of && best.k == K::Done &&
-        std::count_if(rs.begin(), rs.end(), [&](R r) { return r.k == K::Done && r.end == best.end; }) > 1)
+    if (n.one_of && best.k == K::Done && std::count_if(rs.begin(), rs.end(), [&](R r) {
+                                           return r.k == K::Done && r.end == best.end;
+                                         }) > 1)
       return kFail;
     return best;
   }
@@ -99,12 +103,18 @@ class Matcher {
   R base(const SchemaNode* n, size_t p, int depth) {
     const uint8_t types = n ? n->types : SchemaNode::kAny;
     switch (t_[p]) {
-      case '{': return types & SchemaNode::Object ? object(n, p, depth) : kFail;
-      case '[': return types & SchemaNode::Array ? array(n, p, depth) : kFail;
-      case '"': return types & SchemaNode::String ? string(p, nullptr) : kFail;
-      case 't': return types & SchemaNode::Boolean ? literal(p, "true") : kFail;
-      case 'f': return types & SchemaNode::Boolean ? literal(p, "false") : kFail;
-      case 'n': return types & SchemaNode::Null ? literal(p, "null") : kFail;
+      case '{':
+        return types & SchemaNode::Object ? object(n, p, depth) : kFail;
+      case '[':
+        return types & SchemaNode::Array ? array(n, p, depth) : kFail;
+      case '"':
+        return types & SchemaNode::String ? string(p, nullptr) : kFail;
+      case 't':
+        return types & SchemaNode::Boolean ? literal(p, "true") : kFail;
+      case 'f':
+        return types & SchemaNode::Boolean ? literal(p, "false") : kFail;
+      case 'n':
+        return types & SchemaNode::Null ? literal(p, "null") : kFail;
       default:
         if (t_[p] != '-' && !is_digit(t_[p])) return kFail;
         if (types & SchemaNode::Number) return number(p, false);
@@ -178,16 +188,21 @@ class Matcher {
           if (i + j == t_.size()) return kEof;
           if (!is_hex(t_[i + j])) return kFail;
         }
-        if (out) out->append(t_.substr(i - 1, 6));  // names compare escaped: a model writes keys plainly
+        if (out)
+          out->append(t_.substr(i - 1, 6));  // names compare escaped: a model writes keys plainly
         i += 5;
         continue;
       } else if (c < 0x20) {
         return kFail;
       } else if (c >= 0x80) {
-        if (c >= 0xC2 && c <= 0xDF) utf8_left = 1;
-        else if (c >= 0xE0 && c <= 0xEF) utf8_left = 2;
-        else if (c >= 0xF0 && c <= 0xF4) utf8_left = 3;
-        else return kFail;
+        if (c >= 0xC2 && c <= 0xDF)
+          utf8_left = 1;
+        else if (c >= 0xE0 && c <= 0xEF)
+          utf8_left = 2;
+        else if (c >= 0xF0 && c <= 0xF4)
+          utf8_left = 3;
+        else
+          return kFail;
       }
       if (out) out->push_back(static_cast<char>(c));
       ++i;
@@ -198,7 +213,8 @@ class Matcher {
     std::vector<std::string> seen;
     auto unseen = [&](std::string_view prefix) {
       for (const auto& [name, node] : n->properties)
-        if (name.compare(0, prefix.size(), prefix) == 0 && std::find(seen.begin(), seen.end(), name) == seen.end())
+        if (name.compare(0, prefix.size(), prefix) == 0 &&
+            std::find(seen.begin(), seen.end(), name) == seen.end())
           return true;
       return false;
     };

@@ -13,7 +13,9 @@ TokenLogprob token_logprob(std::span<const float> logits, int32_t id, int n_top)
   double sum = 0;
   for (float v : logits) sum += std::exp(static_cast<double>(v) - mx);
   const double log_z = static_cast<double>(mx) + std::log(sum);
-  auto lp = [&](int32_t i) { return static_cast<float>(static_cast<double>(logits[static_cast<size_t>(i)]) - log_z); };
+  auto lp = [&](int32_t i) {
+    return static_cast<float>(static_cast<double>(logits[static_cast<size_t>(i)]) - log_z);
+  };
 
   TokenLogprob t;
   t.id = id;

@@ -11,7 +11,8 @@ using nlohmann::json;
 
 // A content field (string or blocks) as text; tool_use / tool_result blocks
 // are collected by the caller.
-std::string block_text(const json& content, const std::string& where, json* tool_calls, json* tool_results) {
+std::string block_text(const json& content, const std::string& where, json* tool_calls,
+                       json* tool_results) {
   if (content.is_string()) return content.get<std::string>();
   if (!content.is_array()) bad("'" + where + "' must be a string or an array of content blocks");
   std::string text;
@@ -20,28 +21,35 @@ std::string block_text(const json& content, const std::string& where, json* tool
       bad("'" + where + "' blocks must be objects with a string 'type'");
     const std::string type = b["type"];
     if (type == "text") {
-      if (!b.contains("text") || !b["text"].is_string()) bad("'" + where + "': a text block needs a string 'text'");
+      if (!b.contains("text") || !b["text"].is_string())
+        bad("'" + where + "': a text block needs a string 'text'");
       text += b["text"].get<std::string>();
     } else if (type == "thinking" || type == "redacted_thinking") {
       // Earlier reasoning: templates drop it from history anyway.
     } else if (type == "tool_use" && tool_calls) {
-      if (!b.contains("name") || !b["name"].is_string()) bad("'" + where + "': a tool_use block needs a string 'name'");
-      tool_calls->push_back({{"id", b.value("id", "")},
-                             {"type", "function"},
-                             {"function", {{"name", b["name"]}, {"arguments", b.value("input", json::object()).dump()}}}});
+      if (!b.contains("name") || !b["name"].is_string())
+        bad("'" + where + "': a tool_use block needs a string 'name'");
+      tool_calls->push_back(
+          {{"id", b.value("id", "")},
+           {"type", "function"},
+           {"function",
+            {{"name", b["name"]}, {"arguments", b.value("input", json::object()).dump()}}}});
     } else if (type == "tool_result" && tool_results) {
       const json c = b.value("content", json(""));
-      tool_results->push_back({{"role", "tool"},
-                               {"tool_call_id", b.value("tool_use_id", "")},
-                               {"content", block_text(c, where + ".tool_result.content", nullptr, nullptr)}});
+      tool_results->push_back(
+          {{"role", "tool"},
+           {"tool_call_id", b.value("tool_use_id", "")},
+           {"content", block_text(c, where + ".tool_result.content", nullptr, nullptr)}});
     } else {
-      bad("'" + where + "': content blocks of type \"" + type + "\" are not supported (text, tool_use, tool_result, thinking are)");
+      bad("'" + where + "': content blocks of type \"" + type +
+          "\" are not supported (text, tool_use, tool_result, thinking are)");
     }
   }
   return text;
 }
 
-std::string stop_reason(const GenerationResult& g, bool called, const MessagesInfo& info, json& stop_sequence) {
+std::string stop_reason(const GenerationResult& g, bool called, const MessagesInfo& info,
+                        json& stop_sequence) {
   stop_sequence = nullptr;
   if (called) return "tool_use";
   if (g.finish_reason == "length") return "max_tokens";
@@ -61,11 +69,15 @@ json usage(const GenerationResult& g) {
 json tool_use_block(const json& call) {
   json input = json::parse(call["function"]["arguments"].get<std::string>(), nullptr, false);
   if (input.is_discarded()) input = json::object();
-  return {{"type", "tool_use"}, {"id", "toolu_" + call["id"].get<std::string>()}, {"name", call["function"]["name"]}, {"input", input}};
+  return {{"type", "tool_use"},
+          {"id", "toolu_" + call["id"].get<std::string>()},
+          {"name", call["function"]["name"]},
+          {"input", input}};
 }
 
 runtime::ParsedOutput split(const std::string& text, const MessagesInfo& info) {
-  if (!info.forced_tool_call) return runtime::parse_output(text, info.format, info.starts_in_reasoning);
+  if (!info.forced_tool_call)
+    return runtime::parse_output(text, info.format, info.starts_in_reasoning);
   runtime::ParsedOutput p;
   p.tool_calls = forced_call_tool_calls(text);
   return p;
@@ -79,15 +91,18 @@ GenerationRequest parse_messages_request(const json& body, const GenerationDefau
   json chat = json::object();
   json messages = json::array();
   if (auto s = body.find("system"); s != body.end() && !s->is_null())
-    messages.push_back({{"role", "system"}, {"content", block_text(*s, "system", nullptr, nullptr)}});
+    messages.push_back(
+        {{"role", "system"}, {"content", block_text(*s, "system", nullptr, nullptr)}});
   auto m = body.find("messages");
   if (m == body.end() || !m->is_array() || m->empty()) bad("'messages' must be a non-empty array");
   for (size_t i = 0; i < m->size(); ++i) {
     const json& msg = (*m)[i];
     const std::string where = "messages[" + std::to_string(i) + "].content";
-    if (!msg.is_object() || !msg.contains("role") || !msg["role"].is_string()) bad("each message needs a string 'role'");
+    if (!msg.is_object() || !msg.contains("role") || !msg["role"].is_string())
+      bad("each message needs a string 'role'");
     const std::string role = msg["role"];
-    if (role != "user" && role != "assistant") bad("'messages[" + std::to_string(i) + "].role' must be \"user\" or \"assistant\"");
+    if (role != "user" && role != "assistant")
+      bad("'messages[" + std::to_string(i) + "].role' must be \"user\" or \"assistant\"");
     json calls = json::array(), results = json::array();
     const std::string text = block_text(msg.value("content", json("")), where, &calls, &results);
     for (json& r : results) messages.push_back(std::move(r));
@@ -114,11 +129,17 @@ GenerationRequest parse_messages_request(const json& body, const GenerationDefau
   }
   if (auto c = body.find("tool_choice"); c != body.end() && !c->is_null()) {
     const std::string type = c->is_object() ? c->value("type", "") : "";
-    if (type == "auto") chat["tool_choice"] = "auto";
-    else if (type == "any") chat["tool_choice"] = "required";
-    else if (type == "none") chat["tool_choice"] = "none";
-    else if (type == "tool" && c->contains("name")) chat["tool_choice"] = {{"type", "function"}, {"function", {{"name", (*c)["name"]}}}};
-    else bad("'tool_choice' must be {\"type\": \"auto\" | \"any\" | \"none\"} or {\"type\": \"tool\", \"name\": ...}");
+    if (type == "auto")
+      chat["tool_choice"] = "auto";
+    else if (type == "any")
+      chat["tool_choice"] = "required";
+    else if (type == "none")
+      chat["tool_choice"] = "none";
+    else if (type == "tool" && c->contains("name"))
+      chat["tool_choice"] = {{"type", "function"}, {"function", {{"name", (*c)["name"]}}}};
+    else
+      bad("'tool_choice' must be {\"type\": \"auto\" | \"any\" | \"none\"} or {\"type\": \"tool\", "
+          "\"name\": ...}");
   }
   for (const char* key : {"max_tokens", "temperature", "top_p", "top_k", "stream"})
     if (body.contains(key)) chat[key] = body[key];
@@ -141,9 +162,14 @@ json MessagesBuilder::whole(const GenerationResult& g) const {
   for (const json& call : p.tool_calls) content.push_back(tool_use_block(call));
   json stop_sequence;
   const std::string reason = stop_reason(g, !p.tool_calls.empty(), info_, stop_sequence);
-  return {{"id", info_.id},         {"type", "message"},         {"role", "assistant"},
-          {"model", info_.model},   {"content", content},        {"stop_reason", reason},
-          {"stop_sequence", stop_sequence}, {"usage", usage(g)}};
+  return {{"id", info_.id},
+          {"type", "message"},
+          {"role", "assistant"},
+          {"model", info_.model},
+          {"content", content},
+          {"stop_reason", reason},
+          {"stop_sequence", stop_sequence},
+          {"usage", usage(g)}};
 }
 
 std::vector<SseEvent> MessagesBuilder::stream_start(int input_tokens) const {
@@ -160,10 +186,13 @@ std::vector<SseEvent> MessagesBuilder::stream_start(int input_tokens) const {
               {"usage", {{"input_tokens", input_tokens}, {"output_tokens", 0}}}}}}}};
 }
 
-void MessagesBuilder::open_block(const std::string& type, const json& block, std::vector<SseEvent>& events) {
+void MessagesBuilder::open_block(const std::string& type, const json& block,
+                                 std::vector<SseEvent>& events) {
   close_block(events);
   open_type_ = type;
-  events.push_back({"content_block_start", {{"type", "content_block_start"}, {"index", ++index_}, {"content_block", block}}});
+  events.push_back(
+      {"content_block_start",
+       {{"type", "content_block_start"}, {"index", ++index_}, {"content_block", block}}});
 }
 
 void MessagesBuilder::close_block(std::vector<SseEvent>& events) {
@@ -174,10 +203,12 @@ void MessagesBuilder::close_block(std::vector<SseEvent>& events) {
 
 void MessagesBuilder::add(const runtime::ParsedOutput& part, std::vector<SseEvent>& events) {
   auto delta = [&](const json& d) {
-    events.push_back({"content_block_delta", {{"type", "content_block_delta"}, {"index", index_}, {"delta", d}}});
+    events.push_back({"content_block_delta",
+                      {{"type", "content_block_delta"}, {"index", index_}, {"delta", d}}});
   };
   if (!part.reasoning_content.empty()) {
-    if (open_type_ != "thinking") open_block("thinking", {{"type", "thinking"}, {"thinking", ""}}, events);
+    if (open_type_ != "thinking")
+      open_block("thinking", {{"type", "thinking"}, {"thinking", ""}}, events);
     delta({{"type", "thinking_delta"}, {"thinking", part.reasoning_content}});
   }
   if (!part.content.empty()) {

@@ -21,11 +21,10 @@
 // usage) and message_stop, each an SSE `event: NAME` + `data: JSON`.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "runtime/chat_output_stream.h"
 #include "server/engine.h"
@@ -56,7 +55,8 @@ class MessagesBuilder {
 
  private:
   void add(const runtime::ParsedOutput& part, std::vector<SseEvent>& events);
-  void open_block(const std::string& type, const nlohmann::json& block, std::vector<SseEvent>& events);
+  void open_block(const std::string& type, const nlohmann::json& block,
+                  std::vector<SseEvent>& events);
   void close_block(std::vector<SseEvent>& events);
 
   MessagesInfo info_;

@@ -11,9 +11,8 @@
 #pragma once
 
 #include <memory>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "runtime/chat_output.h"
 #include "runtime/json_schema.h"
@@ -24,7 +23,8 @@ namespace sluice::server {
 // the tool named `only` when it is not empty. Throws RequestError naming
 // 'tool_choice' (no tools, an unknown name) or the tool's 'parameters' (a
 // schema sluice cannot enforce).
-std::shared_ptr<const runtime::JsonSchema> forced_call_schema(const nlohmann::json& tools, const std::string& only);
+std::shared_ptr<const runtime::JsonSchema> forced_call_schema(const nlohmann::json& tools,
+                                                              const std::string& only);
 
 // The text that opens a call in `format`, appended to the rendered prompt.
 std::string forced_call_opener(runtime::OutputFormat format);

@@ -4,8 +4,8 @@ namespace sluice::server {
 
 using nlohmann::json;
 
-json llama_completion_body(const GenerationResult& g, const std::string& model, const std::vector<std::string>& stop,
-                           bool streamed_end) {
+json llama_completion_body(const GenerationResult& g, const std::string& model,
+                           const std::vector<std::string>& stop, bool streamed_end) {
   // Which stop string matched is not recorded: with exactly one it is that one.
   const std::string word = g.stopped_by_string && stop.size() == 1 ? stop[0] : "";
   return {{"content", streamed_end ? std::string() : g.text},
@@ -21,7 +21,9 @@ json llama_completion_body(const GenerationResult& g, const std::string& model, 
           {"truncated", false}};
 }
 
-json llama_completion_chunk(const std::string& text) { return {{"content", text}, {"stop", false}}; }
+json llama_completion_chunk(const std::string& text) {
+  return {{"content", text}, {"stop", false}};
+}
 
 json llama_props(const GenerationDefaults& d, int n_ctx, const std::string& model) {
   return {{"default_generation_settings",

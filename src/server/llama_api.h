@@ -9,9 +9,8 @@
 //     defaults), total_slots (1: requests run one at a time), model_alias.
 #pragma once
 
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "server/engine.h"
 #include "server/request.h"

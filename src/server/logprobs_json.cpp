@@ -11,7 +11,8 @@ using nlohmann::json;
 // is not valid UTF-8 alone, so its bytes are replaced (U+FFFD) there; the
 // exact bytes are in "bytes".
 std::string piece_text(const std::string& piece) {
-  return json::parse(json(piece).dump(-1, ' ', false, json::error_handler_t::replace)).get<std::string>();
+  return json::parse(json(piece).dump(-1, ' ', false, json::error_handler_t::replace))
+      .get<std::string>();
 }
 
 json entry(int32_t id, float lp, const tokenizer::Tokenizer& tok) {
@@ -35,9 +36,10 @@ json chat_logprobs(std::span<const runtime::TokenLogprob> lps, const tokenizer::
   return {{"content", std::move(content)}, {"refusal", nullptr}};
 }
 
-json completion_logprobs(std::span<const runtime::TokenLogprob> lps, const tokenizer::Tokenizer& tok,
-                         size_t first_offset) {
-  json tokens = json::array(), values = json::array(), tops = json::array(), offsets = json::array();
+json completion_logprobs(std::span<const runtime::TokenLogprob> lps,
+                         const tokenizer::Tokenizer& tok, size_t first_offset) {
+  json tokens = json::array(), values = json::array(), tops = json::array(),
+       offsets = json::array();
   size_t offset = first_offset;
   for (const runtime::TokenLogprob& t : lps) {
     const std::string piece = tok.token_to_piece(t.id, false);

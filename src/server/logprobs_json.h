@@ -9,18 +9,18 @@
 // multi-byte character.
 #pragma once
 
-#include <span>
-
 #include <nlohmann/json.hpp>
+#include <span>
 
 #include "runtime/logprobs.h"
 #include "tokenizer/tokenizer.h"
 
 namespace sluice::server {
 
-nlohmann::json chat_logprobs(std::span<const runtime::TokenLogprob> lps, const tokenizer::Tokenizer& tok);
+nlohmann::json chat_logprobs(std::span<const runtime::TokenLogprob> lps,
+                             const tokenizer::Tokenizer& tok);
 // text_offset counts bytes from `first_offset` (the text already sent).
-nlohmann::json completion_logprobs(std::span<const runtime::TokenLogprob> lps, const tokenizer::Tokenizer& tok,
-                                   size_t first_offset);
+nlohmann::json completion_logprobs(std::span<const runtime::TokenLogprob> lps,
+                                   const tokenizer::Tokenizer& tok, size_t first_offset);
 
 }  // namespace sluice::server

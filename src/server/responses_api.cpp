@@ -16,8 +16,10 @@ std::string content_text(const json& c, const std::string& where) {
   for (const json& p : c) {
     const std::string type = p.is_object() ? p.value("type", "") : "";
     if (type != "input_text" && type != "output_text" && type != "text")
-      bad("'" + where + "': content parts of type \"" + type + "\" are not supported (input_text, output_text are)");
-    if (!p.contains("text") || !p["text"].is_string()) bad("'" + where + "': a text part needs a string 'text'");
+      bad("'" + where + "': content parts of type \"" + type +
+          "\" are not supported (input_text, output_text are)");
+    if (!p.contains("text") || !p["text"].is_string())
+      bad("'" + where + "': a text part needs a string 'text'");
     text += p["text"].get<std::string>();
   }
   return text;
@@ -42,15 +44,19 @@ void add_items(const json& input, json& out) {
       out.push_back({{"role", role == "developer" ? "system" : role},
                      {"content", content_text(it.value("content", json("")), where + ".content")}});
     } else if (type == "function_call") {
-      if (!it.contains("name") || !it["name"].is_string()) bad("'" + where + "': a function_call needs a string 'name'");
-      json call = {{"id", it.value("call_id", "")},
-                   {"type", "function"},
-                   {"function", {{"name", it["name"]}, {"arguments", it.value("arguments", "{}")}}}};
+      if (!it.contains("name") || !it["name"].is_string())
+        bad("'" + where + "': a function_call needs a string 'name'");
+      json call = {
+          {"id", it.value("call_id", "")},
+          {"type", "function"},
+          {"function", {{"name", it["name"]}, {"arguments", it.value("arguments", "{}")}}}};
       // Consecutive calls belong to one assistant turn.
       if (!out.empty() && out.back()["role"] == "assistant" && out.back().contains("tool_calls")) {
         out.back()["tool_calls"].push_back(std::move(call));
       } else {
-        out.push_back({{"role", "assistant"}, {"content", ""}, {"tool_calls", json::array({std::move(call)})}});
+        out.push_back({{"role", "assistant"},
+                       {"content", ""},
+                       {"tool_calls", json::array({std::move(call)})}});
       }
     } else if (type == "function_call_output") {
       const json o = it.value("output", json(""));
@@ -60,7 +66,8 @@ void add_items(const json& input, json& out) {
     } else if (type == "reasoning") {
       // Earlier reasoning: templates drop it from history anyway.
     } else {
-      bad("'" + where + "': items of type \"" + type + "\" are not supported (message, function_call, function_call_output, reasoning are)");
+      bad("'" + where + "': items of type \"" + type +
+          "\" are not supported (message, function_call, function_call_output, reasoning are)");
     }
   }
 }
@@ -85,7 +92,8 @@ json ResponseStore::get(const std::string& id) {
   return lru_.front().second;
 }
 
-ParsedResponsesRequest parse_responses_request(const json& body, const GenerationDefaults& d, ResponseStore& store) {
+ParsedResponsesRequest parse_responses_request(const json& body, const GenerationDefaults& d,
+                                               ResponseStore& store) {
   if (!body.is_object()) bad("the request body must be a JSON object");
   ParsedResponsesRequest out;
   json conv = json::array();
@@ -93,8 +101,9 @@ ParsedResponsesRequest parse_responses_request(const json& body, const Generatio
     if (!p->is_string()) bad("'previous_response_id' must be a string");
     conv = store.get(p->get<std::string>());
     if (conv.is_null())
-      bad("'previous_response_id': no stored response \"" + p->get<std::string>() + "\" (unknown, or dropped: the last " +
-          std::to_string(ResponseStore::kCapacity) + " are kept, in memory)");
+      bad("'previous_response_id': no stored response \"" + p->get<std::string>() +
+          "\" (unknown, or dropped: the last " + std::to_string(ResponseStore::kCapacity) +
+          " are kept, in memory)");
   }
   auto in = body.find("input");
   if (in == body.end() || in->is_null()) bad("'input' is required");
@@ -112,7 +121,8 @@ ParsedResponsesRequest parse_responses_request(const json& body, const Generatio
     if (!t->is_array()) bad("'tools' must be an array");
     json tools = json::array();
     for (const json& tool : *t) {
-      if (!tool.is_object() || tool.value("type", "") != "function" || !tool.contains("name") || !tool["name"].is_string())
+      if (!tool.is_object() || tool.value("type", "") != "function" || !tool.contains("name") ||
+          !tool["name"].is_string())
         bad("'tools': only function tools ({\"type\": \"function\", \"name\", ...}) are supported");
       tools.push_back({{"type", "function"},
                        {"function",
@@ -130,9 +140,12 @@ ParsedResponsesRequest parse_responses_request(const json& body, const Generatio
   }
   if (auto f = body.find("text"); f != body.end() && f->is_object() && f->contains("format")) {
     const json& fmt = (*f)["format"];
-    if (!fmt.is_object() || !fmt.contains("type")) bad("'text.format' must be an object with a 'type'");
+    if (!fmt.is_object() || !fmt.contains("type"))
+      bad("'text.format' must be an object with a 'type'");
     json rf = {{"type", fmt["type"]}};
-    if (fmt["type"] == "json_schema") rf["json_schema"] = {{"name", fmt.value("name", "")}, {"schema", fmt.value("schema", json())}};
+    if (fmt["type"] == "json_schema")
+      rf["json_schema"] = {{"name", fmt.value("name", "")},
+                           {"schema", fmt.value("schema", json())}};
     chat["response_format"] = rf;
   }
   if (body.contains("max_output_tokens")) chat["max_tokens"] = body["max_output_tokens"];
@@ -146,7 +159,8 @@ ResponsesBuilder::ResponsesBuilder(ResponsesInfo info)
     : info_(std::move(info)), parser_(info_.format, info_.starts_in_reasoning) {}
 
 runtime::ParsedOutput ResponsesBuilder::split(const std::string& text) const {
-  if (!info_.forced_tool_call) return runtime::parse_output(text, info_.format, info_.starts_in_reasoning);
+  if (!info_.forced_tool_call)
+    return runtime::parse_output(text, info_.format, info_.starts_in_reasoning);
   runtime::ParsedOutput p;
   p.tool_calls = forced_call_tool_calls(text);
   return p;
@@ -167,16 +181,27 @@ json ResponsesBuilder::envelope(const std::string& status) const {
 
 namespace {
 json reasoning_item(const std::string& id, const std::string& text) {
-  return {{"type", "reasoning"}, {"id", id}, {"summary", json::array()},
+  return {{"type", "reasoning"},
+          {"id", id},
+          {"summary", json::array()},
           {"content", json::array({{{"type", "reasoning_text"}, {"text", text}}})}};
 }
 json message_item(const std::string& id, const std::string& text, const std::string& status) {
-  return {{"type", "message"}, {"id", id}, {"status", status}, {"role", "assistant"},
-          {"content", json::array({{{"type", "output_text"}, {"text", text}, {"annotations", json::array()}}})}};
+  return {
+      {"type", "message"},
+      {"id", id},
+      {"status", status},
+      {"role", "assistant"},
+      {"content",
+       json::array({{{"type", "output_text"}, {"text", text}, {"annotations", json::array()}}})}};
 }
 json call_item(const json& call, int n) {
-  return {{"type", "function_call"}, {"id", "fc_" + std::to_string(n)}, {"call_id", "call_" + std::to_string(n)},
-          {"name", call["function"]["name"]}, {"arguments", call["function"]["arguments"]}, {"status", "completed"}};
+  return {{"type", "function_call"},
+          {"id", "fc_" + std::to_string(n)},
+          {"call_id", "call_" + std::to_string(n)},
+          {"name", call["function"]["name"]},
+          {"arguments", call["function"]["arguments"]},
+          {"status", "completed"}};
 }
 json finish(json r, const GenerationResult& g, json output) {
   const bool cut = g.finish_reason == "length";
@@ -196,8 +221,10 @@ json ResponsesBuilder::whole(const GenerationResult& g) const {
   const runtime::ParsedOutput p = split(g.text);
   json output = json::array();
   if (!p.reasoning_content.empty()) output.push_back(reasoning_item("rs_0", p.reasoning_content));
-  if (!p.content.empty() || p.tool_calls.empty()) output.push_back(message_item("msg_0", p.content, "completed"));
-  for (size_t i = 0; i < p.tool_calls.size(); ++i) output.push_back(call_item(p.tool_calls[i], static_cast<int>(i)));
+  if (!p.content.empty() || p.tool_calls.empty())
+    output.push_back(message_item("msg_0", p.content, "completed"));
+  for (size_t i = 0; i < p.tool_calls.size(); ++i)
+    output.push_back(call_item(p.tool_calls[i], static_cast<int>(i)));
   return finish(envelope("completed"), g, std::move(output));
 }
 
@@ -234,12 +261,16 @@ void ResponsesBuilder::close_item(std::vector<SseEvent>& out) {
   const std::string id = (open_kind_ == "message" ? "msg_" : "rs_") + std::to_string(index_);
   json item;
   if (open_kind_ == "message") {
-    const json part = {{"type", "output_text"}, {"text", open_text_}, {"annotations", json::array()}};
-    event(out, "response.output_text.done", {{"item_id", id}, {"output_index", index_}, {"content_index", 0}, {"text", open_text_}});
-    event(out, "response.content_part.done", {{"item_id", id}, {"output_index", index_}, {"content_index", 0}, {"part", part}});
+    const json part = {
+        {"type", "output_text"}, {"text", open_text_}, {"annotations", json::array()}};
+    event(out, "response.output_text.done",
+          {{"item_id", id}, {"output_index", index_}, {"content_index", 0}, {"text", open_text_}});
+    event(out, "response.content_part.done",
+          {{"item_id", id}, {"output_index", index_}, {"content_index", 0}, {"part", part}});
     item = message_item(id, open_text_, "completed");
   } else {
-    event(out, "response.reasoning_text.done", {{"item_id", id}, {"output_index", index_}, {"content_index", 0}, {"text", open_text_}});
+    event(out, "response.reasoning_text.done",
+          {{"item_id", id}, {"output_index", index_}, {"content_index", 0}, {"text", open_text_}});
     item = reasoning_item(id, open_text_);
   }
   event(out, "response.output_item.done", {{"output_index", index_}, {"item", item}});
@@ -256,12 +287,16 @@ void ResponsesBuilder::add(const runtime::ParsedOutput& part, std::vector<SseEve
       ++index_;
       const std::string id = (kind == "message" ? "msg_" : "rs_") + std::to_string(index_);
       if (kind == "message") {
-        event(out, "response.output_item.added", {{"output_index", index_}, {"item", message_item(id, "", "in_progress")}});
+        event(out, "response.output_item.added",
+              {{"output_index", index_}, {"item", message_item(id, "", "in_progress")}});
         event(out, "response.content_part.added",
-              {{"item_id", id}, {"output_index", index_}, {"content_index", 0},
+              {{"item_id", id},
+               {"output_index", index_},
+               {"content_index", 0},
                {"part", {{"type", "output_text"}, {"text", ""}, {"annotations", json::array()}}}});
       } else {
-        event(out, "response.output_item.added", {{"output_index", index_}, {"item", reasoning_item(id, "")}});
+        event(out, "response.output_item.added",
+              {{"output_index", index_}, {"item", reasoning_item(id, "")}});
       }
     }
     open_text_ += delta;
@@ -280,8 +315,10 @@ void ResponsesBuilder::add(const runtime::ParsedOutput& part, std::vector<SseEve
     added["arguments"] = "";
     added["status"] = "in_progress";
     event(out, "response.output_item.added", {{"output_index", index_}, {"item", added}});
-    event(out, "response.function_call_arguments.delta", {{"item_id", id}, {"output_index", index_}, {"delta", item["arguments"]}});
-    event(out, "response.function_call_arguments.done", {{"item_id", id}, {"output_index", index_}, {"arguments", item["arguments"]}});
+    event(out, "response.function_call_arguments.delta",
+          {{"item_id", id}, {"output_index", index_}, {"delta", item["arguments"]}});
+    event(out, "response.function_call_arguments.done",
+          {{"item_id", id}, {"output_index", index_}, {"arguments", item["arguments"]}});
     event(out, "response.output_item.done", {{"output_index", index_}, {"item", item}});
     items_.push_back(std::move(item));
   }
@@ -308,7 +345,8 @@ std::vector<SseEvent> ResponsesBuilder::stream_end(const GenerationResult& g) {
   }
   close_item(out);
   const json r = finish(envelope("completed"), g, items_);
-  event(out, r["status"] == "completed" ? "response.completed" : "response.incomplete", {{"response", r}});
+  event(out, r["status"] == "completed" ? "response.completed" : "response.incomplete",
+        {{"response", r}});
   return out;
 }
 

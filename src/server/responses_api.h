@@ -30,11 +30,10 @@
 
 #include <list>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <unordered_map>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "runtime/chat_output_stream.h"
 #include "server/anthropic.h"  // SseEvent
@@ -54,7 +53,8 @@ class ResponseStore {
  private:
   std::mutex mu_;
   std::list<std::pair<std::string, nlohmann::json>> lru_;  // most recent first
-  std::unordered_map<std::string, std::list<std::pair<std::string, nlohmann::json>>::iterator> index_;
+  std::unordered_map<std::string, std::list<std::pair<std::string, nlohmann::json>>::iterator>
+      index_;
 };
 
 struct ParsedResponsesRequest {
@@ -62,8 +62,8 @@ struct ParsedResponsesRequest {
   nlohmann::json conversation;  // the messages without instructions (stored with the answer)
 };
 
-ParsedResponsesRequest parse_responses_request(const nlohmann::json& body, const GenerationDefaults& d,
-                                               ResponseStore& store);
+ParsedResponsesRequest parse_responses_request(const nlohmann::json& body,
+                                               const GenerationDefaults& d, ResponseStore& store);
 
 struct ResponsesInfo {
   std::string id;  // "resp_N"
@@ -96,9 +96,9 @@ class ResponsesBuilder {
   runtime::OutputParser parser_;
   std::string forced_text_;
   int seq_ = 0;
-  int index_ = -1;          // the last opened output item
-  std::string open_kind_;   // "reasoning", "message" or "" (none open)
-  std::string open_text_;   // the open item's text so far
+  int index_ = -1;                                  // the last opened output item
+  std::string open_kind_;                           // "reasoning", "message" or "" (none open)
+  std::string open_text_;                           // the open item's text so far
   nlohmann::json items_ = nlohmann::json::array();  // closed items
   int n_calls_ = 0;
 };

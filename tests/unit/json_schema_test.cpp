@@ -1,14 +1,15 @@
 // runtime/json_schema*: the compiler refuses what it cannot enforce, and the
 // prefix checker accepts exactly the prefixes of documents a schema accepts
 // (checked against an independent validator written here with nlohmann).
+#include "runtime/json_schema.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
-
 #include "json_schema_validator.h"
-#include "runtime/json_schema.h"
 #include "runtime/json_schema_prefix.h"
 #include "util/error.h"
 
@@ -29,15 +30,20 @@ std::string compile_error(const json& schema) {
 }
 
 TEST(JsonSchemaCompile, UnsupportedKeywordsAndBadRefsAreNamed) {
-  EXPECT_EQ(compile_error({{"type", "object"}, {"properties", {{"a", {{"type", "string"}, {"pattern", "x"}}}}}}),
-            "json_schema at /properties/a/pattern: the keyword \"pattern\" is not supported (supported: type, enum, "
-            "const, properties, required, additionalProperties, items, minItems, maxItems, anyOf, oneOf, $ref, $defs)");
+  EXPECT_EQ(compile_error({{"type", "object"},
+                           {"properties", {{"a", {{"type", "string"}, {"pattern", "x"}}}}}}),
+            "json_schema at /properties/a/pattern: the keyword \"pattern\" is not supported "
+            "(supported: type, enum, "
+            "const, properties, required, additionalProperties, items, minItems, maxItems, anyOf, "
+            "oneOf, $ref, $defs)");
   EXPECT_EQ(compile_error({{"$ref", "#/$defs/missing"}}),
             "json_schema at /$ref: \"#/$defs/missing\" points at nothing in the schema");
-  EXPECT_EQ(compile_error({{"$ref", "http://x/y"}}),
-            "json_schema at /$ref: only local references (\"#...\") are supported, got \"http://x/y\"");
+  EXPECT_EQ(
+      compile_error({{"$ref", "http://x/y"}}),
+      "json_schema at /$ref: only local references (\"#...\") are supported, got \"http://x/y\"");
   EXPECT_EQ(compile_error({{"type", "strin"}}), "json_schema at /type: unknown type \"strin\"");
-  EXPECT_EQ(compile_error({{"minItems", 3}, {"maxItems", 2}}), "json_schema: minItems is greater than maxItems");
+  EXPECT_EQ(compile_error({{"minItems", 3}, {"maxItems", 2}}),
+            "json_schema: minItems is greater than maxItems");
   EXPECT_EQ(compile_error(json::array()), "json_schema: a schema must be an object or a boolean");
   EXPECT_EQ(compile_error({{"title", "t"}, {"description", "d"}, {"type", "null"}}), "(no error)");
 }
@@ -46,7 +52,8 @@ TEST(JsonSchemaCompile, UnsupportedKeywordsAndBadRefsAreNamed) {
 void expect_accepted(const json& schema, const std::string& text) {
   auto s = JsonSchema::compile(schema);
   for (size_t i = 0; i <= text.size(); ++i)
-    EXPECT_TRUE(SchemaPrefix::is_prefix(*s, text.substr(0, i))) << schema.dump() << " at " << i << ": " << text;
+    EXPECT_TRUE(SchemaPrefix::is_prefix(*s, text.substr(0, i)))
+        << schema.dump() << " at " << i << ": " << text;
   EXPECT_TRUE(SchemaPrefix::accepts(*s, text)) << schema.dump() << ": " << text;
   EXPECT_TRUE(test::validates(schema, json::parse(text))) << text;  // the reference agrees
 }
@@ -62,11 +69,16 @@ const json kPerson = {
     {"properties",
      {{"name", {{"type", "string"}}},
       {"age", {{"type", "integer"}}},
-      {"tags", {{"type", "array"}, {"items", {{"enum", {"a", "b"}}}}, {"minItems", 1}, {"maxItems", 2}}},
+      {"tags",
+       {{"type", "array"}, {"items", {{"enum", {"a", "b"}}}}, {"minItems", 1}, {"maxItems", 2}}},
       {"pet", {{"anyOf", {{{"type", "null"}}, {{"$ref", "#/$defs/pet"}}}}}}}},
     {"required", {"name", "age"}},
     {"additionalProperties", false},
-    {"$defs", {{"pet", {{"type", "object"}, {"properties", {{"kind", {{"const", "cat"}}}}}, {"required", {"kind"}}}}}}};
+    {"$defs",
+     {{"pet",
+       {{"type", "object"},
+        {"properties", {{"kind", {{"const", "cat"}}}}},
+        {"required", {"kind"}}}}}}};
 
 TEST(JsonSchemaPrefix, AcceptsDocumentsAndAllTheirPrefixes) {
   expect_accepted(kPerson, R"({"name": "Ann", "age": 31})");
@@ -79,20 +91,21 @@ TEST(JsonSchemaPrefix, AcceptsDocumentsAndAllTheirPrefixes) {
 }
 
 TEST(JsonSchemaPrefix, RefusesWhatTheSchemaForbids) {
-  expect_refused_prefix(kPerson, R"({"nam3)");                    // no allowed key starts so
-  expect_refused_prefix(kPerson, R"({"name":"a","name")");        // duplicate key
-  expect_refused_prefix(kPerson, R"({"name":1)");                 // wrong type
-  expect_refused_prefix(kPerson, R"({"name":"a"})");              // 'age' is required
-  expect_refused_prefix(kPerson, R"({"name":"a","age":1.5)");     // integer
-  expect_refused_prefix(kPerson, R"({"name":"a","age":1,"tags":[])");          // minItems 1
+  expect_refused_prefix(kPerson, R"({"nam3)");                         // no allowed key starts so
+  expect_refused_prefix(kPerson, R"({"name":"a","name")");             // duplicate key
+  expect_refused_prefix(kPerson, R"({"name":1)");                      // wrong type
+  expect_refused_prefix(kPerson, R"({"name":"a"})");                   // 'age' is required
+  expect_refused_prefix(kPerson, R"({"name":"a","age":1.5)");          // integer
+  expect_refused_prefix(kPerson, R"({"name":"a","age":1,"tags":[])");  // minItems 1
   expect_refused_prefix(kPerson, R"({"name":"a","age":1,"tags":["a","b",)");    // maxItems 2
   expect_refused_prefix(kPerson, R"({"name":"a","age":1,"tags":["c)");          // enum
   expect_refused_prefix(kPerson, R"({"name":"a","age":1,"pet":{"kind":"dog)");  // $ref's const
   expect_refused_prefix(kPerson, R"({"name":"a","age":1,"pet":{}})");           // $ref's required
   expect_refused_prefix(kPerson, R"({"name":"a","age":1,"pet":null,"tags":["a"],)");  // no key left
-  expect_refused_prefix({{"type", "string"}}, "\"a\x01");          // control byte
-  expect_refused_prefix({{"type", "string"}}, "\"\xC3(");          // broken UTF-8
-  expect_refused_prefix({{"oneOf", {{{"type", "number"}}, {{"type", "integer"}}}}}, "7 ");  // both match
+  expect_refused_prefix({{"type", "string"}}, "\"a\x01");  // control byte
+  expect_refused_prefix({{"type", "string"}}, "\"\xC3(");  // broken UTF-8
+  expect_refused_prefix({{"oneOf", {{{"type", "number"}}, {{"type", "integer"}}}}},
+                        "7 ");  // both match
   expect_refused_prefix(false, "1");
   // Whitespace runs are capped when asked.
   auto s = JsonSchema::compile(kPerson);

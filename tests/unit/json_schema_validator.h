@@ -7,7 +7,8 @@
 
 namespace sluice::test {
 
-inline bool validates_at(const nlohmann::json& root, const nlohmann::json& s, const nlohmann::json& v, int depth = 0) {
+inline bool validates_at(const nlohmann::json& root, const nlohmann::json& s,
+                         const nlohmann::json& v, int depth = 0) {
   using nlohmann::json;
   if (depth > 64) return false;
   if (s.is_boolean()) return s.get<bool>();
@@ -71,6 +72,8 @@ inline bool validates_at(const nlohmann::json& root, const nlohmann::json& s, co
   return true;
 }
 
-inline bool validates(const nlohmann::json& schema, const nlohmann::json& v) { return validates_at(schema, schema, v); }
+inline bool validates(const nlohmann::json& schema, const nlohmann::json& v) {
+  return validates_at(schema, schema, v);
+}
 
 }  // namespace sluice::test

@@ -3,11 +3,11 @@
 // /props, and /v1/embeddings' 501; each checked against /v1/completions of
 // the same prompt (the injected renderer joins the messages' contents, so a
 // chat prompt is a known text) over the bundled stories model.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include "json_schema_validator.h"
 #include "serve_test_support.h"
@@ -35,7 +35,8 @@ struct ApisLive : ::testing::Test {
     live = nullptr;
   }
   // POST with the key as x-api-key (Anthropic's header) or Bearer.
-  static std::pair<int, std::string> post(const std::string& path, const json& body, bool x_api_key = false) {
+  static std::pair<int, std::string> post(const std::string& path, const json& body,
+                                          bool x_api_key = false) {
     httplib::Client c = live->client(x_api_key ? "" : "k");
     httplib::Headers h;
     if (x_api_key) h.emplace("x-api-key", "k");
@@ -70,10 +71,11 @@ test::LiveServer* ApisLive::live = nullptr;
 
 TEST_F(ApisLive, AnthropicMessagesWholeAndStreamed) {
   const std::string expected = completion_text("Once upon a time", 12);
-  const json body = {{"model", "stories"},
-                     {"system", "Once upon "},
-                     {"messages", {{{"role", "user"}, {"content", {{{"type", "text"}, {"text", "a time"}}}}}}},
-                     {"max_tokens", 12}};
+  const json body = {
+      {"model", "stories"},
+      {"system", "Once upon "},
+      {"messages", {{{"role", "user"}, {"content", {{{"type", "text"}, {"text", "a time"}}}}}}},
+      {"max_tokens", 12}};
   auto [st, b] = post("/v1/messages", body, true);
   ASSERT_EQ(st, 200) << b;
   const json j = json::parse(b);
@@ -120,13 +122,14 @@ TEST_F(ApisLive, AnthropicMessagesWholeAndStreamed) {
 }
 
 TEST_F(ApisLive, AnthropicToolUseIsForcedWithToolChoiceAny) {
-  const json tools = {{{"name", "add"},
-                       {"description", "adds"},
-                       {"input_schema",
-                        {{"type", "object"},
-                         {"properties", {{"a", {{"type", "integer"}}}, {"b", {{"type", "integer"}}}}},
-                         {"required", {"a", "b"}},
-                         {"additionalProperties", false}}}}};
+  const json tools = {
+      {{"name", "add"},
+       {"description", "adds"},
+       {"input_schema",
+        {{"type", "object"},
+         {"properties", {{"a", {{"type", "integer"}}}, {"b", {{"type", "integer"}}}}},
+         {"required", {"a", "b"}},
+         {"additionalProperties", false}}}}};
   const json body = {{"messages", {{{"role", "user"}, {"content", "Lily had"}}}},
                      {"tools", tools},
                      {"tool_choice", {{"type", "any"}}},
@@ -150,7 +153,8 @@ TEST_F(ApisLive, AnthropicToolUseIsForcedWithToolChoiceAny) {
 
 TEST_F(ApisLive, ResponsesWholeStreamedAndChained) {
   const std::string expected = completion_text("Once upon a time", 10);
-  const json body = {{"input", "a time"}, {"instructions", "Once upon "}, {"max_output_tokens", 10}};
+  const json body = {
+      {"input", "a time"}, {"instructions", "Once upon "}, {"max_output_tokens", 10}};
   auto [st, b] = post("/v1/responses", body);
   ASSERT_EQ(st, 200) << b;
   const json j = json::parse(b);
@@ -172,22 +176,26 @@ TEST_F(ApisLive, ResponsesWholeStreamedAndChained) {
   for (size_t i = 0; i < ev.size(); ++i) {
     EXPECT_EQ(ev[i].second["type"], ev[i].first);
     EXPECT_EQ(ev[i].second["sequence_number"], i);
-    if (ev[i].first == "response.output_text.delta") text += ev[i].second["delta"].get<std::string>();
+    if (ev[i].first == "response.output_text.delta")
+      text += ev[i].second["delta"].get<std::string>();
   }
   EXPECT_EQ(text, expected);
   EXPECT_EQ(ev.back().first, "response.incomplete");
   EXPECT_EQ(ev.back().second["response"]["output"][0]["content"][0]["text"], expected);
 
   // Chained: the stored conversation ("a time" + answer) comes before the new input.
-  const json second = {{"input", " The end"}, {"previous_response_id", j["id"]}, {"max_output_tokens", 5}};
+  const json second = {
+      {"input", " The end"}, {"previous_response_id", j["id"]}, {"max_output_tokens", 5}};
   auto [st3, b3] = post("/v1/responses", second);
   ASSERT_EQ(st3, 200) << b3;
-  EXPECT_EQ(json::parse(b3)["output"][0]["content"][0]["text"], completion_text("a time" + expected + " The end", 5));
+  EXPECT_EQ(json::parse(b3)["output"][0]["content"][0]["text"],
+            completion_text("a time" + expected + " The end", 5));
   EXPECT_EQ(json::parse(b3)["previous_response_id"], j["id"]);
   auto [st4, b4] = post("/v1/responses", {{"input", "x"}, {"previous_response_id", "resp_nope"}});
   EXPECT_EQ(st4, 400);
   EXPECT_EQ(json::parse(b4)["error"]["message"],
-            "'previous_response_id': no stored response \"resp_nope\" (unknown, or dropped: the last 256 are kept, in memory)");
+            "'previous_response_id': no stored response \"resp_nope\" (unknown, or dropped: the "
+            "last 256 are kept, in memory)");
 }
 
 TEST_F(ApisLive, ResponsesJsonSchemaAndForcedFunctionCall) {
@@ -195,21 +203,28 @@ TEST_F(ApisLive, ResponsesJsonSchemaAndForcedFunctionCall) {
                        {"properties", {{"ok", {{"type", "boolean"}}}}},
                        {"required", {"ok"}},
                        {"additionalProperties", false}};
-  auto [st, b] = post("/v1/responses", {{"input", "JSON:"},
-                                        {"max_output_tokens", 256},
-                                        {"text", {{"format", {{"type", "json_schema"}, {"name", "x"}, {"schema", schema}}}}}});
+  auto [st, b] =
+      post("/v1/responses",
+           {{"input", "JSON:"},
+            {"max_output_tokens", 256},
+            {"text", {{"format", {{"type", "json_schema"}, {"name", "x"}, {"schema", schema}}}}}});
   ASSERT_EQ(st, 200) << b;
-  const json out = json::parse(json::parse(b)["output"][0]["content"][0]["text"].get<std::string>());
+  const json out =
+      json::parse(json::parse(b)["output"][0]["content"][0]["text"].get<std::string>());
   EXPECT_TRUE(test::validates(schema, out)) << b;
 
   const json tools = {{{"type", "function"}, {"name", "add"}, {"parameters", schema}}};
-  auto [st2, b2] = post("/v1/responses", {{"input", "Lily"}, {"tools", tools}, {"tool_choice", "required"}, {"max_output_tokens", 256}});
+  auto [st2, b2] = post("/v1/responses", {{"input", "Lily"},
+                                          {"tools", tools},
+                                          {"tool_choice", "required"},
+                                          {"max_output_tokens", 256}});
   ASSERT_EQ(st2, 200) << b2;
   const json j2 = json::parse(b2);
   ASSERT_EQ(j2["output"].size(), 1u);
   EXPECT_EQ(j2["output"][0]["type"], "function_call");
   EXPECT_EQ(j2["output"][0]["name"], "add");
-  EXPECT_TRUE(test::validates(schema, json::parse(j2["output"][0]["arguments"].get<std::string>())));
+  EXPECT_TRUE(
+      test::validates(schema, json::parse(j2["output"][0]["arguments"].get<std::string>())));
 }
 
 TEST_F(ApisLive, LlamaServerCompletionPropsAndEmbeddings) {
@@ -221,7 +236,8 @@ TEST_F(ApisLive, LlamaServerCompletionPropsAndEmbeddings) {
   EXPECT_EQ(j["stop"], true);
   EXPECT_EQ(j["tokens_predicted"], 8);
   EXPECT_EQ(j["stopped_limit"], true);
-  auto [st2, b2] = post("/completion", {{"prompt", "Once upon a time"}, {"n_predict", 8}, {"stream", true}});
+  auto [st2, b2] =
+      post("/completion", {{"prompt", "Once upon a time"}, {"n_predict", 8}, {"stream", true}});
   std::string text;
   json last;
   size_t pos = 0;
@@ -236,10 +252,12 @@ TEST_F(ApisLive, LlamaServerCompletionPropsAndEmbeddings) {
   EXPECT_EQ(last["stop"], true);
   auto p = live->client("k").Get("/props");
   ASSERT_TRUE(p);
-  EXPECT_EQ(json::parse(p->body)["default_generation_settings"]["n_ctx"], live->session->model().n_ctx());
+  EXPECT_EQ(json::parse(p->body)["default_generation_settings"]["n_ctx"],
+            live->session->model().n_ctx());
   auto [st3, b3] = post("/v1/embeddings", {{"input", "x"}});
   EXPECT_EQ(st3, 501);
-  EXPECT_EQ(json::parse(b3)["error"]["message"], "embeddings are not implemented: sluice serves generation only");
+  EXPECT_EQ(json::parse(b3)["error"]["message"],
+            "embeddings are not implemented: sluice serves generation only");
 }
 
 // tests/serve/apis_clients.mjs with the latest `openai` and
@@ -247,14 +265,17 @@ TEST_F(ApisLive, LlamaServerCompletionPropsAndEmbeddings) {
 TEST_F(ApisLive, OfficialNodeClientsDriveEveryEndpoint) {
   const std::string dir = std::string(SLUICE_SOURCE_DIR) + "/tests/serve";
   int rc = 0;
-  test::run_cmd("cd '" + dir + "' && node -e \"Promise.all([import('openai'), import('@anthropic-ai/sdk')])"
-                ".then(()=>process.exit(0),()=>process.exit(1))\" 2>/dev/null",
+  test::run_cmd("cd '" + dir +
+                    "' && node -e \"Promise.all([import('openai'), import('@anthropic-ai/sdk')])"
+                    ".then(()=>process.exit(0),()=>process.exit(1))\" 2>/dev/null",
                 &rc);
   if (rc != 0)
     GTEST_SKIP() << "node or the openai / @anthropic-ai/sdk npm packages are missing "
                     "(cd tests/serve && npm install openai @anthropic-ai/sdk)";
-  const std::string out = test::run_cmd(
-      "cd '" + dir + "' && timeout 300 node apis_clients.mjs http://127.0.0.1:" + std::to_string(live->port) + " k 2>&1", &rc);
+  const std::string out =
+      test::run_cmd("cd '" + dir + "' && timeout 300 node apis_clients.mjs http://127.0.0.1:" +
+                        std::to_string(live->port) + " k 2>&1",
+                    &rc);
   EXPECT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("APIS_CLIENTS_OK"), std::string::npos) << out;
 }

@@ -2,12 +2,12 @@
 // sampled answers of the bundled stories model, streamed or not, parse and
 // validate against their schema (tests/unit/json_schema_validator.h); a
 // schema with a keyword sluice cannot enforce is a 400 naming it.
+#include <gtest/gtest.h>
+
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include "json_schema_validator.h"
 #include "runtime/json_schema.h"
@@ -45,18 +45,22 @@ const std::vector<json>& schemas() {
        {"required", {"name", "age"}},
        {"additionalProperties", false}},
       {{"type", "object"},
-       {"properties", {{"color", {{"enum", {"red", "green", "blue"}}}}, {"ok", {{"type", "boolean"}}}}},
+       {"properties",
+        {{"color", {{"enum", {"red", "green", "blue"}}}}, {"ok", {{"type", "boolean"}}}}},
        {"required", {"color", "ok"}},
        {"additionalProperties", false}},
       {{"type", "array"}, {"items", {{"type", "integer"}}}, {"minItems", 2}, {"maxItems", 4}},
       {{"type", "object"},
-       {"properties", {{"x", {{"type", "number"}}}, {"unit", {{"const", "cm"}}}, {"note", {{"type", "null"}}}}},
+       {"properties",
+        {{"x", {{"type", "number"}}}, {"unit", {{"const", "cm"}}}, {"note", {{"type", "null"}}}}},
        {"required", {"x", "unit", "note"}},
        {"additionalProperties", false}},
-      {{"$defs", {{"point", {{"type", "object"},
-                             {"properties", {{"x", {{"type", "integer"}}}, {"y", {{"type", "integer"}}}}},
-                             {"required", {"x", "y"}},
-                             {"additionalProperties", false}}}}},
+      {{"$defs",
+        {{"point",
+          {{"type", "object"},
+           {"properties", {{"x", {{"type", "integer"}}}, {"y", {{"type", "integer"}}}}},
+           {"required", {"x", "y"}},
+           {"additionalProperties", false}}}}},
        {"type", "object"},
        {"properties",
         {{"at", {{"anyOf", {{{"$ref", "#/$defs/point"}}, {{"type", "null"}}}}}},
@@ -99,11 +103,14 @@ TEST_F(JsonSchemaLive, GreedyAndSampledAnswersValidateStreamedOrNot) {
   for (size_t si = 0; si < schemas().size(); ++si) {
     const json& schema = schemas()[si];
     const auto compiled = runtime::JsonSchema::compile(schema);
-    for (const json& sampling : {json{{"temperature", 0}}, json{{"temperature", 1.0}, {"seed", 3}},
-                                 json{{"temperature", 1.0}, {"seed", 9}, {"top_k", 0}, {"top_p", 1.0}, {"min_p", 0}}}) {
-      json body = {{"prompt", "Tom wrote the answer as JSON:"},
-                   {"max_tokens", kMax},
-                   {"response_format", {{"type", "json_schema"}, {"json_schema", {{"name", "t"}, {"schema", schema}}}}}};
+    for (const json& sampling :
+         {json{{"temperature", 0}}, json{{"temperature", 1.0}, {"seed", 3}},
+          json{{"temperature", 1.0}, {"seed", 9}, {"top_k", 0}, {"top_p", 1.0}, {"min_p", 0}}}) {
+      json body = {
+          {"prompt", "Tom wrote the answer as JSON:"},
+          {"max_tokens", kMax},
+          {"response_format",
+           {{"type", "json_schema"}, {"json_schema", {{"name", "t"}, {"schema", schema}}}}}};
       body.update(sampling);
       const json j = post(body);
       const std::string text = j["choices"][0]["text"];
@@ -119,28 +126,34 @@ TEST_F(JsonSchemaLive, GreedyAndSampledAnswersValidateStreamedOrNot) {
         // Cut by max_tokens: still a prefix of an accepted document.
         EXPECT_EQ(finish, "length") << text;
         EXPECT_EQ(j["usage"]["completion_tokens"], kMax);
-        EXPECT_TRUE(runtime::SchemaPrefix::is_prefix(*compiled, text)) << "schema " << si << ": " << text;
+        EXPECT_TRUE(runtime::SchemaPrefix::is_prefix(*compiled, text))
+            << "schema " << si << ": " << text;
       }
-      if (sampling["temperature"] == 0) std::cout << "[ json_schema " << si << " ] " << json(text).dump() << " " << j["usage"].dump() << "\n";
+      if (sampling["temperature"] == 0)
+        std::cout << "[ json_schema " << si << " ] " << json(text).dump() << " "
+                  << j["usage"].dump() << "\n";
       EXPECT_EQ(streamed_text(body), text);
     }
   }
-  std::cout << "[ json_schema ] " << whole << " of " << total << " answers were whole documents within " << kMax
-            << " tokens\n";
+  std::cout << "[ json_schema ] " << whole << " of " << total
+            << " answers were whole documents within " << kMax << " tokens\n";
   EXPECT_GE(whole, total / 2);  // the constraint closes documents, not only keeps prefixes
 }
 
 TEST_F(JsonSchemaLive, AnUnsupportedKeywordIsA400NamingIt) {
-  const json body = {{"prompt", "x"},
-                     {"response_format",
-                      {{"type", "json_schema"},
-                       {"json_schema", {{"name", "t"}, {"schema", {{"type", "string"}, {"format", "date"}}}}}}}};
+  const json body = {
+      {"prompt", "x"},
+      {"response_format",
+       {{"type", "json_schema"},
+        {"json_schema", {{"name", "t"}, {"schema", {{"type", "string"}, {"format", "date"}}}}}}}};
   auto r = live->client().Post("/v1/completions", body.dump(), "application/json");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 400);
   EXPECT_EQ(json::parse(r->body)["error"]["message"],
-            "'response_format.json_schema.schema': json_schema at /format: the keyword \"format\" is not supported "
-            "(supported: type, enum, const, properties, required, additionalProperties, items, minItems, maxItems, "
+            "'response_format.json_schema.schema': json_schema at /format: the keyword \"format\" "
+            "is not supported "
+            "(supported: type, enum, const, properties, required, additionalProperties, items, "
+            "minItems, maxItems, "
             "anyOf, oneOf, $ref, $defs)");
 }
 
@@ -169,8 +182,10 @@ json tool_params(const std::string& name) {
 }
 
 TEST_F(JsonSchemaLive, ForcedToolCallsAreValidCallsStreamedOrNot) {
-  for (const json& choice : {json("required"), json{{"type", "function"}, {"function", {{"name", "add"}}}}}) {
-    for (const json& sampling : {json{{"temperature", 0}}, json{{"temperature", 1.0}, {"seed", 4}}}) {
+  for (const json& choice :
+       {json("required"), json{{"type", "function"}, {"function", {{"name", "add"}}}}}) {
+    for (const json& sampling :
+         {json{{"temperature", 0}}, json{{"temperature", 1.0}, {"seed", 4}}}) {
       json body = {{"messages", {{{"role", "user"}, {"content", "Once upon a time, Lily"}}}},
                    {"tools", kTools},
                    {"tool_choice", choice},
@@ -184,10 +199,13 @@ TEST_F(JsonSchemaLive, ForcedToolCallsAreValidCallsStreamedOrNot) {
       ASSERT_EQ(c["finish_reason"], "tool_calls") << r->body;
       ASSERT_EQ(c["message"]["tool_calls"].size(), 1u);
       const json& fn = c["message"]["tool_calls"][0]["function"];
-      if (choice.is_object()) EXPECT_EQ(fn["name"], "add");
+      if (choice.is_object()) {
+        EXPECT_EQ(fn["name"], "add");
+      }
       const json params = tool_params(fn["name"]);
       ASSERT_FALSE(params.is_null()) << fn.dump();
-      EXPECT_TRUE(test::validates(params, json::parse(fn["arguments"].get<std::string>()))) << fn.dump();
+      EXPECT_TRUE(test::validates(params, json::parse(fn["arguments"].get<std::string>())))
+          << fn.dump();
       // Streamed: the same call, in one delta.
       body["stream"] = true;
       auto s = live->client().Post("/v1/chat/completions", body.dump(), "application/json");
@@ -216,15 +234,20 @@ TEST_F(JsonSchemaLive, ForcedToolCallsAreValidCallsStreamedOrNot) {
 TEST_F(JsonSchemaLive, ForcedToolCallRefusals) {
   auto status_and_message = [&](const json& body) {
     auto r = live->client().Post("/v1/chat/completions", body.dump(), "application/json");
-    return r ? std::to_string(r->status) + " " + json::parse(r->body)["error"]["message"].get<std::string>() : "";
+    return r ? std::to_string(r->status) + " " +
+                   json::parse(r->body)["error"]["message"].get<std::string>()
+             : "";
   };
   const json msgs = {{{"role", "user"}, {"content", "x"}}};
   json bad_tools = kTools;
   bad_tools[1]["function"]["parameters"]["properties"]["a"]["minimum"] = 0;
-  EXPECT_EQ(status_and_message({{"messages", msgs}, {"tools", bad_tools}, {"tool_choice", "required"}}),
-            "400 'tools'[1].function.parameters: json_schema at /properties/a/minimum: the keyword \"minimum\" is not "
-            "supported (supported: type, enum, const, properties, required, additionalProperties, items, minItems, "
-            "maxItems, anyOf, oneOf, $ref, $defs)");
+  EXPECT_EQ(
+      status_and_message({{"messages", msgs}, {"tools", bad_tools}, {"tool_choice", "required"}}),
+      "400 'tools'[1].function.parameters: json_schema at /properties/a/minimum: the keyword "
+      "\"minimum\" is not "
+      "supported (supported: type, enum, const, properties, required, additionalProperties, items, "
+      "minItems, "
+      "maxItems, anyOf, oneOf, $ref, $defs)");
   EXPECT_EQ(status_and_message({{"messages", msgs},
                                 {"tools", kTools},
                                 {"tool_choice", "required"},

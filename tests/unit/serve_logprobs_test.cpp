@@ -2,17 +2,17 @@
 // log-softmax of the model's logits for the sampled tokens, checked against
 // Session::eval_all on the same tokens (what `sluice logits` writes), within
 // 1e-5; streamed responses carry the same entries as whole ones.
+#include <gtest/gtest.h>
+
 #include <cmath>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
-
 #include "runtime/logprobs.h"
+#include "serve_test_support.h"
 #include "server/engine.h"
 #include "server/request.h"
-#include "serve_test_support.h"
 
 namespace sluice {
 namespace {
@@ -82,7 +82,10 @@ TEST(ServeLogprobsRequest, FieldsParseAndBadOnesNameTheField) {
   EXPECT_EQ(server::parse_completion_request({{"prompt", "a"}, {"n_probs", 2}}, d).logprobs, 2);
   const json msgs = {{{"role", "user"}, {"content", "hi"}}};
   EXPECT_EQ(server::parse_chat_request({{"messages", msgs}, {"logprobs", true}}, d).logprobs, 0);
-  EXPECT_EQ(server::parse_chat_request({{"messages", msgs}, {"logprobs", true}, {"top_logprobs", 20}}, d).logprobs, 20);
+  EXPECT_EQ(
+      server::parse_chat_request({{"messages", msgs}, {"logprobs", true}, {"top_logprobs", 20}}, d)
+          .logprobs,
+      20);
   EXPECT_EQ(server::parse_chat_request({{"messages", msgs}, {"logprobs", false}}, d).logprobs, -1);
   auto error = [&](const json& body, bool chat) -> std::string {
     try {
@@ -94,8 +97,10 @@ TEST(ServeLogprobsRequest, FieldsParseAndBadOnesNameTheField) {
   };
   EXPECT_EQ(error({{"prompt", "a"}, {"logprobs", 21}}, false), "'logprobs' must be 0..20");
   EXPECT_EQ(error({{"prompt", "a"}, {"logprobs", -1}}, false), "'logprobs' must be 0..20");
-  EXPECT_EQ(error({{"messages", msgs}, {"top_logprobs", 2}}, true), "'top_logprobs' needs 'logprobs': true");
-  EXPECT_EQ(error({{"messages", msgs}, {"logprobs", true}, {"top_logprobs", 21}}, true), "'top_logprobs' must be 0..20");
+  EXPECT_EQ(error({{"messages", msgs}, {"top_logprobs", 2}}, true),
+            "'top_logprobs' needs 'logprobs': true");
+  EXPECT_EQ(error({{"messages", msgs}, {"logprobs", true}, {"top_logprobs", 21}}, true),
+            "'top_logprobs' must be 0..20");
   EXPECT_EQ(error({{"messages", msgs}, {"logprobs", 2}}, true),
             "'logprobs' must be a boolean (chat; the count goes in 'top_logprobs')");
 }
@@ -120,11 +125,13 @@ TEST_F(LogprobsFixture, ValuesMatchTheLogitsOfTheSameTokens) {
   for (const json& sampling : {json{{"temperature", 0}}, json{{"temperature", 1.0}, {"seed", 5}}}) {
     json body = {{"prompt", "Once upon a time"}, {"max_tokens", 10}, {"logprobs", 4}};
     body.update(sampling);
-    const server::GenerationRequest r = server::parse_completion_request(body, server::GenerationDefaults{});
+    const server::GenerationRequest r =
+        server::parse_completion_request(body, server::GenerationDefaults{});
     const std::vector<int32_t> prompt = engine.tokenize_prompt(r);
     int streamed = 0;
     const server::GenerationResult g = engine.generate(
-        r, prompt, [](const std::string&) { return true; }, [&](const runtime::TokenLogprob&) { ++streamed; });
+        r, prompt, [](const std::string&) { return true; },
+        [&](const runtime::TokenLogprob&) { ++streamed; });
     ASSERT_EQ(g.logprobs.size(), 10u);
     EXPECT_EQ(streamed, 10);
 
@@ -139,7 +146,8 @@ TEST_F(LogprobsFixture, ValuesMatchTheLogitsOfTheSameTokens) {
     ref.eval_all(all, logits.data());
     for (size_t i = 0; i < g.logprobs.size(); ++i) {
       const size_t row_i = prompt.size() - 1 + i;
-      const std::vector<float> row(logits.begin() + row_i * n_vocab, logits.begin() + (row_i + 1) * n_vocab);
+      const std::vector<float> row(logits.begin() + row_i * n_vocab,
+                                   logits.begin() + (row_i + 1) * n_vocab);
       const runtime::TokenLogprob& t = g.logprobs[i];
       EXPECT_NEAR(t.logprob, reference_logprob(row, t.id), 1e-5) << "token " << i;
       ASSERT_EQ(t.top.size(), 4u);
@@ -181,7 +189,9 @@ TEST_F(LogprobsFixture, CompletionShapeStreamedOrNot) {
   EXPECT_EQ(values, lp["token_logprobs"]);
   EXPECT_EQ(offsets, lp["text_offset"]);
   // Not asked for: null.
-  EXPECT_TRUE(post("/v1/completions", {{"prompt", "Once"}, {"max_tokens", 2}})["choices"][0]["logprobs"].is_null());
+  EXPECT_TRUE(
+      post("/v1/completions", {{"prompt", "Once"}, {"max_tokens", 2}})["choices"][0]["logprobs"]
+          .is_null());
 }
 
 TEST_F(LogprobsFixture, ChatShapeStreamedOrNot) {
