@@ -19,6 +19,8 @@
 // content_block_start / content_block_delta (text_delta, thinking_delta,
 // input_json_delta) / content_block_stop, then message_delta (stop_reason,
 // usage) and message_stop, each an SSE `event: NAME` + `data: JSON`.
+// A bad request is a 400 in Anthropic's error shape ({"type": "error",
+// "error": {"type": "invalid_request_error", "message"}}; server.cpp).
 #pragma once
 
 #include <nlohmann/json.hpp>

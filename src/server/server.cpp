@@ -252,7 +252,13 @@ void Server::Impl::routes() {
   }
   post("/v1/messages", [this](const json& body, httplib::Response& res) {
     if (!engine.has_chat_renderer()) return send_error(res, 501, "this build has no chat-template renderer");
-    handle_messages(body, res);
+    // Anthropic's error shape for the client's mistakes: {"type": "error", "error": {type, message}}.
+    try {
+      handle_messages(body, res);
+    } catch (const RequestError& e) {
+      res.status = 400;
+      send_json(res, {{"type", "error"}, {"error", {{"type", "invalid_request_error"}, {"message", e.what()}}}});
+    }
   });
   // Registered last: a POST to any other path is answered without reading its
   // body (cpp-httplib would read it, without a bound, before its 404).

@@ -116,7 +116,8 @@ TEST_F(ApisLive, AnthropicMessagesWholeAndStreamed) {
   no_max.erase("max_tokens");
   auto [st4, b4] = post("/v1/messages", no_max, true);
   EXPECT_EQ(st4, 400);
-  EXPECT_EQ(json::parse(b4)["error"]["message"], "'max_tokens' is required");
+  EXPECT_EQ(json::parse(b4), json::parse(R"({"type": "error", "error": {"type": "invalid_request_error",
+                                                   "message": "'max_tokens' is required"}})"));
   auto [st5, b5] = post("/v1/messages", body, false);  // Bearer works too
   EXPECT_EQ(st5, 200);
 }
