@@ -1,10 +1,12 @@
 // `logprobs` on /v1/completions and /v1/chat/completions: the values are the
 // log-softmax of the model's logits for the sampled tokens, checked against
-// Session::eval_all on the same tokens (what `sluice logits` writes), within
-// 1e-5; streamed responses carry the same entries as whole ones.
+// the `sluice logits` binary on the same tokens, within 1e-5; streamed responses carry the same
+// entries as whole ones.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -13,6 +15,7 @@
 #include "serve_test_support.h"
 #include "server/engine.h"
 #include "server/request.h"
+#include "test_support.h"
 
 namespace sluice {
 namespace {
@@ -135,15 +138,26 @@ TEST_F(LogprobsFixture, ValuesMatchTheLogitsOfTheSameTokens) {
     ASSERT_EQ(g.logprobs.size(), 10u);
     EXPECT_EQ(streamed, 10);
 
-    model::ModelConfig mc;
-    mc.odirect = false;
-    runtime::Session ref = runtime::Session::open(test::model_path(), mc);
+    // The reference: `sluice logits` on prompt + generated tokens (the last
+    // token's row is the one before it).
     std::vector<int32_t> all = prompt;
     for (const runtime::TokenLogprob& t : g.logprobs) all.push_back(t.id);
-    all.pop_back();  // the last token's row is the one before it
+    all.pop_back();
+    std::string list;
+    for (int32_t id : all) list += (list.empty() ? "" : ",") + std::to_string(id);
+    const std::string out = ::testing::TempDir() + "/serve_logprobs.f32";
+    int rc = 0;
+    const std::string log =
+        test::run_cmd(std::string(SLUICE_BINARY) + " logits -m '" + test::model_path() +
+                          "' --tokens " + list + " -o '" + out + "' 2>&1",
+                      &rc);
+    ASSERT_EQ(rc, 0) << log;
     const size_t n_vocab = static_cast<size_t>(engine.tokenizer().n_vocab());
     std::vector<float> logits(all.size() * n_vocab);
-    ref.eval_all(all, logits.data());
+    std::ifstream f(out, std::ios::binary);
+    ASSERT_TRUE(f.read(reinterpret_cast<char*>(logits.data()),
+                       static_cast<std::streamsize>(logits.size() * 4)));
+    std::remove(out.c_str());
     for (size_t i = 0; i < g.logprobs.size(); ++i) {
       const size_t row_i = prompt.size() - 1 + i;
       const std::vector<float> row(logits.begin() + row_i * n_vocab,
