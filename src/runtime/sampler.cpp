@@ -24,8 +24,9 @@ double TokenDist::prob(int32_t id) const {
 }
 
 int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> history) {
-  if (allowed_) return sample_constrained(logits, history);
-  return draw(distribution(logits, history));
+  const int32_t id = allowed_ ? sample_constrained(logits, history) : draw(distribution(logits, history));
+  if (observe_ && id >= 0) observe_(logits, id);
+  return id;
 }
 
 int32_t Sampler::sample_constrained(std::span<const float> logits, std::span<const int32_t> history) {

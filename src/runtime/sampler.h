@@ -60,6 +60,13 @@ class Sampler {
   // Session::generate samples a constrained sampler token by token.
   void set_constraint(std::function<bool(int32_t)> allowed) { allowed_ = std::move(allowed); }
   bool constrained() const { return static_cast<bool>(allowed_); }
+  // observe(logits, id): called by sample() with the row it drew from and the
+  // token it returned (not for -1), e.g. to report log-probabilities. Like a
+  // constraint it makes Session::generate sample token by token (the
+  // speculative path never calls sample()). An empty function removes it.
+  void set_observer(std::function<void(std::span<const float>, int32_t)> observe) { observe_ = std::move(observe); }
+  // Whether Session::generate must call sample() for every token.
+  bool token_by_token() const { return allowed_ || observe_; }
   static constexpr int kMaxRejections = 64;
   // The distribution sample() draws from, and the draw itself (sample() is
   // draw(distribution(...)); a greedy draw uses no randomness).
@@ -81,6 +88,7 @@ class Sampler {
   std::vector<float> work_;
   std::vector<int32_t> ids_;
   std::function<bool(int32_t)> allowed_;
+  std::function<void(std::span<const float>, int32_t)> observe_;
 
   int32_t sample_constrained(std::span<const float> logits, std::span<const int32_t> history);
 };

@@ -137,9 +137,9 @@ void Session::prefill_for_generate(std::span<const int32_t> prompt, GenerationSt
 
 GenerationStats Session::generate(std::span<const int32_t> prompt, int n_predict, Sampler& sampler,
                                   const std::function<bool(int32_t)>& on_token, std::span<const int32_t> stop_ids) {
-  // A constrained sampler is asked token by token (the speculative path
-  // draws from distributions the constraint does not see).
-  if (mtp_.depth > 0 && !sampler.constrained()) return generate_mtp(prompt, n_predict, sampler, on_token, stop_ids);
+  // A constrained or observed sampler is asked token by token (the
+  // speculative path draws from distributions the constraint does not see).
+  if (mtp_.depth > 0 && !sampler.token_by_token()) return generate_mtp(prompt, n_predict, sampler, on_token, stop_ids);
   GenerationStats st;
   const auto t_start = std::chrono::steady_clock::now();
   prefill_for_generate(prompt, st);

@@ -91,7 +91,7 @@ class Session {
   // (GenerationStats::context_full; the last token stays pending). A prompt
   // that does not fit is an Error. A constrained sampler that allows no
   // token (sample() -1) ends generation there, with nothing reported. With
-  // --mtp, a constrained sampler generates without drafts.
+  // --mtp, a constrained or observed sampler generates without drafts.
   GenerationStats generate(std::span<const int32_t> prompt, int n_predict, Sampler& sampler,
                            const std::function<bool(int32_t)>& on_token, std::span<const int32_t> stop_ids = {});
 

@@ -30,7 +30,7 @@ std::vector<int32_t> Engine::tokenize_prompt(const GenerationRequest& r, std::st
     ids = tok_.encode(*r.prompt_text, true, false);
   } else {
     if (!renderer_) throw Error("chat request without a chat-template renderer");
-    const std::string text = renderer_(r.messages, r.tools, true);
+    const std::string text = renderer_(r.messages, r.tools, true) + r.assistant_prefix;
     // Templates usually write the BOS text themselves: parse specials, and
     // drop the second BOS when the tokenizer also adds one.
     ids = tok_.encode(text, true, true);
@@ -53,21 +53,25 @@ std::shared_ptr<Job> Engine::submit(const GenerationRequest& r, const std::vecto
 }
 
 GenerationResult Engine::wait(const std::shared_ptr<Job>& job,
-                              const std::function<bool(const std::string&)>& on_text) {
+                              const std::function<bool(const std::string&)>& on_text,
+                              const std::function<void(const runtime::TokenLogprob&)>& on_logprob) {
   bool gone = false;  // on_text said the client went away: the scheduler drops the request at its next step
   std::unique_lock lk(job->mu);
   for (;;) {
     job->cv.wait(lk, [&] { return job->done || !job->chunks.empty(); });
-    std::vector<std::string> chunks = std::move(job->chunks);
+    std::vector<Emitted> chunks = std::move(job->chunks);
     job->chunks.clear();
     const bool done = job->done;
     lk.unlock();
-    for (const std::string& c : chunks)
-      if (!gone && !on_text(c)) {
+    for (const Emitted& c : chunks) {
+      if (gone) break;
+      if (c.logprob && on_logprob) on_logprob(*c.logprob);
+      if (!c.text.empty() && !on_text(c.text)) {
         gone = true;
         job->cancelled = true;
         sched_.wake();
       }
+    }
     lk.lock();
     if (done && job->chunks.empty()) break;
   }
@@ -78,8 +82,9 @@ GenerationResult Engine::wait(const std::shared_ptr<Job>& job,
 }
 
 GenerationResult Engine::generate(const GenerationRequest& r, const std::vector<int32_t>& prompt,
-                                  const std::function<bool(const std::string&)>& on_text) {
-  return wait(submit(r, prompt), on_text);
+                                  const std::function<bool(const std::string&)>& on_text,
+                                  const std::function<void(const runtime::TokenLogprob&)>& on_logprob) {
+  return wait(submit(r, prompt), on_text, on_logprob);
 }
 
 EngineMetrics Engine::metrics() const {

@@ -55,7 +55,8 @@ class Engine {
   // Queues the request (QueueFullError when the queue is full); then
   // wait() hands its text on and returns its result. generate() is both.
   std::shared_ptr<Job> submit(const GenerationRequest& r, const std::vector<int32_t>& prompt);
-  GenerationResult wait(const std::shared_ptr<Job>& job, const std::function<bool(const std::string&)>& on_text);
+  GenerationResult wait(const std::shared_ptr<Job>& job, const std::function<bool(const std::string&)>& on_text,
+                        const std::function<void(const runtime::TokenLogprob&)>& on_logprob = {});
 
   // Waits for a slot, then generates (batched with the other requests). on_text gets each chunk of emitted
   // text (see TextStream) and returns false when the client is gone, which
@@ -68,8 +69,17 @@ class Engine {
   // generation stops ("stop") as soon as it is. When no token can continue
   // the object, generation ends there: finish_reason "stop" and a notice.
   // Stop strings still cut the text where they match.
+  //
+  // r.json_schema (response_format json_schema, a forced tool call): the
+  // same, with "a prefix of a document the schema accepts"
+  // (grammar/json_schema_prefix.h) for "a prefix of one JSON object".
+  //
+  // r.logprobs >= 0: each token's log-probability (runtime/logprobs.h) goes
+  // to on_logprob (optional) before the text it adds reaches on_text, and
+  // into the result.
   GenerationResult generate(const GenerationRequest& r, const std::vector<int32_t>& prompt,
-                            const std::function<bool(const std::string&)>& on_text);
+                            const std::function<bool(const std::string&)>& on_text,
+                            const std::function<void(const runtime::TokenLogprob&)>& on_logprob = {});
 
   EngineMetrics metrics() const;
 

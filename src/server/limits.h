@@ -36,7 +36,8 @@ inline constexpr size_t kMaxHeaderLineBytes = 8192;
 // ---- JSON bodies -------------------------------------------------------------
 
 // Nesting of the whole body ({"a": [1]} is 2 deep); it also bounds
-// response_format's schema, which is not interpreted. Deeper bodies are
+// response_format's schema (whose own size limits are in
+// grammar/json_schema.h: kMaxNodes, kMaxChoiceBytes). Deeper bodies are
 // refused while parsing, so nothing recursive ever sees one.
 inline constexpr int kMaxJsonDepth = 64;
 

@@ -3,7 +3,10 @@
 #include <cmath>
 #include <limits>
 
+#include "runtime/logprobs.h"
 #include "server/errors.h"
+#include "server/forced_tool.h"
+#include "util/error.h"
 #include "util/json_text.h"
 
 namespace sluice::server {
@@ -33,6 +36,15 @@ int64_t integer_field(const json& v, const char* key) {
     if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9e15) return static_cast<int64_t>(d);
   }
   bad(std::string("'") + key + "' must be an integer");
+}
+
+// A request's schema compiled; a schema sluice cannot enforce is the client's 400.
+std::shared_ptr<const grammar::JsonSchema> compile_schema(const json& schema, const std::string& field) {
+  try {
+    return grammar::JsonSchema::compile(schema);
+  } catch (const Error& e) {
+    bad("'" + field + "': " + e.what());
+  }
 }
 
 // The fields completions and chat share.
@@ -107,14 +119,63 @@ void parse_common(const json& body, const GenerationDefaults& d, GenerationReque
     if (!it->is_object() || type == it->end() || !type->is_string())
       bad("'response_format' must be an object with a string 'type' (\"text\", \"json_object\" or \"json_schema\")");
     const std::string t = type->get<std::string>();
-    // json_schema is served as json_object: the output is one valid JSON
-    // object, but the schema itself is not enforced (documented in the README).
-    if (t == "json_object" || t == "json_schema") {
+    if (t == "json_object") {
       r.json_object = true;
+    } else if (t == "json_schema") {
+      r.json_object = true;  // without a schema: any one object
+      auto js = it->find("json_schema");
+      if (js != it->end() && !js->is_null()) {
+        if (!js->is_object()) bad("'response_format.json_schema' must be an object with a 'schema'");
+        if (auto sc = js->find("schema"); sc != js->end() && !sc->is_null()) r.json_schema = compile_schema(*sc, "response_format.json_schema.schema");
+      }
     } else if (t != "text") {
       bad("'response_format': unknown type \"" + t + "\" (expected \"text\", \"json_object\" or \"json_schema\")");
     }
   }
+}
+
+// A top-logprobs count in 0..kMaxTopLogprobs.
+int top_count(const json& v, const char* key) {
+  const int64_t n = integer_field(v, key);
+  if (n < 0 || n > runtime::kMaxTopLogprobs)
+    bad(std::string("'") + key + "' must be 0.." + std::to_string(runtime::kMaxTopLogprobs));
+  return static_cast<int>(n);
+}
+
+// Chat: logprobs (boolean) and top_logprobs (needs logprobs true, as OpenAI).
+void parse_chat_logprobs(const json& body, GenerationRequest& r) {
+  bool on = false;
+  if (auto it = body.find("logprobs"); it != body.end() && !it->is_null()) {
+    if (!it->is_boolean()) bad("'logprobs' must be a boolean (chat; the count goes in 'top_logprobs')");
+    on = it->get<bool>();
+  }
+  int top = 0;
+  if (auto it = body.find("top_logprobs"); it != body.end() && !it->is_null()) {
+    top = top_count(*it, "top_logprobs");
+    if (!on) bad("'top_logprobs' needs 'logprobs': true");
+  }
+  r.logprobs = on ? top : -1;
+}
+
+// Completions: logprobs (a count; false/null: off) or llama-server's n_probs.
+void parse_completion_logprobs(const json& body, GenerationRequest& r) {
+  for (const char* key : {"logprobs", "n_probs"}) {
+    auto it = body.find(key);
+    if (it == body.end() || it->is_null()) continue;
+    if (it->is_boolean()) {
+      r.logprobs = it->get<bool>() ? 0 : -1;
+      continue;
+    }
+    const int n = top_count(*it, key);
+    // llama-server's n_probs 0 means none; OpenAI's logprobs 0 means the sampled token only.
+    r.logprobs = (n == 0 && std::string(key) == "n_probs") ? -1 : n;
+  }
+}
+
+void force_call(GenerationRequest& r, const std::string& name) {
+  if (r.json_object || r.json_schema) bad("'tool_choice' that forces a call cannot be combined with 'response_format'");
+  r.json_schema = forced_call_schema(r.tools, name);
+  r.force_tool_call = true;
 }
 
 // tool_choice (see parse_chat_request's contract).
@@ -128,11 +189,19 @@ void parse_tool_choice(const json& body, GenerationRequest& r) {
       r.tools = nullptr;
       return;
     }
-    if (c == "required") bad("'tool_choice': \"required\" is not supported (sluice cannot force a tool call; use \"auto\")");
+    if (c == "required") {
+      force_call(r, "");
+      return;
+    }
     bad("'tool_choice' must be \"auto\", \"none\" or \"required\" (got \"" + c + "\")");
   }
-  if (it->is_object() && it->value("type", json()) == "function")
-    bad("'tool_choice': naming a function is not supported (sluice cannot force a tool call; use \"auto\")");
+  if (it->is_object() && it->value("type", json()) == "function") {
+    auto fn = it->find("function");
+    if (fn == it->end() || !fn->is_object() || !fn->contains("name") || !(*fn)["name"].is_string())
+      bad("'tool_choice': {\"type\": \"function\"} needs 'function': {\"name\": ...}");
+    force_call(r, (*fn)["name"].get<std::string>());
+    return;
+  }
   bad("'tool_choice' must be \"auto\", \"none\", \"required\" or {\"type\": \"function\", ...}");
 }
 
@@ -182,6 +251,7 @@ GenerationRequest parse_completion_request(const json& body, const GenerationDef
     bad("'prompt' must be a string or a non-empty array of token ids");
   }
   parse_common(body, d, r);
+  parse_completion_logprobs(body, r);
   return r;
 }
 
@@ -213,8 +283,9 @@ GenerationRequest parse_chat_request(const json& body, const GenerationDefaults&
     }
     r.tools = *t;
   }
-  parse_tool_choice(body, r);
   parse_common(body, d, r);
+  parse_tool_choice(body, r);
+  parse_chat_logprobs(body, r);
   return r;
 }
 

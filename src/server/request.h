@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -17,6 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "grammar/json_schema.h"
 #include "runtime/sampler.h"
 #include "server/limits.h"
 
@@ -48,9 +50,22 @@ struct GenerationRequest {
   bool random_seed = false;  // seed -1: draw one per request
   std::vector<std::string> stop;  // stop strings (each non-empty)
   bool stream = false;
-  // response_format {"type": "json_object"} (or "json_schema", whose schema
-  // is not enforced: the output is constrained to one JSON object only).
+  // response_format {"type": "json_object"}: the output is one JSON object
+  // (also json_schema without a schema).
   bool json_object = false;
+  // response_format {"type": "json_schema", "json_schema": {"schema": ...}}:
+  // the output is one JSON document the compiled schema accepts (enforced
+  // token by token; grammar/json_schema_prefix.h). Takes precedence over json_object.
+  std::shared_ptr<const grammar::JsonSchema> json_schema;
+  // tool_choice "required" or a named function (server/forced_tool.h): the
+  // answer is one call, json_schema holds its schema, and assistant_prefix
+  // (set by the server: the output format's call opener) ends the prompt.
+  bool force_tool_call = false;
+  std::string assistant_prefix;
+  // Log-probabilities of the sampled tokens with this many top alternatives
+  // (0..runtime::kMaxTopLogprobs); -1: not asked for. Chat: `logprobs: true`
+  // and `top_logprobs`; completions: `logprobs: N` (or llama-server's `n_probs`).
+  int logprobs = -1;
 };
 
 // A request body as JSON. Throws RequestError when it is not JSON, or nests
@@ -64,9 +79,11 @@ GenerationRequest parse_completion_request(const nlohmann::json& body, const Gen
 // POST /v1/chat/completions: messages (non-empty array of objects with a
 // string role, at most kMaxMessages) plus the common fields; tools if present
 // must be an array of at most kMaxTools, each at most kMaxToolJsonBytes.
-// tool_choice: "auto" (default) or "none" (the tools are dropped before the
-// template sees them; the answer is still split for calls as with "auto"); "required" and a named function are refused (sluice
-// cannot force a call), anything else is a 400 naming 'tool_choice'.
+// tool_choice: "auto" (default), "none" (the tools are dropped before the
+// template sees them; the answer is still split for calls as with "auto"),
+// "required" or {"type": "function", "function": {"name"}} (a forced call,
+// force_tool_call; not combinable with response_format), anything else is a
+// 400 naming 'tool_choice'.
 GenerationRequest parse_chat_request(const nlohmann::json& body, const GenerationDefaults& d);
 
 }  // namespace sluice::server

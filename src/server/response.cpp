@@ -1,5 +1,8 @@
 #include "server/response.h"
 
+#include "server/forced_tool.h"
+#include "server/logprobs_json.h"
+
 namespace sluice::server {
 namespace {
 
@@ -34,14 +37,23 @@ json ResponseBuilder::whole(const GenerationResult& g) const {
   if (info_.chat) {
     // Reasoning and tool calls in the model's own output format become the
     // OpenAI fields; anything that does not parse stays content.
-    const chat_output::ParsedOutput p = chat_output::parse_output(g.text, info_.format, info_.starts_in_reasoning);
+    chat_output::ParsedOutput p;
+    if (info_.forced_tool_call) {
+      p.tool_calls = forced_call_tool_calls(g.text);
+    } else {
+      p = chat_output::parse_output(g.text, info_.format, info_.starts_in_reasoning);
+    }
     json message = {{"role", "assistant"}, {"content", p.content}};
     if (!p.reasoning_content.empty()) message["reasoning_content"] = p.reasoning_content;
     if (!p.tool_calls.empty()) message["tool_calls"] = p.tool_calls;
-    choice = {{"index", 0}, {"message", std::move(message)}, {"finish_reason", finish_reason(g, !p.tool_calls.empty())}};
+    choice = {{"index", 0},
+              {"message", std::move(message)},
+              {"logprobs", nullptr},
+              {"finish_reason", finish_reason(g, !p.tool_calls.empty())}};
   } else {
     choice = text_choice(g.text, g.finish_reason);
   }
+  if (info_.logprobs) choice["logprobs"] = logprobs_json(g.logprobs, 0);
   json body = {{"id", info_.id},
                {"object", info_.chat ? "chat.completion" : "text_completion"},
                {"created", info_.created},
@@ -75,10 +87,28 @@ std::vector<json> ResponseBuilder::stream_start() const {
   return {chunk(delta_choice({{"role", "assistant"}, {"content", ""}}, nullptr))};
 }
 
-std::vector<json> ResponseBuilder::stream_text(const std::string& text) {
-  if (!info_.chat) return {chunk(text_choice(text, nullptr))};
+json ResponseBuilder::logprobs_json(std::span<const runtime::TokenLogprob> lps, size_t first_offset) const {
+  return info_.chat ? chat_logprobs(lps, *info_.tok) : completion_logprobs(lps, *info_.tok, first_offset);
+}
+
+void ResponseBuilder::attach_logprobs(std::vector<json>& events) {
+  if (!info_.logprobs || events.empty() || pending_lps_.empty()) return;
+  events[0]["choices"][0]["logprobs"] = logprobs_json(pending_lps_, lp_offset_);
+  for (const runtime::TokenLogprob& t : pending_lps_) lp_offset_ += info_.tok->token_to_piece(t.id, false).size();
+  pending_lps_.clear();
+}
+
+std::vector<json> ResponseBuilder::stream_text(const std::string& text, std::span<const runtime::TokenLogprob> lps) {
+  pending_lps_.insert(pending_lps_.end(), lps.begin(), lps.end());
   std::vector<json> events;
-  add_deltas(parser_.push(text), events);
+  if (!info_.chat) {
+    events.push_back(chunk(text_choice(text, nullptr)));
+  } else if (info_.forced_tool_call) {
+    forced_text_ += text;
+  } else {
+    add_deltas(parser_.push(text), events);
+  }
+  attach_logprobs(events);
   return events;
 }
 
@@ -86,7 +116,13 @@ std::vector<json> ResponseBuilder::stream_end(const GenerationResult& g) {
   std::vector<json> events;
   json last;
   if (info_.chat) {
-    add_deltas(parser_.finish(), events);
+    if (info_.forced_tool_call) {
+      chat_output::ParsedOutput p;
+      p.tool_calls = forced_call_tool_calls(forced_text_);
+      add_deltas(p, events);
+    } else {
+      add_deltas(parser_.finish(), events);
+    }
     last = chunk(delta_choice(json::object(), finish_reason(g, n_calls_ > 0)));
   } else {
     last = chunk(text_choice("", g.finish_reason));
@@ -94,6 +130,7 @@ std::vector<json> ResponseBuilder::stream_end(const GenerationResult& g) {
   last["usage"] = usage(g);
   if (!g.notice.empty()) last["notice"] = g.notice;
   events.push_back(std::move(last));
+  attach_logprobs(events);
   return events;
 }
 

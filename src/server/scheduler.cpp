@@ -4,6 +4,7 @@
 #include <random>
 
 #include "grammar/json_prefix.h"
+#include "grammar/json_schema_prefix.h"
 #include "runtime/sampler.h"
 #include "runtime/text_stream.h"
 #include "util/error.h"
@@ -13,6 +14,9 @@ namespace {
 // JSON whitespace runs are capped as llama.cpp's JSON grammar caps them: a
 // model may not pad forever.
 constexpr size_t kJsonMaxBlankRun = 20;
+// A schema's document: one newline and an indent per run at most (small
+// models otherwise fill every gap with blank lines up to the cap).
+constexpr size_t kSchemaMaxBlankRun = 8;
 
 size_t common_prefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
   const size_t n = std::min(a.size(), b.size());
@@ -33,6 +37,8 @@ struct Scheduler::Slot {
   std::unique_ptr<runtime::Sampler> sampler;
   std::unique_ptr<runtime::TextStream> stream;
   std::unique_ptr<grammar::JsonPrefix> json;  // the JSON text so far (req.json_object)
+  std::unique_ptr<grammar::SchemaPrefix> schema;  // the same against req.json_schema
+  runtime::TokenLogprob last_lp;                  // of the token the sampler just returned (req.logprobs >= 0)
   std::vector<int32_t> history;               // prompt + sampled: the repetition penalty's view
   std::vector<float> logits;
   bool eog = false, json_done = false;
@@ -176,7 +182,19 @@ void Scheduler::start(int s, std::shared_ptr<Job> job) {
   sl.sampler = std::make_unique<runtime::Sampler>(sc);
   sl.stream = std::make_unique<runtime::TextStream>(r.stop);
   sl.json = std::make_unique<grammar::JsonPrefix>(kJsonMaxBlankRun);
-  if (r.json_object) {
+  sl.schema.reset();
+  if (r.json_schema) {
+    sl.schema = std::make_unique<grammar::SchemaPrefix>(r.json_schema, kSchemaMaxBlankRun);
+    grammar::SchemaPrefix* schema = sl.schema.get();
+    sl.sampler->set_constraint([this, schema](int32_t id) {
+      if (tok_.is_eog(id)) return schema->complete();
+      if (tok_.is_control(id)) return false;
+      const std::string piece = tok_.token_to_piece(id, false);
+      if (piece.empty()) return false;  // no progress: could repeat forever
+      grammar::SchemaPrefix next = *schema;
+      return next.push(piece);
+    });
+  } else if (r.json_object) {
     grammar::JsonPrefix* json = sl.json.get();
     sl.sampler->set_constraint([this, json](int32_t id) {
       if (tok_.is_eog(id)) return json->complete();
@@ -185,6 +203,13 @@ void Scheduler::start(int s, std::shared_ptr<Job> job) {
       if (piece.empty()) return false;  // no progress: could repeat forever
       grammar::JsonPrefix next = *json;
       return next.push(piece);
+    });
+  }
+  if (r.logprobs >= 0) {
+    Slot* slot = &sl;
+    const int top = r.logprobs;
+    sl.sampler->set_observer([slot, top](std::span<const float> logits, int32_t id) {
+      slot->last_lp = runtime::token_logprob(logits, id, top);
     });
   }
   sl.history = prompt;
@@ -258,9 +283,8 @@ void Scheduler::next_token(int s) {
   GenerationResult& res = job.result;
   const int32_t id = sl.sampler->sample(sl.logits, sl.history);
   if (id < 0) {  // a constraint allows no token
-    res.notice =
-        "response_format: no token of the vocabulary continues the JSON object; generation ended "
-        "early";
+    res.notice = std::string("response_format: no token of the vocabulary continues the JSON ") +
+                 (job.req.json_schema ? "the schema asks for" : "object") + "; generation ended early";
     return finish(s, "stop");
   }
   sl.history.push_back(id);
@@ -270,12 +294,20 @@ void Scheduler::next_token(int s) {
     return finish(s, "stop");
   }
   const std::string piece = tok_.token_to_piece(id, false);
-  if (job.req.json_object) sl.json_done = sl.json->push(piece) && sl.json->complete();
+  if (sl.schema)
+    sl.json_done = sl.schema->push(piece) && sl.schema->complete();
+  else if (job.req.json_object)
+    sl.json_done = sl.json->push(piece) && sl.json->complete();
   const std::string out = sl.stream->push(piece);
-  if (!out.empty()) {
+  Emitted e{out, std::nullopt};
+  if (job.req.logprobs >= 0) {
+    res.logprobs.push_back(sl.last_lp);
+    e.logprob = std::move(sl.last_lp);
+  }
+  if (!out.empty() || e.logprob) {
     res.text += out;
     std::lock_guard jl(job.mu);
-    job.chunks.push_back(out);
+    job.chunks.push_back(std::move(e));
     job.cv.notify_all();
   }
   if (sl.stream->stopped() || sl.json_done) return finish(s, "stop");
@@ -291,12 +323,13 @@ void Scheduler::finish(int s, const char* reason) {
   Job& job = *sl.job;
   GenerationResult& res = job.result;
   res.finish_reason = job.cancelled ? "cancelled" : reason;
+  res.stopped_by_string = !job.cancelled && sl.stream->stopped();
   if (!job.cancelled && !sl.stream->stopped()) {
     const std::string rest = sl.stream->finish();
     if (!rest.empty()) {
       res.text += rest;
       std::lock_guard jl(job.mu);
-      job.chunks.push_back(rest);
+      job.chunks.push_back(Emitted{rest, std::nullopt});
     }
   }
   model_.slot_checkpoint(s);  // the end of a turn

@@ -24,11 +24,13 @@
 #include <exception>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "runtime/logprobs.h"
 #include "runtime/session.h"
 #include "server/request.h"
 #include "tokenizer/tokenizer.h"
@@ -45,6 +47,17 @@ struct GenerationResult {
   // Why generation ended early in a way finish_reason cannot say ("" when
   // it did not): a JSON-constrained request that no token could continue.
   std::string notice;
+  // r.logprobs >= 0: one entry per sampled token other than end-of-generation
+  // (a token cut by a stop string included), in order.
+  std::vector<runtime::TokenLogprob> logprobs;
+  bool stopped_by_string = false;  // finish_reason "stop" because a stop string matched
+};
+
+// What a step hands the waiting thread: a token's log-probability (when the
+// request asked for them) and the text it made safe to emit (may be empty).
+struct Emitted {
+  std::string text;
+  std::optional<runtime::TokenLogprob> logprob;
 };
 
 // More requests than the slots and the queue hold: the server's 429.
@@ -60,7 +73,7 @@ struct Job {
   std::vector<int32_t> prompt;  // tokenized, checked by Engine::tokenize_prompt
   std::mutex mu;
   std::condition_variable cv;
-  std::vector<std::string> chunks;  // emitted text not yet handed on (guarded by mu)
+  std::vector<Emitted> chunks;      // emitted, not yet handed on (guarded by mu)
   bool done = false;                // guarded by mu; then result / error are final
   GenerationResult result;
   std::exception_ptr error;            // an engine error ended it

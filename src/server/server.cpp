@@ -12,12 +12,16 @@
 #include <functional>
 #include <stdexcept>
 
+#include "server/anthropic.h"
 #include "server/api_key.h"
 #include "server/errors.h"
+#include "server/forced_tool.h"
 #include "server/http_server.h"
 #include "server/limits.h"
+#include "server/llama_api.h"
 #include "server/metrics.h"
 #include "server/response.h"
+#include "server/responses_api.h"
 #include "util/error.h"
 #include "util/json_text.h"
 
@@ -71,6 +75,15 @@ std::string read_body(httplib::Response& res, const httplib::ContentReader& read
   throw RequestError("the request body could not be read (cut short, malformed chunks, or a bad gzip/br stream)");
 }
 
+// Named SSE events (Anthropic Messages, OpenAI Responses): false when the client is gone.
+bool write_events(httplib::DataSink& sink, const std::vector<SseEvent>& events) {
+  for (const auto& [name, data] : events) {
+    const std::string s = "event: " + name + "\ndata: " + json_text(data) + "\n\n";
+    if (!sink.write(s.data(), s.size())) return false;
+  }
+  return true;
+}
+
 int64_t now_s() { return static_cast<int64_t>(std::time(nullptr)); }
 
 // Debian's cpp-httplib 0.11 is a compiled library that listens with a
@@ -104,6 +117,7 @@ struct Server::Impl {
   Engine engine;
   HttpServer http;
   std::atomic<uint64_t> next_id{1};
+  ResponseStore responses;  // /v1/responses conversations, for previous_response_id
   int port = -1;
 
   enum class Kind { Completion, Chat };
@@ -112,6 +126,9 @@ struct Server::Impl {
   // POST `path`: `fn` gets the body parsed (parse_json_body), read within max_body_bytes.
   void post(const std::string& path, std::function<void(const json& body, httplib::Response& res)> fn);
   void handle_generation(const json& body, httplib::Response& res, Kind kind);
+  void handle_messages(const json& body, httplib::Response& res);  // Anthropic /v1/messages
+  void handle_responses(const json& body, httplib::Response& res);  // OpenAI /v1/responses
+  void handle_llama_completion(const json& body, httplib::Response& res);  // llama-server /completion
 };
 
 void Server::Impl::routes() {
@@ -169,9 +186,11 @@ void Server::Impl::routes() {
       return httplib::Server::HandlerResponse::Handled;
     }
     if (cfg.api_key.empty() || req.path == "/health") return httplib::Server::HandlerResponse::Unhandled;
-    if (bearer_matches(req.get_header_value("Authorization"), cfg.api_key))
+    // Anthropic clients send the key as x-api-key.
+    if (bearer_matches(req.get_header_value("Authorization"), cfg.api_key) ||
+        (req.has_header("x-api-key") && constant_time_equal(req.get_header_value("x-api-key"), cfg.api_key)))
       return httplib::Server::HandlerResponse::Unhandled;
-    send_error(res, 401, "invalid or missing API key (Authorization: Bearer KEY)");
+    send_error(res, 401, "invalid or missing API key (Authorization: Bearer KEY, or x-api-key: KEY)");
     return httplib::Server::HandlerResponse::Handled;
   });
 
@@ -219,6 +238,30 @@ void Server::Impl::routes() {
       handle_generation(body, res, Kind::Chat);
     });
   }
+  http.Get("/props", [this](const httplib::Request&, httplib::Response& res) {
+    send_json(res, llama_props(cfg.defaults, engine.n_ctx(), cfg.model_id));
+  });
+  post("/completion", [this](const json& body, httplib::Response& res) { handle_llama_completion(body, res); });
+  for (const char* path : {"/v1/embeddings", "/embeddings"})
+    post(path, [](const json&, httplib::Response& res) {
+      send_error(res, 501, "embeddings are not implemented: sluice serves generation only");
+    });
+  for (const char* path : {"/v1/responses", "/responses"}) {
+    post(path, [this](const json& body, httplib::Response& res) {
+      if (!engine.has_chat_renderer()) return send_error(res, 501, "this build has no chat-template renderer");
+      handle_responses(body, res);
+    });
+  }
+  post("/v1/messages", [this](const json& body, httplib::Response& res) {
+    if (!engine.has_chat_renderer()) return send_error(res, 501, "this build has no chat-template renderer");
+    // Anthropic's error shape for the client's mistakes: {"type": "error", "error": {type, message}}.
+    try {
+      handle_messages(body, res);
+    } catch (const RequestError& e) {
+      res.status = 400;
+      send_json(res, {{"type", "error"}, {"error", {{"type", "invalid_request_error"}, {"message", e.what()}}}});
+    }
+  });
   // Registered last: a POST to any other path is answered without reading its
   // body (cpp-httplib would read it, without a bound, before its 404).
   http.Post(".*", [](const httplib::Request&, httplib::Response& res, const httplib::ContentReader&) {
@@ -237,6 +280,7 @@ void Server::Impl::handle_generation(const json& body, httplib::Response& res, K
   const bool chat = kind == Kind::Chat;
   auto r = std::make_shared<GenerationRequest>(chat ? parse_chat_request(body, cfg.defaults)
                                                     : parse_completion_request(body, cfg.defaults));
+  if (r->force_tool_call) r->assistant_prefix = forced_call_opener(cfg.output_format);
   // Tokenized here so a bad prompt is a 400 before any streaming starts.
   std::string rendered;
   auto prompt = std::make_shared<std::vector<int32_t>>(engine.tokenize_prompt(*r, &rendered));
@@ -248,6 +292,9 @@ void Server::Impl::handle_generation(const json& body, httplib::Response& res, K
   info.format = cfg.output_format;
   // A prompt that opens a reasoning block (<think>) starts the answer inside it.
   info.starts_in_reasoning = chat && chat_output::prompt_opens_reasoning(rendered, cfg.output_format);
+  info.logprobs = r->logprobs >= 0;
+  info.forced_tool_call = r->force_tool_call;
+  info.tok = &engine.tokenizer();
   auto builder = std::make_shared<ResponseBuilder>(std::move(info));
 
   // Queued now, so a full queue is a 429 before any streaming starts.
@@ -271,7 +318,18 @@ void Server::Impl::handle_generation(const json& body, httplib::Response& res, K
     };
     if (!send(builder->stream_start())) return false;
     try {
-      const GenerationResult g = engine.wait(job, [&](const std::string& t) { return send(builder->stream_text(t)); });
+      std::vector<runtime::TokenLogprob> lps;  // since the last text
+      const GenerationResult g = engine.wait(
+          job,
+          [&](const std::string& t) {
+            const bool ok = send(builder->stream_text(t, lps));
+            lps.clear();
+            return ok;
+          },
+          [&](const runtime::TokenLogprob& lp) { lps.push_back(lp); });
+      // Tokens whose text never came (held back, then cut by a stop string)
+      // still have their log-probabilities sent, on the last events.
+      builder->add_logprobs(lps);
       if (g.finish_reason == "cancelled") return false;
       if (!send(builder->stream_end(g))) return false;
       static const char kDone[] = "data: [DONE]\n\n";
@@ -279,6 +337,111 @@ void Server::Impl::handle_generation(const json& body, httplib::Response& res, K
     } catch (const std::exception& e) {
       // Headers are gone already: report in-band, as llama-server does.
       send({{{"error", {{"message", e.what()}, {"type", "server_error"}, {"code", 500}}}}});
+    }
+    sink.done();
+    return true;
+  });
+}
+
+void Server::Impl::handle_messages(const json& body, httplib::Response& res) {
+  auto r = std::make_shared<GenerationRequest>(parse_messages_request(body, cfg.defaults));
+  if (r->force_tool_call) r->assistant_prefix = forced_call_opener(cfg.output_format);
+  std::string rendered;
+  auto prompt = std::make_shared<std::vector<int32_t>>(engine.tokenize_prompt(*r, &rendered));
+  MessagesInfo info;
+  info.id = "msg_" + std::to_string(next_id++);
+  info.model = cfg.model_id;
+  info.format = cfg.output_format;
+  info.starts_in_reasoning = chat_output::prompt_opens_reasoning(rendered, cfg.output_format);
+  info.forced_tool_call = r->force_tool_call;
+  if (r->stop.size() == 1) info.single_stop_sequence = r->stop[0];
+  auto builder = std::make_shared<MessagesBuilder>(std::move(info));
+  if (!r->stream) {
+    send_json(res, builder->whole(engine.generate(*r, *prompt, [](const std::string&) { return true; })));
+    return;
+  }
+  res.set_header("Cache-Control", "no-cache");
+  res.set_chunked_content_provider("text/event-stream", [this, r, prompt, builder](size_t, httplib::DataSink& sink) {
+    auto send = [&](const std::vector<SseEvent>& events) { return write_events(sink, events); };
+    if (!send(builder->stream_start(static_cast<int>(prompt->size())))) return false;
+    try {
+      const GenerationResult g =
+          engine.generate(*r, *prompt, [&](const std::string& t) { return send(builder->stream_text(t)); });
+      if (g.finish_reason == "cancelled" || !send(builder->stream_end(g))) return false;
+    } catch (const std::exception& e) {
+      send({{"error", {{"type", "error"}, {"error", {{"type", "api_error"}, {"message", e.what()}}}}}});
+    }
+    sink.done();
+    return true;
+  });
+}
+
+void Server::Impl::handle_llama_completion(const json& body, httplib::Response& res) {
+  auto r = std::make_shared<GenerationRequest>(parse_completion_request(body, cfg.defaults));
+  auto prompt = std::make_shared<std::vector<int32_t>>(engine.tokenize_prompt(*r));
+  if (!r->stream) {
+    const GenerationResult g = engine.generate(*r, *prompt, [](const std::string&) { return true; });
+    send_json(res, llama_completion_body(g, cfg.model_id, r->stop, false));
+    return;
+  }
+  res.set_header("Cache-Control", "no-cache");
+  res.set_chunked_content_provider("text/event-stream", [this, r, prompt](size_t, httplib::DataSink& sink) {
+    auto send = [&](const json& j) {
+      const std::string s = "data: " + json_text(j) + "\n\n";
+      return sink.write(s.data(), s.size());
+    };
+    try {
+      const GenerationResult g =
+          engine.generate(*r, *prompt, [&](const std::string& t) { return send(llama_completion_chunk(t)); });
+      if (g.finish_reason == "cancelled" || !send(llama_completion_body(g, cfg.model_id, r->stop, true))) return false;
+    } catch (const std::exception& e) {
+      send({{"error", {{"message", e.what()}, {"type", "server_error"}, {"code", 500}}}});
+    }
+    sink.done();
+    return true;
+  });
+}
+
+void Server::Impl::handle_responses(const json& body, httplib::Response& res) {
+  auto parsed = std::make_shared<ParsedResponsesRequest>(parse_responses_request(body, cfg.defaults, responses));
+  GenerationRequest& r = parsed->gen;
+  if (r.force_tool_call) r.assistant_prefix = forced_call_opener(cfg.output_format);
+  std::string rendered;
+  auto prompt = std::make_shared<std::vector<int32_t>>(engine.tokenize_prompt(r, &rendered));
+  ResponsesInfo info;
+  info.id = "resp_" + std::to_string(next_id++);
+  info.created = now_s();
+  info.model = cfg.model_id;
+  info.format = cfg.output_format;
+  info.starts_in_reasoning = chat_output::prompt_opens_reasoning(rendered, cfg.output_format);
+  info.forced_tool_call = r.force_tool_call;
+  info.previous_response_id = body.value("previous_response_id", json());
+  auto builder = std::make_shared<ResponsesBuilder>(std::move(info));
+  const std::string id = "resp_" + std::to_string(next_id - 1);
+  // Kept for a later previous_response_id: the conversation and this answer.
+  auto remember = [this, parsed, builder, id](const GenerationResult& g) {
+    json conv = parsed->conversation;
+    conv.push_back(builder->answer_message(g));
+    responses.put(id, std::move(conv));
+  };
+  if (!r.stream) {
+    const GenerationResult g = engine.generate(r, *prompt, [](const std::string&) { return true; });
+    remember(g);
+    send_json(res, builder->whole(g));
+    return;
+  }
+  res.set_header("Cache-Control", "no-cache");
+  res.set_chunked_content_provider("text/event-stream", [this, parsed, prompt, builder, remember](size_t, httplib::DataSink& sink) {
+    if (!write_events(sink, builder->stream_start())) return false;
+    try {
+      const GenerationResult g = engine.generate(parsed->gen, *prompt, [&](const std::string& t) {
+        return write_events(sink, builder->stream_text(t));
+      });
+      if (g.finish_reason == "cancelled") return false;
+      remember(g);
+      if (!write_events(sink, builder->stream_end(g))) return false;
+    } catch (const std::exception& e) {
+      write_events(sink, {{"error", {{"type", "error"}, {"message", e.what()}}}});
     }
     sink.done();
     return true;

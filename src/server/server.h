@@ -33,7 +33,7 @@ namespace sluice::server {
 struct ServerConfig {
   std::string host = "127.0.0.1";
   int port = 8080;               // 0: any free port (bind() returns it)
-  std::string api_key;           // non-empty: every endpoint but /health needs "Authorization: Bearer KEY"
+  std::string api_key;           // non-empty: every endpoint but /health needs "Authorization: Bearer KEY" (or "x-api-key: KEY")
   std::string model_id;          // the id /v1/models lists and responses carry
   GenerationDefaults defaults;   // sampling and max_tokens when a request omits them
   size_t max_body_bytes = kDefaultMaxBodyBytes;  // 413 above (any framing; decompressed size)

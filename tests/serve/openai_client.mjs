@@ -52,7 +52,7 @@ if (process.argv[3] === "tools") {
   }
   checkCalls(streamed, "streaming");
   if (finish !== "tool_calls") fail(`streamed finish_reason ${finish}`);
-  const assembled = await client.beta.chat.completions.stream(request).finalChatCompletion();
+  const assembled = await client.chat.completions.stream(request).finalChatCompletion();
   checkCalls(assembled.choices[0].message.tool_calls, "assembled stream");
 
   // The follow-up: the call (content null, as OpenAI's own answers have it) and its result.

@@ -126,7 +126,7 @@ TEST(ServeRequest, ResponseFormatAndToolChoice) {
   EXPECT_FALSE(server::parse_completion_request({{"prompt", "x"}}, d).json_object);
   EXPECT_FALSE(server::parse_completion_request({{"prompt", "x"}, {"response_format", {{"type", "text"}}}}, d).json_object);
   EXPECT_TRUE(server::parse_completion_request({{"prompt", "x"}, {"response_format", {{"type", "json_object"}}}}, d).json_object);
-  // json_schema: served as json_object (the schema is not enforced).
+  // json_schema without a schema: any one object.
   EXPECT_TRUE(server::parse_completion_request(
                   {{"prompt", "x"}, {"response_format", {{"type", "json_schema"}, {"json_schema", {{"name", "n"}}}}}}, d)
                   .json_object);
@@ -141,9 +141,10 @@ TEST(ServeRequest, ResponseFormatAndToolChoice) {
   EXPECT_EQ(server::parse_chat_request({{"messages", msgs}, {"tools", tools}, {"tool_choice", "auto"}}, d).tools, tools);
   EXPECT_TRUE(server::parse_chat_request({{"messages", msgs}, {"tools", tools}, {"tool_choice", "none"}}, d).tools.is_null());
   EXPECT_EQ(parse_error({{"messages", msgs}, {"tool_choice", "required"}}, true),
-            "'tool_choice': \"required\" is not supported (sluice cannot force a tool call; use \"auto\")");
-  EXPECT_EQ(parse_error({{"messages", msgs}, {"tool_choice", {{"type", "function"}, {"function", {{"name", "f"}}}}}}, true),
-            "'tool_choice': naming a function is not supported (sluice cannot force a tool call; use \"auto\")");
+            "'tool_choice' forces a call, but 'tools' is empty or absent");
+  EXPECT_EQ(parse_error({{"messages", msgs}, {"tools", tools}, {"tool_choice", {{"type", "function"}, {"function", {{"name", "g"}}}}}}, true),
+            "'tool_choice' names the function \"g\", which is not in 'tools'");
+  EXPECT_TRUE(server::parse_chat_request({{"messages", msgs}, {"tools", tools}, {"tool_choice", "required"}}, d).force_tool_call);
   EXPECT_EQ(parse_error({{"messages", msgs}, {"tool_choice", "sometimes"}}, true),
             "'tool_choice' must be \"auto\", \"none\" or \"required\" (got \"sometimes\")");
   EXPECT_EQ(parse_error({{"messages", msgs}, {"tool_choice", 3}}, true),
