@@ -224,60 +224,6 @@ TEST(ChatCli, AnswersOnTheBundledModelAndKeepsGoing) {
   EXPECT_GT(c.seen.size(), 150u) << c.seen;
 }
 
-// --chat-template-kwargs reach the template: Qwen3.5's enable_thinking=false
-// closes the reasoning block in the generation prompt.
-TEST(Chat, TemplateKwargsReachTheTemplate) {
-  REQUIRE_SHARED("vocab/ggml-vocab-gpt2-pre-qwen2.gguf");
-  REQUIRE_SHARED("data/chat-templates/Qwen3.5-4B.jinja");
-  gguf::ParsedFile pf = gguf::GgufModel::open(shared_path("vocab/ggml-vocab-gpt2-pre-qwen2.gguf")).split(0);
-  std::ifstream f(shared_path("data/chat-templates/Qwen3.5-4B.jinja"));
-  const std::string tmpl((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  pf.metadata.add("tokenizer.chat_template", gguf::Value::from_string(tmpl));
-  const gguf::GgufModel g = gguf::GgufModel::from_parsed({pf});
-  const tokenizer::Tokenizer tok = tokenizer::Tokenizer::from_gguf(g.metadata());
-  const nlohmann::json m = nlohmann::json::parse(R"([{"role":"user","content":"Hi"}])");
-  const std::string thinking = runtime::model_chat_renderer(g, tok)(m, nullptr, true);
-  EXPECT_TRUE(thinking.ends_with("<|im_start|>assistant\n<think>\n")) << thinking;
-  const std::string direct =
-      runtime::model_chat_renderer(g, tok, nullptr, {{"enable_thinking", false}})(m, nullptr, true);
-  EXPECT_TRUE(direct.ends_with("<|im_start|>assistant\n<think>\n\n</think>\n\n")) << direct;
-  EXPECT_NE(test::error_of([&] { runtime::model_chat_renderer(g, tok, nullptr, nlohmann::json::array()); }).find(
-                "expected a JSON object"),
-            std::string::npos);
-}
-
-// The conversation tells whether this turn's prompt opened a reasoning block,
-// so chat's printer starts the answer as reasoning (Qwen3.5's "<think>\n").
-TEST(Chat, TheAnswerStartsInReasoningWhereThePromptOpensIt) {
-  runtime::Session s = runtime::Session::open(stories(), golden_config());
-  const tokenizer::Tokenizer tok = tokenizer::Tokenizer::from_gguf(s.gguf().metadata());
-  auto opens = [](const nlohmann::json& msgs, const nlohmann::json& tools, bool gen) {
-    return runtime::plain_chat_prompt(msgs, tools, gen) + (gen ? " <think>\n" : "");
-  };
-  runtime::Sampler greedy(runtime::SamplerConfig{});
-  for (const bool open : {false, true}) {
-    runtime::ChatConversation chat(s, tok, open ? runtime::ChatRenderer(opens) : runtime::plain_chat_prompt, "");
-    EXPECT_FALSE(chat.answer_starts_in_reasoning(chat_output::OutputFormat::QwenXml));  // no turn yet
-    bool asked = false, seen = false;
-    chat.turn("Once upon a time", greedy, 2, [&](const std::string&) {
-      if (!asked) seen = chat.answer_starts_in_reasoning(chat_output::OutputFormat::QwenXml);
-      asked = true;
-      return true;
-    });
-    EXPECT_TRUE(asked);
-    EXPECT_EQ(seen, open);
-    EXPECT_FALSE(chat.answer_starts_in_reasoning(chat_output::OutputFormat::Plain));  // Plain has no reasoning tags
-    chat.reset();
-  }
-}
-
-// A bad --chat-template-kwargs is named before the model loads.
-TEST(ChatCli, BadTemplateKwargsAreNamed) {
-  const CliResult r = run_sluice("chat -m " + stories() + " --chat-template-kwargs '[1]' </dev/null");
-  EXPECT_EQ(r.status, 1) << r.out;
-  EXPECT_NE(r.out.find("--chat-template-kwargs: expected a JSON object"), std::string::npos) << r.out;
-}
-
 }  // namespace
 }  // namespace sluice::test
 
