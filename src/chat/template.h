@@ -18,11 +18,12 @@ namespace sluice::chat {
 // stack. Passing one throws sluice::Error "chat template: line N: ..."
 // naming the limit. The defaults are far above what real chat templates need
 // (the 68 in ../shared render each conversation in a few thousand steps, at
-// most a few dozen levels deep).
+// most a few dozen levels deep; serve's largest request, 4096 messages, needs
+// a few hundred thousand). The step bound is about a second of rendering.
 struct RenderLimits {
   size_t max_output_bytes = size_t{64} << 20;  // the rendered text, and any one string built
   size_t max_items = size_t{1} << 20;          // any one list built (range, `*`, ...)
-  uint64_t max_steps = 10'000'000;             // statements run, expressions evaluated, loop iterations
+  uint64_t max_steps = 4'000'000;              // statements run, expressions evaluated, loop iterations
   int max_depth = 500;                         // nested expressions, blocks and macro calls
 };
 
