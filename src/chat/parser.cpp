@@ -415,6 +415,8 @@ class Parser {
           }
           break;
         }
+        // `x[]` is a syntax error in jinja2; here it would leave a null index.
+        if (!slice && !idx[0]) fail_here("expected an index or a slice inside []");
         expect_op("]");
         auto s = mk(slice ? Expr::K::Slice : Expr::K::Item);
         s->a.push_back(e);
