@@ -26,14 +26,16 @@ using sluice::runtime::OutputParser;
 using sluice::runtime::ParsedOutput;
 
 bool same(const ParsedOutput& a, const ParsedOutput& b) {
-  return a.content == b.content && a.reasoning_content == b.reasoning_content && a.tool_calls == b.tool_calls;
+  return a.content == b.content && a.reasoning_content == b.reasoning_content &&
+         a.tool_calls == b.tool_calls;
 }
 
 void check_calls(const ParsedOutput& p) {
   if (!p.tool_calls.is_array()) std::abort();
   for (size_t i = 0; i < p.tool_calls.size(); ++i) {
     const nlohmann::json& c = p.tool_calls[i];
-    if (c.value("id", "") != "call_" + std::to_string(i) || c.value("type", "") != "function") std::abort();
+    if (c.value("id", "") != "call_" + std::to_string(i) || c.value("type", "") != "function")
+      std::abort();
     const auto f = c.find("function");
     if (f == c.end() || !f->is_object() || !f->contains("name") || !(*f)["name"].is_string() ||
         !f->contains("arguments") || !(*f)["arguments"].is_string())
@@ -72,7 +74,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!same(whole, by_chunk)) std::abort();
 
   // What serve does with the result: a JSON message, invalid UTF-8 replaced.
-  nlohmann::json msg = {{"content", whole.content}, {"reasoning_content", whole.reasoning_content},
+  nlohmann::json msg = {{"content", whole.content},
+                        {"reasoning_content", whole.reasoning_content},
                         {"tool_calls", whole.tool_calls}};
   (void)msg.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   return 0;

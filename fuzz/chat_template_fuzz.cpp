@@ -72,7 +72,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   sluice::chat::ChatInputs in;
   if (auto it = ctx.find("messages"); it != ctx.end()) in.messages = *it;
   if (auto it = ctx.find("tools"); it != ctx.end()) in.tools = *it;
-  if (auto it = ctx.find("add_generation_prompt"); it != ctx.end() && it->is_boolean()) in.add_generation_prompt = *it;
+  if (auto it = ctx.find("add_generation_prompt"); it != ctx.end() && it->is_boolean())
+    in.add_generation_prompt = *it;
   for (const auto& [k, v] : ctx.items())
     if (k != "messages" && k != "tools" && k != "add_generation_prompt") in.extra[k] = v;
   in.bos_token = "<s>";

@@ -27,7 +27,8 @@ namespace {
 using namespace sluice::server;
 
 constexpr const char* kTemplate =
-    "{%- if tools %}<|im_start|>system\n{% for t in tools %}{{ t | tojson }}\n{% endfor %}<|im_end|>\n{% endif %}"
+    "{%- if tools %}<|im_start|>system\n{% for t in tools %}{{ t | tojson }}\n"
+    "{% endfor %}<|im_end|>\n{% endif %}"
     "{%- for m in messages %}<|im_start|>{{ m.role }}\n"
     "{%- if m.content is string %}{{ m.content }}{% elif m.content %}"
     "{% for p in m.content %}{{ p.text if p is mapping else p }}{% endfor %}{% endif %}"
@@ -36,13 +37,14 @@ constexpr const char* kTemplate =
 
 void check_ranges(const GenerationRequest& r, bool chat) {
   const auto& s = r.sampler;
-  bool ok = r.max_tokens >= -1 && std::isfinite(s.temperature) && s.temperature >= 0 && s.top_p > 0 &&
-            s.top_p <= 1 && s.min_p >= 0 && s.min_p <= 1 && s.top_k >= 0 && s.repeat_penalty > 0 &&
-            r.stop.size() <= kMaxStopStrings;
+  bool ok = r.max_tokens >= -1 && std::isfinite(s.temperature) && s.temperature >= 0 &&
+            s.top_p > 0 && s.top_p <= 1 && s.min_p >= 0 && s.min_p <= 1 && s.top_k >= 0 &&
+            s.repeat_penalty > 0 && r.stop.size() <= kMaxStopStrings;
   for (const auto& st : r.stop) ok = ok && !st.empty() && st.size() <= kMaxStopStringBytes;
   if (chat) {
     ok = ok && r.messages.is_array() && !r.messages.empty() && r.messages.size() <= kMaxMessages &&
-         !r.prompt_text && !r.prompt_ids && (r.tools.is_null() || (r.tools.is_array() && r.tools.size() <= kMaxTools));
+         !r.prompt_text && !r.prompt_ids &&
+         (r.tools.is_null() || (r.tools.is_array() && r.tools.size() <= kMaxTools));
   } else {
     ok = ok && (r.prompt_text.has_value() != r.prompt_ids.has_value());
     if (r.prompt_ids)

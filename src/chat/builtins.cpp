@@ -122,7 +122,8 @@ List rsplit(const std::string& s, const std::string& sep, int64_t maxsplit) {
 constexpr int64_t kMaxPadWidth = 1 << 16;
 size_t pad_width(int64_t w, const char* what) {
   if (w > kMaxPadWidth)
-    fail(std::string(what) + ": width " + std::to_string(w) + " is over the limit of " + std::to_string(kMaxPadWidth));
+    fail(std::string(what) + ": width " + std::to_string(w) + " is over the limit of " +
+         std::to_string(kMaxPadWidth));
   return static_cast<size_t>(std::max<int64_t>(w, 0));
 }
 
@@ -158,8 +159,9 @@ std::string format(const std::string& fmt, const Args& args) {
     else if (std::isdigit(static_cast<unsigned char>(field[0]))) {
       size_t n = 0;  // digits past the arguments' count mean no argument (no overflow, no throw)
       for (size_t d = 0; d < field.size() && n <= args.pos.size(); ++d)
-        n = std::isdigit(static_cast<unsigned char>(field[d])) ? n * 10 + static_cast<size_t>(field[d] - '0')
-                                                                : args.pos.size();
+        n = std::isdigit(static_cast<unsigned char>(field[d]))
+                ? n * 10 + static_cast<size_t>(field[d] - '0')
+                : args.pos.size();
       v = n < args.pos.size() ? &args.pos[n] : nullptr;
     } else {
       for (const auto& [name, val] : args.kw)
@@ -385,8 +387,10 @@ Value sort_key(const Value& v, bool case_sensitive) {
 }
 
 std::string indent_text(std::string s, const Value* width, bool first, bool blank) {
-  std::string ind = width && width->kind == K::String ? width->s
-                                                      : std::string(pad_width(width ? to_int(*width, "indent") : 4, "indent"), ' ');
+  std::string ind =
+      width && width->kind == K::String
+          ? width->s
+          : std::string(pad_width(width ? to_int(*width, "indent") : 4, "indent"), ' ');
   s += "\n";
   std::vector<std::string> ls;
   {  // Python splitlines on "\n"-normalised text
@@ -586,7 +590,8 @@ Value apply_filter(const std::string& name, const Value& v, const Args& a) {
   if (name == "tojson") {
     const Value* ind = a.get(1, "indent");
     int indent = -1;
-    if (ind && ind->kind != K::None) indent = static_cast<int>(pad_width(to_int(*ind, "tojson"), "tojson"));
+    if (ind && ind->kind != K::None)
+      indent = static_cast<int>(pad_width(to_int(*ind, "tojson"), "tojson"));
     if (v.is_undefined()) fail("tojson: Object of type Undefined is not JSON serializable");
     return Value::string(to_json(v, indent, kw_bool(a, 4, "sort_keys", false)));
   }

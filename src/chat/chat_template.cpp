@@ -5,7 +5,8 @@
 
 namespace sluice::chat {
 
-std::string render_chat(const std::string& template_text, const ChatInputs& in, const RenderLimits& limits) {
+std::string render_chat(const std::string& template_text, const ChatInputs& in,
+                        const RenderLimits& limits) {
   const Template tpl(template_text);
   Dict vars;
   vars.emplace_back("messages", Value::from_json(in.messages));

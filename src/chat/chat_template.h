@@ -5,9 +5,8 @@
 #pragma once
 
 #include <ctime>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "chat/template.h"
 
@@ -28,6 +27,7 @@ struct ChatInputs {
 // template's raise_exception(msg) gives "chat template: raise_exception: msg".
 // `limits` bounds the render (template.h); a template past one fails with
 // that error, never hangs or runs out of memory or stack.
-std::string render_chat(const std::string& template_text, const ChatInputs& in, const RenderLimits& limits = {});
+std::string render_chat(const std::string& template_text, const ChatInputs& in,
+                        const RenderLimits& limits = {});
 
 }  // namespace sluice::chat

@@ -71,7 +71,8 @@ class Interpreter {
 
   void count_step(int line) {
     if (++steps_ > limits_.max_steps)
-      fail_at(line, "the template ran more than " + std::to_string(limits_.max_steps) + " steps (a runaway loop?)");
+      fail_at(line, "the template ran more than " + std::to_string(limits_.max_steps) +
+                        " steps (a runaway loop?)");
   }
 
   void check_output(const std::string& out, int line) const {
@@ -85,7 +86,8 @@ class Interpreter {
     if (v.kind == K::List && v.list->size() > limits_.max_items)
       fail_at(line, "a list passes " + std::to_string(limits_.max_items) + " items");
     if (v.nest > kMaxValueNesting)
-      fail_at(line, "lists and dicts nest deeper than " + std::to_string(kMaxValueNesting) + " levels");
+      fail_at(line,
+              "lists and dicts nest deeper than " + std::to_string(kMaxValueNesting) + " levels");
   }
 
   Flow exec_node(const Node& n, std::string& out) {
@@ -372,8 +374,9 @@ class Interpreter {
       const size_t unit = l.kind == K::String ? l.s.size() : l.list->size();
       const size_t cap = l.kind == K::String ? limits_.max_output_bytes : limits_.max_items;
       if (unit != 0 && static_cast<uint64_t>(times) > cap / unit)
-        fail_at(e.line, "repeating " + std::to_string(unit) + (l.kind == K::String ? " bytes " : " items ") +
-                            std::to_string(times) + " times passes the limit of " + std::to_string(cap));
+        fail_at(e.line, "repeating " + std::to_string(unit) +
+                            (l.kind == K::String ? " bytes " : " items ") + std::to_string(times) +
+                            " times passes the limit of " + std::to_string(cap));
       Value out = l.kind == K::String ? Value::string("") : Value::make_list();
       out.nest = l.nest;
       for (int64_t k = 0; k < times; ++k) {
@@ -390,7 +393,8 @@ class Interpreter {
       // fit is an error, never a wrapped (or undefined) value.
       int64_t z = 0;
       auto fits = [&](bool overflow) {
-        if (overflow) fail_at(e.line, "integer overflow in " + op + " (template integers are 64-bit)");
+        if (overflow)
+          fail_at(e.line, "integer overflow in " + op + " (template integers are 64-bit)");
         return Value::integer(z);
       };
       if (op == "+") return fits(__builtin_add_overflow(x, y, &z));
@@ -440,22 +444,26 @@ class Interpreter {
         if (v.kind != K::Int && v.kind != K::Bool) throw Error("chat template: range: expected integers");
         return v.kind == K::Bool ? int64_t{v.b} : v.i;
       };
-      if (a.pos.size() == 1) stop = num(a.pos[0]);
+      if (a.pos.size() == 1)
+        stop = num(a.pos[0]);
       else if (a.pos.size() >= 2) {
         start = num(a.pos[0]);
         stop = num(a.pos[1]);
         if (a.pos.size() > 2) step = num(a.pos[2]);
-      } else throw Error("chat template: range expected at least 1 argument");
+      } else
+        throw Error("chat template: range expected at least 1 argument");
       if (step == 0) throw Error("chat template: range() arg 3 must not be zero");
       // The length, computed without overflow, is checked before any item is made.
-      const __int128 span = step > 0 ? static_cast<__int128>(stop) - start : static_cast<__int128>(start) - stop;
+      const __int128 span =
+          step > 0 ? static_cast<__int128>(stop) - start : static_cast<__int128>(start) - stop;
       const __int128 mag = step > 0 ? static_cast<__int128>(step) : -static_cast<__int128>(step);
       const __int128 len = span <= 0 ? 0 : (span + mag - 1) / mag;
       if (len > static_cast<__int128>(max_items))
         throw Error("chat template: range() of " + std::to_string(static_cast<uint64_t>(len)) +
                     " items passes the limit of " + std::to_string(max_items));
       List out;
-      for (__int128 k = 0; k < len; ++k) out.push_back(Value::integer(static_cast<int64_t>(start + k * step)));
+      for (__int128 k = 0; k < len; ++k)
+        out.push_back(Value::integer(static_cast<int64_t>(start + k * step)));
       return Value::make_list(std::move(out));
     });
     g["dict"] = Value::function([](Args& a) {

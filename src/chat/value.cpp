@@ -217,10 +217,12 @@ thread_local size_t t_max_string_bytes = SIZE_MAX;
 
 void check_string_bytes(size_t n, const char* what) {
   if (n > t_max_string_bytes)
-    throw Error(std::string("chat template: ") + what + ": the string passes " + std::to_string(t_max_string_bytes) +
-                " bytes");
+    throw Error(std::string("chat template: ") + what + ": the string passes " +
+                std::to_string(t_max_string_bytes) + " bytes");
 }
-StringBound::StringBound(size_t max_bytes) : saved_(t_max_string_bytes) { t_max_string_bytes = max_bytes; }
+StringBound::StringBound(size_t max_bytes) : saved_(t_max_string_bytes) {
+  t_max_string_bytes = max_bytes;
+}
 StringBound::~StringBound() { t_max_string_bytes = saved_; }
 
 static void dump(std::string& out, const Value& v, int indent, bool sort_keys, int depth) {

@@ -7,8 +7,8 @@
 // list appended to through one name is seen through another); scalars copy.
 #pragma once
 
-#include <cstdint>
 #include <algorithm>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -65,14 +65,18 @@ struct Value {
   static Value number(double x) { Value v; v.kind = Kind::Float; v.f = x; return v; }
   static Value string(std::string x) { Value v; v.kind = Kind::String; v.s = std::move(x); return v; }
   static Value make_list(chat::List x = {}) {
-    Value v; v.kind = Kind::List;
+    Value v;
+    v.kind = Kind::List;
     for (const auto& e : x) v.nest = std::max(v.nest, e.nest + 1);
-    v.list = std::make_shared<chat::List>(std::move(x)); return v;
+    v.list = std::make_shared<chat::List>(std::move(x));
+    return v;
   }
   static Value make_dict(chat::Dict x = {}) {
-    Value v; v.kind = Kind::Dict;
+    Value v;
+    v.kind = Kind::Dict;
     for (const auto& e : x) v.nest = std::max(v.nest, e.second.nest + 1);
-    v.dict = std::make_shared<chat::Dict>(std::move(x)); return v;
+    v.dict = std::make_shared<chat::Dict>(std::move(x));
+    return v;
   }
   static Value function(Func x) {
     Value v; v.kind = Kind::Func; v.fn = std::make_shared<Func>(std::move(x)); return v;

@@ -39,7 +39,8 @@ void Writer::check_alignment() {
   if (alignment_ == 0 || !std::has_single_bit(alignment_))
     fail(path_, "GGUF alignment " + num(alignment_) + " is not a power of two");
   if (alignment_ > kMaxAlignment)
-    fail(path_, "GGUF alignment " + num(alignment_) + " is over the limit of " + num(kMaxAlignment) + " bytes");
+    fail(path_, "GGUF alignment " + num(alignment_) + " is over the limit of " +
+                    num(kMaxAlignment) + " bytes");
   buffer_.reserve(kBufferBytes);
 }
 

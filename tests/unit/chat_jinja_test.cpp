@@ -129,7 +129,8 @@ TEST(ChatJinja, UndefinedSemanticsAndErrors) {
 TEST(ChatJinja, EmptySubscriptIsASyntaxError) {
   EXPECT_EQ(test::error_of([] { render("{{ messages[]['content'] }}", R"({"messages": []})"); }),
             "chat template: line 1: expected an index or a slice inside []");
-  EXPECT_EQ(render("{{ m[:] }}{{ m[1:] }}{{ m[::2] }}{{ m[-1] }}", R"({"m": [1, 2, 3]})"), "[1, 2, 3][2, 3][1, 3]3");
+  EXPECT_EQ(render("{{ m[:] }}{{ m[1:] }}{{ m[::2] }}{{ m[-1] }}", R"({"m": [1, 2, 3]})"),
+            "[1, 2, 3][2, 3][1, 3]3");
 }
 
 TEST(ChatJinja, RenderChatProvidesTransformersGlobals) {

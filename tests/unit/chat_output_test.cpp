@@ -42,9 +42,11 @@ TEST(ChatOutput, GlmArgKeyValueCalls) {
 // failed the request). The bad bytes become U+FFFD, the call is kept.
 TEST(ChatOutput, GlmArgumentThatIsNotUtf8IsReplacedNotThrown) {
   const ParsedOutput p = parse_output(
-      "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Par\x9fis</arg_value>\n</tool_call>",
+      "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Par\x9fis</arg_value>\n</"
+      "tool_call>",
       OutputFormat::Glm);
-  EXPECT_EQ(p.tool_calls, nlohmann::json::array({call(0, "get_weather", "{\"city\":\"Par\xEF\xBF\xBDis\"}")}));
+  EXPECT_EQ(p.tool_calls,
+            nlohmann::json::array({call(0, "get_weather", "{\"city\":\"Par\xEF\xBF\xBDis\"}")}));
 }
 
 TEST(ChatOutput, DeepSeekToolCalls) {
