@@ -24,6 +24,7 @@ struct Expr {
                                // Dict: key, value, key, value, ...
   std::vector<std::string> kw; // Call/Filter/Test: keyword name per argument ("" = positional)
   bool negated = false;        // Test: `is not`
+  int height = 1;              // 1 + the tallest operand's: bounded by the parser (kMaxTemplateNesting)
 };
 
 struct Node;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <limits>
 #include <set>
 
 #include "util/error.h"
@@ -59,6 +60,7 @@ std::string replace(const std::string& s, const std::string& from, const std::st
     for (size_t k = 0; k < ch.size(); ++k) {
       if (count < 0 || static_cast<int64_t>(k) < count) out += to;
       out += ch[k];
+      check_string_bytes(out.size(), "replace");
     }
     if (count < 0 || static_cast<int64_t>(ch.size()) < count) out += to;
     return out;
@@ -67,6 +69,7 @@ std::string replace(const std::string& s, const std::string& from, const std::st
   int64_t n = 0;
   for (size_t f; (count < 0 || n < count) && (f = s.find(from, p)) != std::string::npos; ++n) {
     out += s.substr(p, f - p) + to;
+    check_string_bytes(out.size(), "replace");
     p = f + from.size();
   }
   return out + s.substr(p);
@@ -114,6 +117,25 @@ List rsplit(const std::string& s, const std::string& sep, int64_t maxsplit) {
   return out;
 }
 
+// A width of padding (indent, tojson's indent): negative is none, as
+// Python's ' ' * n; more than kMaxPadWidth is refused before it is allocated.
+constexpr int64_t kMaxPadWidth = 1 << 16;
+size_t pad_width(int64_t w, const char* what) {
+  if (w > kMaxPadWidth)
+    fail(std::string(what) + ": width " + std::to_string(w) + " is over the limit of " +
+         std::to_string(kMaxPadWidth));
+  return static_cast<size_t>(std::max<int64_t>(w, 0));
+}
+
+// int(f) for the int filter: NaN gives the default (Python's ValueError,
+// which jinja2 catches); a float outside int64 is an error, never UB.
+Value float_to_int(double f, const Value& dflt) {
+  if (std::isnan(f)) return dflt;
+  if (!(f >= -9223372036854775808.0 && f < 9223372036854775808.0))
+    fail("int: " + float_repr(f) + " does not fit a 64-bit integer");
+  return Value::integer(static_cast<int64_t>(f));
+}
+
 int64_t to_int(const Value& v, const char* what) {
   if (v.kind == K::Int) return v.i;
   if (v.kind == K::Bool) return v.b;
@@ -135,7 +157,11 @@ std::string format(const std::string& fmt, const Args& args) {
     const Value* v = nullptr;
     if (field.empty()) v = auto_idx < args.pos.size() ? &args.pos[auto_idx++] : nullptr;
     else if (std::isdigit(static_cast<unsigned char>(field[0]))) {
-      const size_t n = std::stoul(field);
+      size_t n = 0;  // digits past the arguments' count mean no argument (no overflow, no throw)
+      for (size_t d = 0; d < field.size() && n <= args.pos.size(); ++d)
+        n = std::isdigit(static_cast<unsigned char>(field[d]))
+                ? n * 10 + static_cast<size_t>(field[d] - '0')
+                : args.pos.size();
       v = n < args.pos.size() ? &args.pos[n] : nullptr;
     } else {
       for (const auto& [name, val] : args.kw)
@@ -143,6 +169,7 @@ std::string format(const std::string& fmt, const Args& args) {
     }
     if (!v) fail("format: no argument for field '{" + field + "}'");
     out += to_str(*v);
+    check_string_bytes(out.size(), "format");
     k = e;
   }
   return out;
@@ -219,6 +246,7 @@ Value string_method(const Value& obj, const std::string& name) {
       for (const auto& e : iterate(*l)) {
         if (e.kind != K::String) fail("join: sequence item is " + type_name(e) + ", not str");
         out += (first ? "" : s) + e.s;
+        check_string_bytes(out.size(), "join");
         first = false;
       }
       return Value::string(out);
@@ -359,7 +387,10 @@ Value sort_key(const Value& v, bool case_sensitive) {
 }
 
 std::string indent_text(std::string s, const Value* width, bool first, bool blank) {
-  std::string ind = width && width->kind == K::String ? width->s : std::string(width ? to_int(*width, "indent") : 4, ' ');
+  std::string ind =
+      width && width->kind == K::String
+          ? width->s
+          : std::string(pad_width(width ? to_int(*width, "indent") : 4, "indent"), ' ');
   s += "\n";
   std::vector<std::string> ls;
   {  // Python splitlines on "\n"-normalised text
@@ -373,10 +404,16 @@ std::string indent_text(std::string s, const Value* width, bool first, bool blan
   }
   std::string rv;
   if (blank) {
-    for (size_t k = 0; k < ls.size(); ++k) rv += (k ? "\n" + ind : "") + ls[k];
+    for (size_t k = 0; k < ls.size(); ++k) {
+      rv += (k ? "\n" + ind : "") + ls[k];
+      check_string_bytes(rv.size(), "indent");
+    }
   } else {
     rv = ls.empty() ? "" : ls[0];
-    for (size_t k = 1; k < ls.size(); ++k) rv += "\n" + (ls[k].empty() ? ls[k] : ind + ls[k]);
+    for (size_t k = 1; k < ls.size(); ++k) {
+      rv += "\n" + (ls[k].empty() ? ls[k] : ind + ls[k]);
+      check_string_bytes(rv.size(), "indent");
+    }
   }
   return first ? ind + rv : rv;
 }
@@ -553,7 +590,8 @@ Value apply_filter(const std::string& name, const Value& v, const Args& a) {
   if (name == "tojson") {
     const Value* ind = a.get(1, "indent");
     int indent = -1;
-    if (ind && ind->kind != K::None) indent = static_cast<int>(to_int(*ind, "tojson"));
+    if (ind && ind->kind != K::None)
+      indent = static_cast<int>(pad_width(to_int(*ind, "tojson"), "tojson"));
     if (v.is_undefined()) fail("tojson: Object of type Undefined is not JSON serializable");
     return Value::string(to_json(v, indent, kw_bool(a, 4, "sort_keys", false)));
   }
@@ -590,6 +628,7 @@ Value apply_filter(const std::string& name, const Value& v, const Args& a) {
       Value h;
       const Value& x = attr ? *attr_path(e, to_str(*attr), h) : e;
       out += (first ? "" : sep ? to_str(*sep) : "") + to_str(x);
+      check_string_bytes(out.size(), "join");
       first = false;
     }
     return Value::string(out);
@@ -736,14 +775,14 @@ Value apply_filter(const std::string& name, const Value& v, const Args& a) {
     const Value dv = d ? *d : Value::integer(0);
     if (v.kind == K::Int) return v;
     if (v.kind == K::Bool) return Value::integer(v.b);
-    if (v.kind == K::Float) return Value::integer(static_cast<int64_t>(v.f));
+    if (v.kind == K::Float) return float_to_int(v.f, dv);
     if (v.kind == K::String) {
       const std::string s = strip(v.s, nullptr, true, true);
       char* end = nullptr;
       const long long x = std::strtoll(s.c_str(), &end, 10);
       if (!s.empty() && end && *end == 0) return Value::integer(x);
       const double f = std::strtod(s.c_str(), &end);
-      if (!s.empty() && end && *end == 0) return Value::integer(static_cast<int64_t>(f));
+      if (!s.empty() && end && *end == 0) return float_to_int(f, dv);
     }
     return dv;
   }
@@ -759,6 +798,8 @@ Value apply_filter(const std::string& name, const Value& v, const Args& a) {
     return d ? *d : Value::number(0);
   }
   if (name == "abs") {
+    if (v.kind == K::Int && v.i == std::numeric_limits<int64_t>::min())
+      fail("abs: integer overflow (template integers are 64-bit)");
     if (v.kind == K::Int) return Value::integer(v.i < 0 ? -v.i : v.i);
     if (v.kind == K::Float) return Value::number(std::fabs(v.f));
     fail("abs: bad operand type " + type_name(v));

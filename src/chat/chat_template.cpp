@@ -5,7 +5,8 @@
 
 namespace sluice::chat {
 
-std::string render_chat(const std::string& template_text, const ChatInputs& in) {
+std::string render_chat(const std::string& template_text, const ChatInputs& in,
+                        const RenderLimits& limits) {
   const Template tpl(template_text);
   Dict vars;
   vars.emplace_back("messages", Value::from_json(in.messages));
@@ -24,7 +25,7 @@ std::string render_chat(const std::string& template_text, const ChatInputs& in) 
                       return Value::string(std::string(buf, n));
                     }));
   for (const auto& [k, v] : in.extra.items()) vars.emplace_back(k, Value::from_json(v));
-  return tpl.render(vars);
+  return tpl.render(vars, limits);
 }
 
 }  // namespace sluice::chat

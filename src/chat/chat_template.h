@@ -5,9 +5,10 @@
 #pragma once
 
 #include <ctime>
+#include <nlohmann/json.hpp>
 #include <string>
 
-#include <nlohmann/json.hpp>
+#include "chat/template.h"
 
 namespace sluice::chat {
 
@@ -24,6 +25,9 @@ struct ChatInputs {
 
 // Throws sluice::Error "chat template: ..." on a syntax or runtime error; a
 // template's raise_exception(msg) gives "chat template: raise_exception: msg".
-std::string render_chat(const std::string& template_text, const ChatInputs& in);
+// `limits` bounds the render (template.h); a template past one fails with
+// that error, never hangs or runs out of memory or stack.
+std::string render_chat(const std::string& template_text, const ChatInputs& in,
+                        const RenderLimits& limits = {});
 
 }  // namespace sluice::chat

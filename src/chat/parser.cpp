@@ -46,6 +46,31 @@ class Parser {
     if (cur().type != T::BlockEnd) fail_here("expected end of tag, got '" + cur().text + "'");
     ++p_;
   }
+  // One level of parser recursion for as long as it lives.
+  class Nest {
+   public:
+    explicit Nest(Parser& p) : p_(p) {
+      if (++p_.nest_ > kMaxTemplateNesting) p_.fail_here(too_deep());
+    }
+    ~Nest() { --p_.nest_; }
+    Nest(const Nest&) = delete;
+    Nest& operator=(const Nest&) = delete;
+
+   private:
+    Parser& p_;
+  };
+  static std::string too_deep() {
+    return "the template nests deeper than " + std::to_string(kMaxTemplateNesting) + " levels";
+  }
+  // Sets e's height from its operands (built in loops, a chain like
+  // `a ~ b ~ c ~ ...` grows without recursion) and bounds it.
+  ExprP sized(ExprP e) {
+    for (const auto& x : e->a)
+      if (x && x->height >= e->height) e->height = x->height + 1;
+    if (e->height > kMaxTemplateNesting) fail_here(too_deep());
+    return e;
+  }
+
   ExprP mk(Expr::K k) {
     auto e = std::make_shared<Expr>();
     e->k = k;
@@ -56,6 +81,7 @@ class Parser {
   // Parses nodes until a block tag whose keyword is in `ends` (left unconsumed:
   // p_ points at that keyword) or end of input.
   Body parse_body(const std::vector<std::string>& ends) {
+    const Nest nest(*this);
     Body body;
     for (;;) {
       const Token& tk = cur();
@@ -200,10 +226,11 @@ class Parser {
       if (cur().type == T::BlockEnd) break;
       t->a.push_back(parse_expr());
     }
-    return t;
+    return sized(t);
   }
 
   ExprP parse_expr() {
+    const Nest nest(*this);
     ExprP e = parse_or();
     while (is_name("if")) {
       ++p_;
@@ -211,7 +238,7 @@ class Parser {
       c->a.push_back(e);
       c->a.push_back(parse_or());
       c->a.push_back(accept_name("else") ? parse_expr() : nullptr);
-      e = c;
+      e = sized(c);
     }
     return e;
   }
@@ -219,7 +246,7 @@ class Parser {
     auto b = mk(Expr::K::Binary);
     b->name = op;
     b->a = {std::move(l), std::move(r)};
-    return b;
+    return sized(b);
   }
   ExprP parse_or() {
     ExprP e = parse_and();
@@ -233,11 +260,12 @@ class Parser {
   }
   ExprP parse_not() {
     if (is_name("not")) {
+      const Nest nest(*this);
       ++p_;
       auto u = mk(Expr::K::Unary);
       u->name = "not";
       u->a.push_back(parse_not());
-      return u;
+      return sized(u);
     }
     return parse_compare();
   }
@@ -288,10 +316,11 @@ class Parser {
   ExprP parse_unary(bool with_filter) {
     ExprP e;
     if (is_op("-") || is_op("+")) {
+      const Nest nest(*this);
       auto u = mk(Expr::K::Unary);
       u->name = t_[p_++].text;
       u->a.push_back(parse_unary(false));
-      e = u;
+      e = sized(u);
     } else {
       e = parse_postfix(parse_primary());
     }
@@ -325,7 +354,7 @@ class Parser {
           if (is_op(")")) break;
           t->a.push_back(parse_expr());
         }
-        e = t;
+        e = sized(t);
       }
       expect_op(")");
       return e;
@@ -336,7 +365,7 @@ class Parser {
         l->a.push_back(parse_expr());
         if (!is_op("]")) expect_op(",");
       }
-      return l;
+      return sized(l);
     }
     if (accept_op("{")) {
       auto d = mk(Expr::K::Dict);
@@ -346,7 +375,7 @@ class Parser {
         d->a.push_back(parse_expr());
         if (!is_op("}")) expect_op(",");
       }
-      return d;
+      return sized(d);
     }
     fail_here("unexpected '" + tk.text + "'");
   }
@@ -374,7 +403,7 @@ class Parser {
         if (cur().type == T::Int) a->name = std::to_string(t_[p_++].ival);
         else a->name = expect_name();
         a->a.push_back(e);
-        e = a;
+        e = sized(a);
       } else if (accept_op("[")) {
         ExprP idx[3];
         bool slice = false;
@@ -386,18 +415,20 @@ class Parser {
           }
           break;
         }
+        // `x[]` is a syntax error in jinja2; here it would leave a null index.
+        if (!slice && !idx[0]) fail_here("expected an index or a slice inside []");
         expect_op("]");
         auto s = mk(slice ? Expr::K::Slice : Expr::K::Item);
         s->a.push_back(e);
         if (slice) s->a.insert(s->a.end(), {idx[0], idx[1], idx[2]});
         else s->a.push_back(idx[0]);
-        e = s;
+        e = sized(s);
       } else if (accept_op("(")) {
         auto c = mk(Expr::K::Call);
         c->a.push_back(e);
         c->kw.push_back("");
         parse_args(c);
-        e = c;
+        e = sized(c);
       } else {
         return e;
       }
@@ -414,7 +445,7 @@ class Parser {
       f->a.push_back(operand);
       f->kw.push_back("");
       if (accept_op("(")) parse_args(f);
-      operand = f;
+      operand = sized(f);
     }
     return operand;
   }
@@ -439,7 +470,7 @@ class Parser {
           t->a.push_back(arg);
           t->kw.push_back("");
         }
-        e = t;
+        e = sized(t);
       } else {
         return e;
       }
@@ -448,6 +479,7 @@ class Parser {
 
   std::vector<Token> t_;
   size_t p_ = 0;
+  int nest_ = 0;  // current recursion depth (Nest)
 };
 
 }  // namespace

@@ -1,6 +1,8 @@
 #include "chat/template.h"
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 
 #include "chat/builtins.h"
@@ -21,7 +23,12 @@ enum class Flow { Normal, Break, Continue };
 
 class Interpreter {
  public:
-  explicit Interpreter(const Dict& vars) {
+  ~Interpreter() {
+    for (const auto& d : *namespaces_) d->clear();
+  }
+  Interpreter(const Interpreter&) = delete;
+  Interpreter& operator=(const Interpreter&) = delete;
+  Interpreter(const Dict& vars, const RenderLimits& limits) : limits_(limits) {
     auto root = std::make_shared<Frame>();
     for (const auto& [k, v] : vars) (*root)[k] = v;
     install_globals(*root);
@@ -41,7 +48,56 @@ class Interpreter {
     return Flow::Normal;
   }
 
+  // Counts one step and one level of nesting for as long as it lives: every
+  // statement and expression passes through one, so a runaway loop, a
+  // recursive macro or a deeply nested expression meets a limit.
+  class Enter {
+   public:
+    Enter(Interpreter& in, int line) : in_(in) {
+      in_.count_step(line);
+      if (++in_.depth_ > in_.limits_.max_depth) {
+        --in_.depth_;
+        fail_at(line, "expressions, blocks and macro calls nest deeper than " +
+                          std::to_string(in_.limits_.max_depth) + " (runaway recursion?)");
+      }
+    }
+    ~Enter() { --in_.depth_; }
+    Enter(const Enter&) = delete;
+    Enter& operator=(const Enter&) = delete;
+
+   private:
+    Interpreter& in_;
+  };
+
+  void count_step(int line) {
+    if (++steps_ > limits_.max_steps)
+      fail_at(line, "the template ran more than " + std::to_string(limits_.max_steps) +
+                        " steps (a runaway loop?)");
+  }
+
+  void check_output(const std::string& out, int line) const {
+    if (out.size() > limits_.max_output_bytes)
+      fail_at(line, "the output passes " + std::to_string(limits_.max_output_bytes) + " bytes");
+  }
+  // Any one string or list a template builds stays within the limits.
+  void check_value(const Value& v, int line) const {
+    if (v.kind == K::String && v.s.size() > limits_.max_output_bytes)
+      fail_at(line, "a string passes " + std::to_string(limits_.max_output_bytes) + " bytes");
+    if (v.kind == K::List && v.list->size() > limits_.max_items)
+      fail_at(line, "a list passes " + std::to_string(limits_.max_items) + " items");
+    if (v.nest > kMaxValueNesting)
+      fail_at(line,
+              "lists and dicts nest deeper than " + std::to_string(kMaxValueNesting) + " levels");
+  }
+
   Flow exec_node(const Node& n, std::string& out) {
+    const Enter enter(*this, n.line);
+    const Flow f = exec_node_inner(n, out);
+    check_output(out, n.line);
+    return f;
+  }
+
+  Flow exec_node_inner(const Node& n, std::string& out) {
     switch (n.k) {
       case Node::K::Text: out += n.text; break;
       case Node::K::Output: out += to_str(eval(*n.expr)); break;
@@ -126,6 +182,7 @@ class Interpreter {
     }
     const int64_t len = static_cast<int64_t>(items.size());
     for (int64_t k = 0; k < len; ++k) {
+      count_step(n.line);  // an iteration is a step even when its body is empty
       // jinja2 gives every iteration a fresh scope: a `set` in the body is
       // seen neither after the loop nor by the next iteration.
       frames_.push_back(std::make_shared<Frame>());
@@ -205,8 +262,11 @@ class Interpreter {
   }
 
   Value eval(const Expr& e) {
+    const Enter enter(*this, e.line);
     try {
-      return eval_inner(e);
+      Value v = eval_inner(e);
+      check_value(v, e.line);
+      return v;
     } catch (const Error& err) {
       const std::string msg = err.what();
       if (msg.rfind("chat template: line ", 0) == 0 || msg.rfind("chat template: raise_exception", 0) == 0) throw;
@@ -259,6 +319,8 @@ class Interpreter {
         if (e.name == "not") return Value::boolean(!v.truthy());
         if (v.kind == K::Int || v.kind == K::Bool) {
           const int64_t x = v.kind == K::Bool ? v.b : v.i;
+          if (e.name == "-" && x == std::numeric_limits<int64_t>::min())
+            fail_at(e.line, "integer overflow in unary - (template integers are 64-bit)");
           return Value::integer(e.name == "-" ? -x : x);
         }
         if (v.kind == K::Float) return Value::number(e.name == "-" ? -v.f : v.f);
@@ -308,8 +370,16 @@ class Interpreter {
       }
     }
     if (op == "*" && (l.kind == K::String || l.kind == K::List) && (r.kind == K::Int || r.kind == K::Bool)) {
+      const int64_t times = std::max<int64_t>(0, r.kind == K::Bool ? r.b : r.i);
+      const size_t unit = l.kind == K::String ? l.s.size() : l.list->size();
+      const size_t cap = l.kind == K::String ? limits_.max_output_bytes : limits_.max_items;
+      if (unit != 0 && static_cast<uint64_t>(times) > cap / unit)
+        fail_at(e.line, "repeating " + std::to_string(unit) +
+                            (l.kind == K::String ? " bytes " : " items ") + std::to_string(times) +
+                            " times passes the limit of " + std::to_string(cap));
       Value out = l.kind == K::String ? Value::string("") : Value::make_list();
-      for (int64_t k = 0; k < static_cast<int64_t>(r.as_double()); ++k) {
+      out.nest = l.nest;
+      for (int64_t k = 0; k < times; ++k) {
         if (l.kind == K::String) out.s += l.s;
         else out.list->insert(out.list->end(), l.list->begin(), l.list->end());
       }
@@ -319,10 +389,20 @@ class Interpreter {
       fail_at(e.line, "unsupported operand type(s) for " + op + ": '" + type_name(l) + "' and '" + type_name(r) + "'");
     if (l.kind != K::Float && r.kind != K::Float) {  // exact integer arithmetic (bool counts as int)
       const int64_t x = l.kind == K::Bool ? l.b : l.i, y = r.kind == K::Bool ? r.b : r.i;
-      if (op == "+") return Value::integer(x + y);
-      if (op == "-") return Value::integer(x - y);
-      if (op == "*") return Value::integer(x * y);
+      // Python's ints are unbounded; ours are 64-bit: a result that does not
+      // fit is an error, never a wrapped (or undefined) value.
+      int64_t z = 0;
+      auto fits = [&](bool overflow) {
+        if (overflow)
+          fail_at(e.line, "integer overflow in " + op + " (template integers are 64-bit)");
+        return Value::integer(z);
+      };
+      if (op == "+") return fits(__builtin_add_overflow(x, y, &z));
+      if (op == "-") return fits(__builtin_sub_overflow(x, y, &z));
+      if (op == "*") return fits(__builtin_mul_overflow(x, y, &z));
       if ((op == "//" || op == "%" || op == "/") && y == 0) fail_at(e.line, "division by zero");
+      if ((op == "//" || op == "%") && x == std::numeric_limits<int64_t>::min() && y == -1)
+        return op == "%" ? Value::integer(0) : fits(true);
       if (op == "/") return Value::number(static_cast<double>(x) / static_cast<double>(y));
       if (op == "//" || op == "%") {
         int64_t q = x / y, m = x % y;
@@ -331,8 +411,12 @@ class Interpreter {
       }
       if (op == "**") {
         if (y < 0) return Value::number(std::pow(static_cast<double>(x), static_cast<double>(y)));
-        int64_t p = 1;
-        for (int64_t k = 0; k < y; ++k) p *= x;
+        // Square-and-multiply: y may be huge when x is 0, 1 or -1.
+        int64_t p = 1, b = x;
+        for (int64_t k = y; k > 0; k >>= 1) {
+          if ((k & 1) && __builtin_mul_overflow(p, b, &p)) return fits(true);
+          if (k > 1 && __builtin_mul_overflow(b, b, &b)) return fits(true);
+        }
         return Value::integer(p);
       }
     }
@@ -352,22 +436,34 @@ class Interpreter {
     fail_at(e.line, "unknown operator " + op);
   }
 
-  static void install_globals(Frame& g) {
-    g["range"] = Value::function([](Args& a) {
+  void install_globals(Frame& g) {
+    const size_t max_items = limits_.max_items;
+    g["range"] = Value::function([max_items](Args& a) {
       int64_t start = 0, stop = 0, step = 1;
       auto num = [](const Value& v) {
         if (v.kind != K::Int && v.kind != K::Bool) throw Error("chat template: range: expected integers");
-        return static_cast<int64_t>(v.as_double());
+        return v.kind == K::Bool ? int64_t{v.b} : v.i;
       };
-      if (a.pos.size() == 1) stop = num(a.pos[0]);
+      if (a.pos.size() == 1)
+        stop = num(a.pos[0]);
       else if (a.pos.size() >= 2) {
         start = num(a.pos[0]);
         stop = num(a.pos[1]);
         if (a.pos.size() > 2) step = num(a.pos[2]);
-      } else throw Error("chat template: range expected at least 1 argument");
+      } else
+        throw Error("chat template: range expected at least 1 argument");
       if (step == 0) throw Error("chat template: range() arg 3 must not be zero");
+      // The length, computed without overflow, is checked before any item is made.
+      const __int128 span =
+          step > 0 ? static_cast<__int128>(stop) - start : static_cast<__int128>(start) - stop;
+      const __int128 mag = step > 0 ? static_cast<__int128>(step) : -static_cast<__int128>(step);
+      const __int128 len = span <= 0 ? 0 : (span + mag - 1) / mag;
+      if (len > static_cast<__int128>(max_items))
+        throw Error("chat template: range() of " + std::to_string(static_cast<uint64_t>(len)) +
+                    " items passes the limit of " + std::to_string(max_items));
       List out;
-      for (int64_t k = start; step > 0 ? k < stop : k > stop; k += step) out.push_back(Value::integer(k));
+      for (__int128 k = 0; k < len; ++k)
+        out.push_back(Value::integer(static_cast<int64_t>(start + k * step)));
       return Value::make_list(std::move(out));
     });
     g["dict"] = Value::function([](Args& a) {
@@ -377,9 +473,11 @@ class Interpreter {
       for (const auto& [k, v] : a.kw) d.set(k, v);
       return d;
     });
-    g["namespace"] = Value::function([](Args& a) {
+    auto made = namespaces_;
+    g["namespace"] = Value::function([made](Args& a) {
       Value d = Value::make_dict();
       d.is_namespace = true;
+      made->push_back(d.dict);
       for (const auto& p : a.pos)
         if (p.kind == K::Dict)
           for (const auto& [k, v] : *p.dict) d.set(k, v);
@@ -388,6 +486,15 @@ class Interpreter {
     });
   }
 
+  const RenderLimits limits_;
+  // Every namespace the render made: the only mutable values, so the only
+  // ones that can hold themselves (`{% set ns.me = ns %}`). Emptied when the
+  // render ends, which breaks such cycles (shared_ptr alone would leak them)
+  // and long chains of namespaces without recursion.
+  std::shared_ptr<std::vector<std::shared_ptr<Dict>>> namespaces_ =
+      std::make_shared<std::vector<std::shared_ptr<Dict>>>();
+  uint64_t steps_ = 0;
+  int depth_ = 0;
   std::vector<std::shared_ptr<Frame>> frames_;
 };
 
@@ -395,8 +502,9 @@ class Interpreter {
 
 Template::Template(const std::string& source, const LexOptions& opt) : body_(parse_template(source, opt)) {}
 
-std::string Template::render(const Dict& vars) const {
-  Interpreter in(vars);
+std::string Template::render(const Dict& vars, const RenderLimits& limits) const {
+  const StringBound bound(limits.max_output_bytes);
+  Interpreter in(vars, limits);
   std::string out;
   in.exec_body(body_, out);
   return out;

@@ -88,9 +88,11 @@ const Value* Value::find(const std::string& key) const {
 void Value::set(const std::string& key, Value v) {
   for (auto& [k, e] : *dict)
     if (k == key) {
+      nest = std::max(nest, v.nest + 1);
       e = std::move(v);
       return;
     }
+  nest = std::max(nest, v.nest + 1);
   dict->emplace_back(key, std::move(v));
 }
 
@@ -209,7 +211,25 @@ static void json_string(std::string& out, const std::string& s) {
   out += '"';
 }
 
+namespace {
+thread_local size_t t_max_string_bytes = SIZE_MAX;
+}  // namespace
+
+void check_string_bytes(size_t n, const char* what) {
+  if (n > t_max_string_bytes)
+    throw Error(std::string("chat template: ") + what + ": the string passes " +
+                std::to_string(t_max_string_bytes) + " bytes");
+}
+StringBound::StringBound(size_t max_bytes) : saved_(t_max_string_bytes) {
+  t_max_string_bytes = max_bytes;
+}
+StringBound::~StringBound() { t_max_string_bytes = saved_; }
+
 static void dump(std::string& out, const Value& v, int indent, bool sort_keys, int depth) {
+  check_string_bytes(out.size(), "tojson");
+  if (depth > kMaxValueNesting)
+    throw Error("chat template: tojson: nested deeper than " + std::to_string(kMaxValueNesting) +
+                " levels (circular reference?)");
   const std::string nl = indent >= 0 ? "\n" : "";
   auto pad = [&](int d) { return indent >= 0 ? std::string(static_cast<size_t>(indent) * d, ' ') : ""; };
   const std::string item_sep = indent >= 0 ? "," : ", ";
@@ -260,8 +280,11 @@ std::string to_json(const Value& v, int indent, bool sort_keys) {
   return out;
 }
 
-bool equals(const Value& a, const Value& b) {
+static bool equals_at(const Value& a, const Value& b, int depth) {
   using K = Value::Kind;
+  if (depth > kMaxValueNesting)
+    throw Error("chat template: ==: values nested deeper than " + std::to_string(kMaxValueNesting) +
+                " levels (circular reference?)");
   if (a.is_number() && b.is_number()) {
     if (a.kind != K::Float && b.kind != K::Float) return (a.kind == K::Bool ? a.b : a.i) == (b.kind == K::Bool ? b.b : b.i);
     return a.as_double() == b.as_double();
@@ -274,19 +297,21 @@ bool equals(const Value& a, const Value& b) {
     case K::List:
       if (a.list->size() != b.list->size()) return false;
       for (size_t k = 0; k < a.list->size(); ++k)
-        if (!equals((*a.list)[k], (*b.list)[k])) return false;
+        if (!equals_at((*a.list)[k], (*b.list)[k], depth + 1)) return false;
       return true;
     case K::Dict:
       if (a.dict->size() != b.dict->size()) return false;
       for (const auto& [k, e] : *a.dict) {
         const Value* o = b.find(k);
-        if (!o || !equals(e, *o)) return false;
+        if (!o || !equals_at(e, *o, depth + 1)) return false;
       }
       return true;
     case K::Func: return a.fn == b.fn;
     default: return false;
   }
 }
+
+bool equals(const Value& a, const Value& b) { return equals_at(a, b, 0); }
 
 int compare(const Value& a, const Value& b) {
   using K = Value::Kind;

@@ -7,6 +7,7 @@
 // list appended to through one name is seen through another); scalars copy.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -50,6 +51,12 @@ struct Value {
   // plain str HTML-escapes the plain side, as jinja2 does even without autoescape.
   bool is_safe = false;
   bool is_tuple = false;  // a List that Python holds as a tuple: prints as (a, b)
+  // How deep the items nest: 0 for a scalar, 1 + the deepest item's for a
+  // list or dict when it was made (a namespace's grows when set() is called
+  // on this Value, not on a copy). The interpreter bounds it
+  // (kMaxValueNesting), so that printing or destroying a value built in a
+  // loop (`{% set ns.l = [ns.l] %}`) never runs off the stack.
+  int nest = 0;
 
   static Value undefined(std::string name = "") { Value v; v.s = std::move(name); return v; }
   static Value none() { Value v; v.kind = Kind::None; return v; }
@@ -58,10 +65,18 @@ struct Value {
   static Value number(double x) { Value v; v.kind = Kind::Float; v.f = x; return v; }
   static Value string(std::string x) { Value v; v.kind = Kind::String; v.s = std::move(x); return v; }
   static Value make_list(chat::List x = {}) {
-    Value v; v.kind = Kind::List; v.list = std::make_shared<chat::List>(std::move(x)); return v;
+    Value v;
+    v.kind = Kind::List;
+    for (const auto& e : x) v.nest = std::max(v.nest, e.nest + 1);
+    v.list = std::make_shared<chat::List>(std::move(x));
+    return v;
   }
   static Value make_dict(chat::Dict x = {}) {
-    Value v; v.kind = Kind::Dict; v.dict = std::make_shared<chat::Dict>(std::move(x)); return v;
+    Value v;
+    v.kind = Kind::Dict;
+    for (const auto& e : x) v.nest = std::max(v.nest, e.second.nest + 1);
+    v.dict = std::make_shared<chat::Dict>(std::move(x));
+    return v;
   }
   static Value function(Func x) {
     Value v; v.kind = Kind::Func; v.fn = std::make_shared<Func>(std::move(x)); return v;
@@ -97,6 +112,29 @@ std::string float_repr(double d);
 // json.dumps(x, ensure_ascii=False, indent=indent, sort_keys=...) with the
 // default separators (", ", ": ") or (",", ": ") when indented (indent < 0: none).
 std::string to_json(const Value& v, int indent, bool sort_keys = false);
+// Values nest at most this deep where they are serialised or compared: only
+// a namespace that holds itself (`{% set ns.me = ns %}`) goes deeper, and
+// there Python fails too ("Circular reference detected", RecursionError).
+// Past it: sluice::Error, never a stack overflow.
+inline constexpr int kMaxValueNesting = 256;
+
+// The most bytes one string built during a render may hold: the running
+// render's RenderLimits::max_output_bytes, set for the calling thread by a
+// StringBound for the render's length (unbounded outside one). The builtins
+// that build a string in a loop (join, replace, indent, tojson) check it as
+// they go, so a multiplying one fails before it allocates the product.
+void check_string_bytes(size_t n, const char* what);  // throws sluice::Error past it
+class StringBound {
+ public:
+  explicit StringBound(size_t max_bytes);
+  ~StringBound();
+  StringBound(const StringBound&) = delete;
+  StringBound& operator=(const StringBound&) = delete;
+
+ private:
+  size_t saved_;
+};
+
 // Python ==.
 bool equals(const Value& a, const Value& b);
 // Python <: -1/0/1; throws sluice::Error for unorderable types.

@@ -40,7 +40,9 @@ std::optional<ToolCallText> read_glm(std::string_view body) {
     args[key] = parsed.is_discarded() ? nlohmann::json(value) : parsed;
     k = ve + kValueEnd.size();
   }
-  return ToolCallText{std::move(name), args.dump()};
+  // A raw value is model bytes, not always UTF-8 (a token may end inside a
+  // character): invalid bytes become U+FFFD rather than a throw from dump().
+  return ToolCallText{std::move(name), json_text(args)};
 }
 
 // DeepSeek V3.1: NAME<｜tool▁sep｜>ARGS.

@@ -38,6 +38,9 @@ Writer::Writer(io::OutputFile& out, uint64_t alignment) : path_(out.path()), ali
 void Writer::check_alignment() {
   if (alignment_ == 0 || !std::has_single_bit(alignment_))
     fail(path_, "GGUF alignment " + num(alignment_) + " is not a power of two");
+  if (alignment_ > kMaxAlignment)
+    fail(path_, "GGUF alignment " + num(alignment_) + " is over the limit of " +
+                    num(kMaxAlignment) + " bytes");
   buffer_.reserve(kBufferBytes);
 }
 

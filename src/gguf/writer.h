@@ -7,7 +7,8 @@
 // writes into the caller's, which the caller commits after finish() (so it
 // chooses the inputs to protect and whether to overwrite).
 //
-// Failure: any I/O error or protocol misuse (wrong order, too many/few bytes)
+// Failure: an alignment that is not a power of two up to kMaxAlignment, any
+// I/O error or protocol misuse (wrong order, too many/few bytes)
 // throws sluice::Error naming the output file. Without a successful finish()
 // (and commit) the destination is untouched. A Writer is single-threaded.
 #pragma once
@@ -21,6 +22,11 @@
 #include "io/output_file.h"
 
 namespace sluice::gguf {
+
+// The largest alignment a Writer takes: a 2 MiB huge page, the most a reader
+// mapping the file could want. Padding is written out, so an alignment of
+// 2^40 would be a terabyte of zeros (and GGUF stores it as a uint32).
+inline constexpr uint64_t kMaxAlignment = uint64_t{1} << 21;
 
 class Writer {
  public:

@@ -123,6 +123,16 @@ TEST(ChatJinja, UndefinedSemanticsAndErrors) {
             "chat template: line 1: unsupported operand type(s) for +: 'str' and 'int'");
 }
 
+// Found by chat_template_fuzz (a real template with `messages[]`): the
+// parser accepted an empty subscript and the interpreter dereferenced the
+// missing index (UBSan: reference binding to null pointer).
+TEST(ChatJinja, EmptySubscriptIsASyntaxError) {
+  EXPECT_EQ(test::error_of([] { render("{{ messages[]['content'] }}", R"({"messages": []})"); }),
+            "chat template: line 1: expected an index or a slice inside []");
+  EXPECT_EQ(render("{{ m[:] }}{{ m[1:] }}{{ m[::2] }}{{ m[-1] }}", R"({"m": [1, 2, 3]})"),
+            "[1, 2, 3][2, 3][1, 3]3");
+}
+
 TEST(ChatJinja, RenderChatProvidesTransformersGlobals) {
   ChatInputs in;
   in.messages = nlohmann::ordered_json::parse(R"([{"role": "user", "content": "hi"}])");

@@ -37,6 +37,18 @@ TEST(ChatOutput, GlmArgKeyValueCalls) {
   EXPECT_EQ(p.tool_calls, nlohmann::json::array({call(0, "get_weather", R"({"city":"Paris","days":2})")}));
 }
 
+// Found by chat_output_fuzz: a GLM argument value is raw model bytes; one
+// that is not UTF-8 made nlohmann's dump() throw type_error 316 (serve then
+// failed the request). The bad bytes become U+FFFD, the call is kept.
+TEST(ChatOutput, GlmArgumentThatIsNotUtf8IsReplacedNotThrown) {
+  const ParsedOutput p = parse_output(
+      "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Par\x9fis</arg_value>\n</"
+      "tool_call>",
+      OutputFormat::Glm);
+  EXPECT_EQ(p.tool_calls,
+            nlohmann::json::array({call(0, "get_weather", "{\"city\":\"Par\xEF\xBF\xBDis\"}")}));
+}
+
 TEST(ChatOutput, DeepSeekToolCalls) {
   const ParsedOutput p = parse_output(
       "Sure.<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>search<｜tool▁sep｜>{\"q\": \"sluice\"}<｜tool▁call▁end｜>"

@@ -258,6 +258,11 @@ TEST(GgufRoundTrip, WriterRejectsMisuse) {
   TempDir dir;
   const std::string path = dir.file("bad.gguf");
   EXPECT_THAT(error_of([&] { Writer w(path, 48); }), HasSubstr("power of two"));
+  // Found by gguf_roundtrip_fuzz: an alignment of 2^40 was accepted, then
+  // padded the header with a terabyte of zeros (and stored as a uint32, 0).
+  EXPECT_THAT(error_of([&] { Writer w(path, uint64_t{1} << 40); }),
+              HasSubstr("over the limit of 2097152 bytes"));
+  EXPECT_NO_THROW({ Writer w(path, kMaxAlignment); });
   {
     Writer w(path);
     EXPECT_THAT(error_of([&] { w.add_tensor("q", GgmlType::Q4_0, {33}); }), HasSubstr("block size 32"));

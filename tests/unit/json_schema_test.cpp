@@ -1,4 +1,4 @@
-// runtime/json_schema*: the compiler refuses what it cannot enforce, and the
+// grammar/json_schema*: the compiler refuses what it cannot enforce, and the
 // prefix checker accepts exactly the prefixes of documents a schema accepts
 // (checked against an independent validator written here with nlohmann).
 #include "grammar/json_schema.h"
