@@ -19,11 +19,12 @@ pkgs=(g++ cmake ninja-build pkg-config libcli11-dev nlohmann-json3-dev libpcre2-
       liburing-dev libcpp-httplib-dev libgtest-dev libgmock-dev libbenchmark-dev libedit-dev
       python3-jinja2   # the reference renderer of the chat-template test
       help2man man-db  # the man page (built from --help) and its render check
-      dpkg-dev)        # dpkg-shlibdeps: the .deb's Depends (scripts/package.sh)
+      dpkg-dev         # dpkg-shlibdeps: the .deb's Depends (scripts/package.sh)
+      file)            # CPack's DEB generator runs file(1) before dpkg-shlibdeps (not in a bare Debian root)
 # pkg-config modules CMakeLists.txt asks for, per target architecture.
 native_modules=(libpcre2-8 libedit liburing cpp-httplib)
 arm64_modules=(libpcre2-8 libedit liburing)
-tools=(g++ cmake ninja pkg-config help2man man dpkg-shlibdeps)
+tools=(g++ cmake ninja pkg-config help2man man dpkg-shlibdeps file)
 check=
 for arg in "$@"; do
   case $arg in
