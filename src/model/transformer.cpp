@@ -20,62 +20,6 @@
 #include "util/error.h"
 
 namespace sluice::model {
-namespace {
-
-// Working memory besides the dense set, KV cache and expert cache: activations,
-// logits and private expert buffers of a prefill batch. A fixed allowance; it
-// only shapes --cache-mb auto.
-constexpr uint64_t kScratchAllowance = uint64_t{64} << 20;
-
-// Resolves the expert cache budget once, at load (see ModelConfig). `layers`
-// holds every MoE layer's shape; decode micro-batch 1 sets the floor.
-// `decode_prefetch`: the --prefetch depth in force at decode; the floor is what
-// decode holds at once, the next layer's prefetch included.
-uint64_t resolve_cache_bytes(const ModelConfig& cfg, std::span<const moe::MoeLayerShape> layers, uint64_t dense_bytes,
-                             uint64_t kv_bytes, int decode_prefetch) {
-  const auto say = [&cfg](const std::string& line) {
-    if (cfg.log) cfg.log(line);
-  };
-  constexpr int kUbatch = 1;
-  if (cfg.load_all) {
-    if (cfg.cache_auto || cfg.cache_bytes > 0) say("cache: off (--load-all keeps every expert resident)");
-    return 0;
-  }
-  uint64_t bytes = cfg.cache_bytes;
-  if (cfg.cache_auto) {
-    uint64_t all_experts = 0;
-    for (const moe::MoeLayerShape& l : layers) all_experts += l.expert_bytes * static_cast<uint64_t>(l.n_expert);
-    moe::AutoCacheInputs in;
-    // MemAvailable was read before loading: the anon dense buffers were not yet
-    // allocated, and mmap/warm dense pages are page cache (counted as
-    // available) that must stay resident; either way the dense set comes off.
-    in.dense_bytes = dense_bytes;
-    in.kv_bytes = kv_bytes;
-    in.scratch_bytes = kScratchAllowance;
-    in.floor_bytes = std::max(moe::experts_in_flight_bytes(layers, kUbatch, decode_prefetch), cfg.cache_floor_bytes);
-    in.ceil_bytes = cfg.cache_ceil_bytes > 0 ? std::min(cfg.cache_ceil_bytes, all_experts) : all_experts;
-    const moe::AutoCacheBudget b = moe::auto_cache_budget(cfg.cache_meminfo, in);
-    say("cache: " + b.how + " (dense " + (cfg.dense_mode == moe::DenseMode::Anon ? "anon buffers" : "page cache") +
-        "; floor " + moe::format_mib(in.floor_bytes) + ", token demand " +
-        moe::format_mib(moe::token_demand_bytes(layers)) + ")");
-    bytes = b.bytes;
-  } else if (bytes > 0) {
-    moe::check_cache_floor(bytes, layers, kUbatch);
-    const uint64_t floor = moe::experts_in_flight_bytes(layers, kUbatch, decode_prefetch);
-    if (bytes < floor)
-      throw Error("--cache-mb " + moe::format_mib(bytes) + " is below the floor of " + moe::format_mib(floor) +
-                  " with --prefetch at decode (depth " + std::to_string(decode_prefetch) +
-                  "): a layer's experts and the next layer's predicted ones are pinned at once; raise --cache-mb "
-                  "or use --prefetch=prefill");
-    say("cache: " + moe::format_mib(bytes) + " (--cache-mb; floor " + moe::format_mib(floor) + ", token demand " +
-        moe::format_mib(moe::token_demand_bytes(layers)) + ")");
-  }
-  const std::string warning = moe::cache_demand_warning(bytes, layers);
-  if (!warning.empty()) say("cache: warning: " + warning);
-  return bytes;
-}
-
-}  // namespace
 
 Transformer::Transformer(std::shared_ptr<const gguf::GgufModel> gguf, const ModelConfig& cfg, ArchDesc desc)
     : gguf_(std::move(gguf)),
@@ -84,63 +28,10 @@ Transformer::Transformer(std::shared_ptr<const gguf::GgufModel> gguf, const Mode
       hp_(desc_.hp),
       pool_(cfg.threads),
       rope_(desc_.hp.rope) {
-  if (cfg.io_threads < 1)
-    throw Error("--io-threads: must be >= 1 (got " + std::to_string(cfg.io_threads) + ")");
-  if (cfg.n_ctx < 0) throw Error("-c: context size must be >= 0 (got " + std::to_string(cfg.n_ctx) + ")");
-  if (cfg.ubatch < 1) throw Error("--ubatch: must be >= 1 (got " + std::to_string(cfg.ubatch) + ")");
-  if (cfg.n_slots < 1 || cfg.n_slots > kMaxSlots)
-    throw Error("--parallel: must be in [1, " + std::to_string(kMaxSlots) + "] (got " + std::to_string(cfg.n_slots) +
-                ")");
-  moe::validate_trim_config(cfg.trims);
-  // Trims renormalise where the router's weights sum to 1 (the architecture's
-  // rule, not the user's); every MoE layer of an architecture routes alike.
-  for (const LayerDesc& l : desc_.layers)
-    if (l.ffn.kind == FfnKind::Moe) cfg_.trims.normalize = trims_renormalize(l.ffn.router);
-  if (hp_.is_moe())
-    moe_k_ = moe::effective_top_k(cfg_.trims, static_cast<int>(hp_.n_expert_used), static_cast<int>(hp_.n_expert));
-  for (const LayerDesc& l : desc_.layers) {
-    const RouterDesc& r = l.ffn.router;
-    if (l.ffn.kind != FfnKind::Moe || r.n_group == 0 || r.n_group_used == 0 || r.n_group_used >= r.n_group) continue;
-    const uint64_t eligible = uint64_t{hp_.n_expert} / r.n_group * r.n_group_used;
-    if (static_cast<uint64_t>(moe_k_) > eligible)
-      throw Error("--moe-top-k: " + std::to_string(moe_k_) + " experts cannot be chosen from the " +
-                  std::to_string(eligible) + " experts of the " + std::to_string(r.n_group_used) +
-                  " expert groups this model routes within");
-  }
+  check_config();
   const int n_ctx = resolve_context(cfg.n_ctx, hp_.n_ctx_train);
-  if (cfg.log && hp_.n_ctx_train > 0 && static_cast<uint32_t>(n_ctx) > hp_.n_ctx_train)
-    cfg.log("sluice: warning: -c " + std::to_string(n_ctx) + " is above the " + std::to_string(hp_.n_ctx_train) +
-            " positions this model was trained on; text past them may degrade");
-  // The model state is sized by -c (state_spec.h, the rule inspect reports
-  // too): refuse before allocating what cannot fit. The NextN head's rows
-  // count when it is loaded.
-  const std::vector<LayerStateSpec> specs = model_state_specs(desc_, n_ctx);
-  std::vector<LayerStateSpec> all_specs = specs;
-  if (cfg.mtp && !desc_.nextn.empty()) all_specs.push_back(layer_state_spec(desc_.nextn.front().block, hp_, n_ctx));
-  // Every slot holds a trunk state of its own (the NextN head's is slot 0's).
-  std::optional<StateBytes> need = model::state_bytes(all_specs, cfg.kv_type);
-  const std::optional<StateBytes> slot_need = model::state_bytes(specs, cfg.kv_type);
-  const uint64_t n_extra = static_cast<uint64_t>(cfg.n_slots - 1);
-  if (need && slot_need && slot_need->total() <= (std::numeric_limits<uint64_t>::max() - need->total()) / 64) {
-    need->kv += n_extra * slot_need->kv;
-    need->recurrent += n_extra * slot_need->recurrent;
-  } else {
-    need.reset();
-  }
-  if (!need || (cfg.memory_bytes > 0 && need->total() > cfg.memory_bytes)) {
-    uint64_t kv_values = 0;  // per position, over every KV layer
-    int kv_layers = 0;
-    for (const LayerStateSpec& l : all_specs)
-      if (l.kind == StateKind::KvRows) kv_values += static_cast<uint64_t>(l.kv.k_dim() + l.kv.v_dim()), ++kv_layers;
-    throw Error("-c " + std::to_string(n_ctx) + ": the model state would need " +
-                (need ? moe::format_mib(need->total()) : std::string("more than 2^64 bytes")) + " (KV rows: " +
-                std::to_string(kv_layers) + " layers x " + std::to_string(n_ctx) + " positions, " +
-                std::to_string(kv_values) + " " + kv_type_name(cfg.kv_type) + " values per position" +
-                (need && need->recurrent ? "; recurrent state " + moe::format_mib(need->recurrent) : "") +
-                ")" + (cfg.n_slots > 1 ? " for " + std::to_string(cfg.n_slots) + " slots (--parallel)" : std::string()) +
-                ", more than the " + moe::format_mib(cfg.memory_bytes) + " of memory available; lower -c" +
-                (cfg.n_slots > 1 ? " or --parallel" : ""));
-  }
+  const StatePlan plan = plan_state(n_ctx);
+  const std::vector<LayerStateSpec>& specs = plan.specs;
 
   moe::DenseConfig dc;
   dc.mode = cfg.dense_mode;
@@ -176,10 +67,10 @@ Transformer::Transformer(std::shared_ptr<const gguf::GgufModel> gguf, const Mode
     state_ = std::make_unique<ModelState>(specs, cfg.kv_type, n_ctx);
     for (int i = 1; i < cfg.n_slots; ++i) extra_slots_.push_back(std::make_unique<ModelState>(specs, cfg.kv_type, n_ctx));
     if (mtp_layer_ >= 0)
-      mtp_state_ = std::make_unique<ModelState>(std::vector<LayerStateSpec>{all_specs.back()}, cfg.kv_type, n_ctx);
+      mtp_.state = std::make_unique<ModelState>(std::vector<LayerStateSpec>{plan.nextn}, cfg.kv_type, n_ctx);
   } catch (const std::bad_alloc&) {
     throw Error("-c " + std::to_string(n_ctx) + ": could not allocate the model state (" +
-                moe::format_mib(need->total()) + "); lower -c");
+                moe::format_mib(plan.bytes.total()) + "); lower -c");
   }
   prefetch_setting_ = resolve_prefetch();
   if (hp_.is_moe()) {
@@ -215,117 +106,6 @@ Transformer::Transformer(std::shared_ptr<const gguf::GgufModel> gguf, const Mode
 }
 
 Transformer::~Transformer() = default;
-
-void Transformer::bind_weights(const std::vector<gguf::LayerExpertParts>& experts) {
-  Binder b(*gguf_, *dense_, cfg_.resident_layout == ResidentLayout::Packed, &pool_);
-  const uint64_t n_embd = hp_.n_embd;
-  const std::string file = gguf_->paths().front();
-  token_embd_ = &b.rows("token_embd.weight", {n_embd, hp_.n_vocab});
-  if (!kernels::is_supported(token_embd_->type))
-    throw Error("unsupported tensor type " + std::string(ggml_type_name(token_embd_->type)) +
-                " in tensor token_embd.weight");
-  token_embd_data_ = static_cast<const uint8_t*>(dense_->data(*token_embd_));
-  output_norm_ = b.vector("output_norm.weight", n_embd);
-  // Tied embeddings: no output.weight means the lm head reuses token_embd.
-  if (!b.find("output.weight") && !desc_.tied_output) fail(file, "missing tensor output.weight");
-  output_ = b.find("output.weight") ? b.matrix("output.weight", n_embd, hp_.n_vocab)
-                                    : b.matrix("token_embd.weight", n_embd, hp_.n_vocab);
-
-  layers_.resize(hp_.n_layer + (mtp_layer_ >= 0 ? 1 : 0));
-  for (uint32_t il = 0; il < hp_.n_layer; ++il) bind_layer(b, il, desc_.layers[il], experts);
-  if (mtp_layer_ >= 0) bind_mtp_head(b, experts);
-
-  // Every tensor must be used or knowingly ignored: a tensor nothing claims
-  // means the file is not what its architecture says (or sluice would
-  // silently compute something else).
-  for (const gguf::TensorInfo& t : gguf_->tensors()) {
-    if (b.claimed(t.name) || desc_.ignores(t.name)) continue;
-    if (const auto e = gguf::parse_expert_tensor_name(t.name);
-        e && e->layer < layers_.size() && layers_[e->layer].moe)
-      continue;  // a routed-expert weight of a MoE layer (bound through `experts`)
-    fail(file, "tensor " + t.name + " is not used by architecture " + hp_.arch +
-                   " (no block of this layer takes it); the file does not match its general.architecture");
-  }
-  dense_packed_bytes_ = b.packed_bytes();
-}
-
-void Transformer::bind_layer(Binder& b, uint32_t il, const LayerDesc& d,
-                             const std::vector<gguf::LayerExpertParts>& experts) {
-  const uint64_t n_embd = hp_.n_embd;
-  const std::string file = gguf_->paths().front();
-  Layer& L = layers_[il];
-  L.desc = &d;
-  const std::string p = "blk." + std::to_string(il) + ".";
-  L.attn_norm = b.vector(p + "attn_norm.weight", n_embd);
-  L.ffn_norm = b.vector(p + d.ffn_norm + ".weight", n_embd);
-  // The token mixer (its own file under mixers/, with its state), then what
-  // every attention mixer shares: the output bias and the sinks.
-  if (d.attn.kind == AttentionKind::Mla) {
-    L.mla = bind_mla(b, p, hp_);
-  } else if (d.attn.kind == AttentionKind::DeltaNet) {
-    L.dn = bind_deltanet(b, p, hp_);
-  } else {
-    L.gqa = bind_gqa(b, p, d.attn, hp_);
-  }
-  L.bo = b.vector_if(d.attn.o_bias, p + "attn_output.bias", {n_embd});
-  L.sinks = b.vector_if(d.attn.sinks, p + "attn_sinks.weight", {hp_.n_head});
-  L.moe = d.ffn.kind == FfnKind::Moe;
-  if (!L.moe) {
-    L.dense.gate = b.matrix(p + "ffn_gate.weight", n_embd, d.ffn.n_ff);
-    L.dense.up = b.matrix(p + "ffn_up.weight", n_embd, d.ffn.n_ff);
-    L.dense.down = b.matrix(p + "ffn_down.weight", d.ffn.n_ff, n_embd);
-    return;
-  }
-  const RouterDesc& r = d.ffn.router;
-  const uint64_t n_expert = hp_.n_expert;
-  L.router = b.matrix(p + "ffn_gate_inp.weight", n_embd, n_expert);
-  L.router_bias = b.vector_if(r.logit_bias, p + "ffn_gate_inp.bias", {n_expert});
-  L.selection_bias = b.vector_if(r.selection_bias, p + "exp_probs_b.bias", {n_expert});
-  const gguf::LayerExpertParts& lp = experts.at(il);
-  if (!lp.present())
-    fail(file, "missing tensor " + gguf::stacked_expert_name(il, gguf::kGate) + " (layer " + std::to_string(il) +
-                   " of this MoE model has no expert tensors)");
-  if (lp.n_expert() != n_expert)
-    throw Error("tensor " + lp.part[gguf::kGate].tensor + ": layer " + std::to_string(il) + " has " +
-                std::to_string(lp.n_expert()) + " experts, expected " + std::to_string(n_expert));
-  ExpertTemplate& x = L.experts;
-  x.m.gate = b.expert(lp, gguf::kGate, n_embd, hp_.n_ff_exp);
-  x.m.up = b.expert(lp, gguf::kUp, n_embd, hp_.n_ff_exp);
-  x.m.down = b.expert(lp, gguf::kDown, hp_.n_ff_exp, n_embd);
-  x.act = d.ffn.act;
-  x.weights_scale = r.weights_scale;
-  x.gate_bias = b.vector_if(d.ffn.expert_biases, p + "ffn_gate_exps.bias", {hp_.n_ff_exp, n_expert});
-  x.up_bias = b.vector_if(d.ffn.expert_biases, p + "ffn_up_exps.bias", {hp_.n_ff_exp, n_expert});
-  x.down_bias = b.vector_if(d.ffn.expert_biases, p + "ffn_down_exps.bias", {n_embd, n_expert});
-  L.shared = d.ffn.shared_expert;
-  if (L.shared) {
-    L.shexp.gate = b.matrix(p + "ffn_gate_shexp.weight", n_embd, d.ffn.n_ff);
-    L.shexp.up = b.matrix(p + "ffn_up_shexp.weight", n_embd, d.ffn.n_ff);
-    L.shexp.down = b.matrix(p + "ffn_down_shexp.weight", d.ffn.n_ff, n_embd);
-    if (d.ffn.shared_gate) L.shexp_gate = b.vector(p + "ffn_gate_inp_shexp.weight", n_embd);
-  }
-}
-
-void Transformer::bind_mtp_head(Binder& b, const std::vector<gguf::LayerExpertParts>& experts) {
-  const uint32_t il = static_cast<uint32_t>(mtp_layer_);
-  bind_layer(b, il, desc_.nextn.front().block, experts);
-  const uint64_t n_embd = hp_.n_embd;
-  const std::string p = "blk." + std::to_string(il) + ".nextn.";
-  head_.eh_proj = b.matrix(p + "eh_proj.weight", 2 * n_embd, n_embd);
-  head_.enorm = b.vector(p + "enorm.weight", n_embd);
-  head_.hnorm = b.vector(p + "hnorm.weight", n_embd);
-  head_.norm = b.find(p + "shared_head_norm.weight") ? b.vector(p + "shared_head_norm.weight", n_embd) : output_norm_;
-  head_.lm = b.find(p + "shared_head_head.weight") ? b.matrix(p + "shared_head_head.weight", n_embd, hp_.n_vocab)
-                                                   : output_;
-  head_.embd = token_embd_;
-  if (b.find(p + "embed_tokens.weight")) {
-    head_.embd = &b.rows(p + "embed_tokens.weight", {n_embd, hp_.n_vocab});
-    if (!kernels::is_supported(head_.embd->type))
-      throw Error("unsupported tensor type " + std::string(ggml_type_name(head_.embd->type)) + " in tensor " + p +
-                  "embed_tokens.weight");
-  }
-  head_.embd_data = static_cast<const uint8_t*>(dense_->data(*head_.embd));
-}
 
 ModelStats Transformer::stats() const {
   ModelStats s;
@@ -387,23 +167,18 @@ StateBytes Transformer::state_bytes() const {
     b.kv += st->bytes().kv;
     b.recurrent += st->bytes().recurrent;
   }
-  if (mtp_state_) {
-    b.kv += mtp_state_->bytes().kv;
-    b.recurrent += mtp_state_->bytes().recurrent;
+  if (mtp_.state) {
+    b.kv += mtp_.state->bytes().kv;
+    b.recurrent += mtp_.state->bytes().recurrent;
   }
   return b;
-}
-
-void Transformer::mtp_truncate(int n) {
-  if (!mtp_state_) throw Error("mtp_truncate: the model was loaded without its MTP head (--mtp)");
-  mtp_state_->truncate(n);  // KV rows only: exact
 }
 
 void Transformer::check_eval(std::span<const int32_t> tokens, int pos0, const ModelState& st, const char* what) const {
   const int T = static_cast<int>(tokens.size());
   if (pos0 != st.n_past())
     throw Error(std::string(what) + " at position " + std::to_string(pos0) + " but the " +
-                (&st == mtp_state_.get() ? "NextN head's state" : "model state") + " holds " +
+                (&st == mtp_.state.get() ? "NextN head's state" : "model state") + " holds " +
                 std::to_string(st.n_past()) + " positions (eval only appends: truncate first)");
   for (int32_t id : tokens)
     if (id < 0 || static_cast<uint32_t>(id) >= hp_.n_vocab)
@@ -474,61 +249,6 @@ void Transformer::run_ubatch(std::span<const int32_t> tokens, int pos0, int firs
     matmul_f32(output_, xn_.data(), n_out, logits_out, pool_, act_);
   }
   tokens_evaluated_ += static_cast<uint64_t>(T);
-}
-
-void Transformer::mtp_eval(std::span<const int32_t> tokens, const float* hidden, int pos0, float* logits_out,
-                           float* g_out, bool all_rows) {
-  if (mtp_layer_ < 0) throw Error("mtp_eval: the model was loaded without its MTP head (--mtp)");
-  const int T = static_cast<int>(tokens.size());
-  if (T == 0) return;
-  const auto t_eval = std::chrono::steady_clock::now();
-  check_eval(tokens, pos0, *mtp_state_, "mtp_eval");
-  const int64_t n_vocab = hp_.n_vocab, n_embd = hp_.n_embd;
-  const int S = cfg_.ubatch;
-  try {
-    for (int c0 = 0; c0 < T; c0 += S) {
-      const int n = std::min(S, T - c0);
-      const bool last = c0 + n == T;
-      const int first_row = all_rows ? 0 : (last ? n - 1 : n);
-      float* logits = all_rows ? logits_out + c0 * n_vocab : logits_out;
-      mtp_ubatch(tokens.subspan(c0, n), hidden + c0 * n_embd, pos0 + c0, first_row, logits,
-                 g_out ? g_out + c0 * n_embd : nullptr);
-    }
-  } catch (...) {
-    mtp_state_->abort_append();
-    if (mtp_state_->n_past() > pos0) mtp_state_->truncate(pos0);
-    eval_s_ += seconds_since(t_eval);
-    throw;
-  }
-  eval_s_ += seconds_since(t_eval);
-}
-
-void Transformer::mtp_ubatch(std::span<const int32_t> tokens, const float* hidden, int pos0, int first_row,
-                             float* logits_out, float* g_out) {
-  const int T = static_cast<int>(tokens.size());
-  const int64_t n_embd = hp_.n_embd;
-  const float eps = hp_.rms_eps;
-  x_.resize(static_cast<size_t>(T) * n_embd);
-  xn_.resize(x_.size());
-  tmp_.resize(x_.size());
-  // x = eh_proj . [norm(embed(t)) * enorm, norm(h) * hnorm] (embedding first).
-  mtp_cat_.resize(static_cast<size_t>(T) * 2 * n_embd);
-  for (int t = 0; t < T; ++t) {
-    float* cat = &mtp_cat_[static_cast<size_t>(t) * 2 * n_embd];
-    kernels::dequantize_row(head_.embd->type, head_.embd_data + head_.embd->row_bytes() * tokens[t], cat, n_embd);
-    rms_norm(cat, head_.enorm, n_embd, eps, cat);
-    rms_norm(hidden + static_cast<int64_t>(t) * n_embd, head_.hnorm, n_embd, eps, cat + n_embd);
-  }
-  matmul_f32(head_.eh_proj, mtp_cat_.data(), T, x_.data(), pool_, act_);
-  mtp_state_->begin_append(T);
-  const RowSegment seg{0, T, pos0, mtp_state_.get()};
-  forward_layer(mtp_layer_, T, {&seg, 1}, 0);
-  prefetch_.reset();
-  mtp_state_->commit_append();
-  float* g = g_out ? g_out : xn_.data();
-  rms_norm_rows(x_.data(), head_.norm, T, n_embd, eps, g);
-  if (T > first_row)
-    matmul_f32(head_.lm, g + static_cast<int64_t>(first_row) * n_embd, T - first_row, logits_out, pool_, act_);
 }
 
 void Transformer::router_logits(const Layer& L, const float* xn, int T, std::vector<float>& logits) {

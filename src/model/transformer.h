@@ -20,10 +20,12 @@
 #include "model/mixers/gated_deltanet.h"
 #include "model/model.h"
 #include "model/moe_ffn.h"
+#include "model/mtp_head.h"
 #include "model/rope.h"
 #include "model/router.h"
 #include "model/state/model_state.h"
 #include "model/thread_pool.h"
+#include "moe/cache_budget.h"
 #include "moe/route_replay.h"
 
 namespace sluice::model {
@@ -49,7 +51,7 @@ class Transformer final : public Model {
   void eval_last(std::span<const int32_t> tokens, int pos0, float* logits_out) override;
   void reset() override {
     state_->reset();
-    if (mtp_state_) mtp_state_->reset();
+    if (mtp_.state) mtp_.state->reset();
   }
   int n_past() const override { return state_->n_past(); }
   int truncate(int n) override { return state_->truncate(n); }
@@ -62,7 +64,7 @@ class Transformer final : public Model {
                    bool all_rows = true) override;
   void mtp_eval(std::span<const int32_t> tokens, const float* hidden, int pos0, float* logits_out, float* g_out,
                 bool all_rows = true) override;
-  int mtp_n_past() const override { return mtp_state_ ? mtp_state_->n_past() : 0; }
+  int mtp_n_past() const override { return mtp_.state ? mtp_.state->n_past() : 0; }
   void mtp_truncate(int n) override;
   double dense_resident_fraction() const override;
   moe::ExpertUsage expert_usage() const override;
@@ -90,7 +92,20 @@ class Transformer final : public Model {
     FfnMatrices dense;                     // !moe
   };
 
-  // Binds every layer's declared tensors, then checks that every tensor of the
+  // transformer_setup.cpp: the flags (Error naming the flag), then the model
+  // state planned for n_ctx: the trunk's layers, the NextN head's block
+  // (when --mtp) and the bytes of every slot's state (Error when more than
+  // the memory available, before anything is allocated).
+  void check_config();
+  struct StatePlan {
+    std::vector<LayerStateSpec> specs;  // one slot's trunk
+    LayerStateSpec nextn;               // --mtp
+    StateBytes bytes;                   // all slots and the head
+  };
+  StatePlan plan_state(int n_ctx) const;
+  static uint64_t resolve_cache_bytes(const ModelConfig& cfg, std::span<const moe::MoeLayerShape> layers,
+                                      uint64_t dense_bytes, uint64_t kv_bytes, int decode_prefetch);
+  // transformer_bind.cpp: binds every layer's declared tensors, then checks that every tensor of the
   // file is claimed or ignored. experts: by layer (MoE models).
   void bind_weights(const std::vector<gguf::LayerExpertParts>& experts);
   void bind_layer(Binder& b, uint32_t il, const LayerDesc& d, const std::vector<gguf::LayerExpertParts>& experts);
@@ -160,20 +175,10 @@ class Transformer final : public Model {
   WeightMatrix output_;
   std::vector<Layer> layers_;  // the trunk, then the NextN head (block mtp_layer_) when loaded
 
-  // --mtp: the NextN head's own inputs and outputs (ArchDesc's NextnDesc).
-  struct MtpHead {
-    const gguf::TensorInfo* embd = nullptr;  // nextn.embed_tokens or token_embd
-    const uint8_t* embd_data = nullptr;
-    const float* enorm = nullptr;
-    const float* hnorm = nullptr;
-    const float* norm = nullptr;  // shared_head_norm or output_norm
-    WeightMatrix eh_proj;         // 2 n_embd -> n_embd
-    WeightMatrix lm;              // shared_head_head or output
-  };
+  // --mtp: the NextN head (transformer_mtp.cpp): block mtp_layer_ of layers_
+  // runs through forward_layer; its inputs, outputs and state are mtp_'s.
   int mtp_layer_ = -1;  // -1: no head loaded
-  MtpHead head_;
-  std::unique_ptr<ModelState> mtp_state_;  // the head's one block
-  std::vector<float> mtp_cat_;  // [T][2 n_embd]
+  MtpHead mtp_;
 
   // Scratch, sized per eval.
   std::vector<float> x_, xn_, tmp_, shared_out_, router_logits_;

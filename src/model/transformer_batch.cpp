@@ -30,7 +30,7 @@ const ModelState& Transformer::slot_state(int slot) const {
 
 void Transformer::slot_reset(int slot) {
   slot_state(slot).reset();
-  if (slot == 0 && mtp_state_) mtp_state_->reset();
+  if (slot == 0 && mtp_.state) mtp_.state->reset();
 }
 
 void Transformer::embed_row(int32_t token, int row) {
