@@ -28,7 +28,7 @@ constexpr int64_t kBlockBytes = 64 * 1024;
 // hardware prefetcher does not follow far enough. Speed only.
 constexpr int kPrefetchRows = 8;
 
-// Rows [j0, j0 + n) of one head's slice (`dim` elements at offset `off` of
+// Rows [j0, j0 + n) (row indices, KvRows::row) of one head's slice (`dim` elements at offset `off` of
 // each cached row of `row_len` elements) as F32: a pointer straight into an F32
 // cache, or the slice converted into `scratch` by `f16_to_f32` (exact: F16 ->
 // F32 is lossless). Returns the rows and sets `stride` to their row stride.
@@ -56,6 +56,12 @@ void Attention::run(const float* q, int n_tokens, int pos0, int layer, const KvR
   if (n_keys_max > kv.n_filled())
     throw Error("attention: layer " + std::to_string(layer) + " reads position " + std::to_string(n_keys_max - 1) +
                 " of KV rows filled to " + std::to_string(kv.n_filled()));
+  // The oldest key any token reads must still be held (a ring overwrites older rows).
+  const int oldest = opt.window > 0 ? std::max(0, pos0 + 1 - static_cast<int>(opt.window)) : 0;
+  if (oldest < kv.first_held())
+    throw Error("attention: layer " + std::to_string(layer) + " reads position " + std::to_string(oldest) +
+                " but its KV rows hold positions from " + std::to_string(kv.first_held()));
+  const int capacity = kv.capacity();
   const int64_t hd = static_cast<int64_t>(hp.head_dim);
   const int64_t hdv = static_cast<int64_t>(hp.head_dim_v);
   const int64_t k_dim = static_cast<int64_t>(hp.k_dim());
@@ -100,10 +106,13 @@ void Attention::run(const float* q, int n_tokens, int pos0, int layer, const KvR
       const int n_keys = pos + 1 - first;
       auto scores = [&](int h) { return p.data() + static_cast<size_t>(h - h0) * n_keys_max; };
       // Scores, a block of keys at a time (each score is one dot_rows value).
-      for (int j0 = first; j0 <= pos; j0 += static_cast<int>(key_block)) {
-        const int n = std::min(static_cast<int>(key_block), pos + 1 - j0);
+      // A block never crosses a ring's wrap (row capacity - 1 to row 0):
+      // splitting there changes no value (see the weighted sum below).
+      for (int j0 = first, n = 0; j0 <= pos; j0 += n) {
+        const int r0 = kv.row(j0);
+        n = std::min({static_cast<int>(key_block), pos + 1 - j0, capacity - r0});
         int64_t stride = 0;
-        const float* rows = head_rows(k32, k16, f16_to_f32, k_dim, kvh * hd, hd, j0, n, k_block, stride);
+        const float* rows = head_rows(k32, k16, f16_to_f32, k_dim, kvh * hd, hd, r0, n, k_block, stride);
         for (int h = h0; h < h1; ++h) {
           const float* qh = q + (static_cast<int64_t>(t) * n_head + h) * hd;
           ops.dot_rows(qh, rows, stride, n, hd, scale, scores(h) + (j0 - first));
@@ -123,10 +132,11 @@ void Attention::run(const float* q, int n_tokens, int pos0, int layer, const KvR
       }
       // Weighted sum of the values, a block at a time (weighted_sum_rows
       // accumulates in key order, so blocks give the one-call values).
-      for (int j0 = first; j0 <= pos; j0 += static_cast<int>(key_block)) {
-        const int n = std::min(static_cast<int>(key_block), pos + 1 - j0);
+      for (int j0 = first, n = 0; j0 <= pos; j0 += n) {
+        const int r0 = kv.row(j0);
+        n = std::min({static_cast<int>(key_block), pos + 1 - j0, capacity - r0});
         int64_t stride = 0;
-        const float* rows = head_rows(v32, v16, f16_to_f32, v_len, kvh * hdv, hdv, j0, n, v_block, stride);
+        const float* rows = head_rows(v32, v16, f16_to_f32, v_len, kvh * hdv, hdv, r0, n, v_block, stride);
         for (int h = h0; h < h1; ++h)
           ops.weighted_sum_rows(scores(h) + (j0 - first), rows, stride, n, hdv,
                                 out + (static_cast<int64_t>(t) * n_head + h) * hdv);

@@ -58,7 +58,7 @@ struct ModelConfig {
   // applied to every position routed to it, and --expert-budget caps the
   // distinct experts of one ubatch. 512 is llama.cpp's default n_ubatch; logits
   // do not depend on it unless a batch-level trim (the budget) is on.
-  int ubatch = 512;
+  int ubatch = kDefaultUbatch;
   moe::LoadProgressFn on_dense_progress;  // optional: dense-weight loading progress (see moe/dense_weights.h)
 
   // Expert cache (MoE models; ignored with load_all). Sized ONCE at load.

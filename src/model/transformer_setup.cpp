@@ -101,11 +101,11 @@ Transformer::StatePlan Transformer::plan_state(int n_ctx) const {
   // too): refuse before allocating what cannot fit. The NextN head's rows
   // count when it is loaded.
   StatePlan plan;
-  plan.specs = model_state_specs(desc_, n_ctx);
+  plan.specs = model_state_specs(desc_, n_ctx, cfg_.ubatch);
   const std::vector<LayerStateSpec>& specs = plan.specs;
   std::vector<LayerStateSpec> all_specs = specs;
   if (cfg_.mtp && !desc_.nextn.empty()) {
-    plan.nextn = layer_state_spec(desc_.nextn.front().block, hp_, n_ctx);
+    plan.nextn = layer_state_spec(desc_.nextn.front().block, hp_, n_ctx, cfg_.ubatch);
     all_specs.push_back(plan.nextn);
   }
   // Every slot holds a trunk state of its own (the NextN head's is slot 0's).

@@ -34,7 +34,7 @@ struct EngineOptions {
   bool load_all = false;             // --load-all
   std::string kv_type = "f16";       // --kv-type f16|f32
   int n_ctx = 0;                     // -c (0: min(context_length, 4096))
-  int ubatch = 512;                  // --ubatch: positions per forward micro-batch
+  int ubatch = model::kDefaultUbatch;  // --ubatch: positions per forward micro-batch
   moe::TrimConfig trims;             // --moe-top-k, --moe-top-p, --expert-budget, --drop-cold-experts
   // Set by the CLI: applies the SLUICE_TOPK / SLUICE_TOPP / SLUICE_EXPERT_BUDGET
   // environment fallbacks (bare names too) for trim flags not given, then validates (Error names the flag

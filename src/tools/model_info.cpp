@@ -143,9 +143,11 @@ Sizing compute_sizing(const ModelInfo& info, uint64_t kv_context, const model::A
   s.layer_demand_bytes = moe::cache_floor_bytes(shapes, 1);
   if (desc) {
     // The engine's own sizing (model/state/state_spec.h): what `run` allocates
-    // at this context with the default f16 KV rows, the trunk's layers.
+    // at this context with the default f16 KV rows and --ubatch (sliding-window
+    // rings), the trunk's layers.
     const int ctx = static_cast<int>(std::min<uint64_t>(kv_context, INT32_MAX));
-    const std::optional<model::StateBytes> b = model::state_bytes(model::model_state_specs(*desc, ctx), model::KvType::F16);
+    const std::optional<model::StateBytes> b =
+        model::state_bytes(model::model_state_specs(*desc, ctx, model::kDefaultUbatch), model::KvType::F16);
     s.kv_bytes = b ? b->kv : UINT64_MAX;
     s.recurrent_bytes = b ? b->recurrent : 0;
     s.kv_layout = desc->hp.mla ? "mla-latent" : "per-head";

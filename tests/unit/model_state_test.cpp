@@ -183,7 +183,7 @@ TEST(ModelState, SpecsFollowTheMixer) {
   hp.head_dim = 64;
   hp.head_dim_v = 32;
   LayerDesc gqa;
-  const LayerStateSpec g = layer_state_spec(gqa, hp, 100);
+  const LayerStateSpec g = layer_state_spec(gqa, hp, 100, kDefaultUbatch);
   EXPECT_EQ(g.kind, StateKind::KvRows);
   EXPECT_EQ(g.kv.k_dim(), 256);
   EXPECT_EQ(g.kv.v_dim(), 128);
@@ -191,7 +191,7 @@ TEST(ModelState, SpecsFollowTheMixer) {
   LayerDesc mla;
   mla.attn.kind = AttentionKind::Mla;
   hp.head_dim = 576;  // kv_lora_rank 512 + rope 64
-  const LayerStateSpec m = layer_state_spec(mla, hp, 100);
+  const LayerStateSpec m = layer_state_spec(mla, hp, 100, kDefaultUbatch);
   EXPECT_EQ(m.kv.k_dim(), 576);
   EXPECT_EQ(m.kv.v_dim(), 0);  // values are the key row's first dims
 }

@@ -21,8 +21,8 @@ KvType parse_kv_type(const std::string& s) {
 
 const char* kv_type_name(KvType t) { return t == KvType::F32 ? "f32" : "f16"; }
 
-KvRows::KvRows(KvType type, int capacity, int k_dim, int v_dim)
-    : type_(type), capacity_(capacity), k_dim_(k_dim), v_dim_(v_dim) {
+KvRows::KvRows(KvType type, int capacity, int k_dim, int v_dim, bool ring)
+    : type_(type), capacity_(capacity), k_dim_(k_dim), v_dim_(v_dim), ring_(ring) {
   if (capacity <= 0) throw Error("context size must be > 0 (got " + std::to_string(capacity) + ")");
   const size_t nk = static_cast<size_t>(capacity) * k_dim;
   const size_t nv = static_cast<size_t>(capacity) * v_dim;
@@ -36,10 +36,12 @@ KvRows::KvRows(KvType type, int capacity, int k_dim, int v_dim)
 }
 
 void KvRows::set_filled(int n) {
-  if (n > capacity_)
+  if (n > capacity_ && !ring_)
     throw Error("context full: " + std::to_string(n) + " positions needed, context size is " +
                 std::to_string(capacity_) + " (raise -c)");
+  if (n > n_filled_) first_held_ = std::max(first_held_, n - capacity_);
   n_filled_ = n;
+  first_held_ = std::min(first_held_, n_filled_);
 }
 
 void KvRows::truncate(int n) {
@@ -47,11 +49,13 @@ void KvRows::truncate(int n) {
     throw Error("KV rows: truncate to " + std::to_string(n) + " but " + std::to_string(n_filled_) +
                 " positions are held");
   n_filled_ = n;
+  first_held_ = std::min(first_held_, n_filled_);
 }
 
 void KvRows::store(int pos, const float* k, const float* v) {
-  if (pos < 0 || pos >= n_filled_) throw Error("KV rows: store out of range (pos " + std::to_string(pos) + ")");
-  const size_t ki = static_cast<size_t>(pos) * k_dim_, vi = static_cast<size_t>(pos) * v_dim_;
+  if (pos < first_held_ || pos >= n_filled_)
+    throw Error("KV rows: store out of range (pos " + std::to_string(pos) + ")");
+  const size_t ki = static_cast<size_t>(row(pos)) * k_dim_, vi = static_cast<size_t>(row(pos)) * v_dim_;
   if (type_ == KvType::F32) {
     std::memcpy(&k32_[ki], k, sizeof(float) * k_dim_);
     if (v_dim_ > 0) std::memcpy(&v32_[vi], v, sizeof(float) * v_dim_);
@@ -63,8 +67,9 @@ void KvRows::store(int pos, const float* k, const float* v) {
 }
 
 void KvRows::load_k(int pos, float* dst) const {
-  if (pos < 0 || pos >= n_filled_) throw Error("KV rows: read of unwritten position " + std::to_string(pos));
-  const size_t ki = static_cast<size_t>(pos) * k_dim_;
+  if (pos < first_held_ || pos >= n_filled_)
+    throw Error("KV rows: read of unwritten position " + std::to_string(pos));
+  const size_t ki = static_cast<size_t>(row(pos)) * k_dim_;
   if (type_ == KvType::F32) {
     std::memcpy(dst, &k32_[ki], sizeof(float) * k_dim_);
   } else {
@@ -73,8 +78,9 @@ void KvRows::load_k(int pos, float* dst) const {
 }
 
 void KvRows::load_v(int pos, float* dst) const {
-  if (pos < 0 || pos >= n_filled_) throw Error("KV rows: read of unwritten position " + std::to_string(pos));
-  const size_t vi = static_cast<size_t>(pos) * v_dim_;
+  if (pos < first_held_ || pos >= n_filled_)
+    throw Error("KV rows: read of unwritten position " + std::to_string(pos));
+  const size_t vi = static_cast<size_t>(row(pos)) * v_dim_;
   if (type_ == KvType::F32) {
     std::memcpy(dst, &v32_[vi], sizeof(float) * v_dim_);
   } else {
@@ -82,17 +88,17 @@ void KvRows::load_v(int pos, float* dst) const {
   }
 }
 
-const float* KvRows::k_f32(int pos) const {
-  return type_ == KvType::F32 ? k32_.data() + static_cast<size_t>(pos) * k_dim_ : nullptr;
+const float* KvRows::k_f32(int r) const {
+  return type_ == KvType::F32 ? k32_.data() + static_cast<size_t>(r) * k_dim_ : nullptr;
 }
-const float* KvRows::v_f32(int pos) const {
-  return type_ == KvType::F32 ? v32_.data() + static_cast<size_t>(pos) * v_dim_ : nullptr;
+const float* KvRows::v_f32(int r) const {
+  return type_ == KvType::F32 ? v32_.data() + static_cast<size_t>(r) * v_dim_ : nullptr;
 }
-const uint16_t* KvRows::k_f16(int pos) const {
-  return type_ == KvType::F16 ? k16_.data() + static_cast<size_t>(pos) * k_dim_ : nullptr;
+const uint16_t* KvRows::k_f16(int r) const {
+  return type_ == KvType::F16 ? k16_.data() + static_cast<size_t>(r) * k_dim_ : nullptr;
 }
-const uint16_t* KvRows::v_f16(int pos) const {
-  return type_ == KvType::F16 ? v16_.data() + static_cast<size_t>(pos) * v_dim_ : nullptr;
+const uint16_t* KvRows::v_f16(int r) const {
+  return type_ == KvType::F16 ? v16_.data() + static_cast<size_t>(r) * v_dim_ : nullptr;
 }
 
 uint64_t KvRows::bytes() const {

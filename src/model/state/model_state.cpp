@@ -14,10 +14,14 @@ ModelState::ModelState(std::vector<LayerStateSpec> specs, KvType kv_type, int n_
   for (size_t i = 0; i < specs_.size(); ++i) {
     const LayerStateSpec& s = specs_[i];
     if (s.kind == StateKind::KvRows) {
-      if (s.kv.capacity != n_ctx)
+      // A ring must hold its window and at least one more row (the new one).
+      if (s.kv.ring ? !(s.kv.window > 0 && s.kv.capacity > s.kv.window && s.kv.capacity < n_ctx)
+                    : s.kv.capacity != n_ctx)
         throw Error("model state: layer " + std::to_string(i) + " holds " + std::to_string(s.kv.capacity) +
-                    " KV rows, the context is " + std::to_string(n_ctx));
-      layers_[i].kv = std::make_unique<KvRows>(kv_type, s.kv.capacity, s.kv.k_dim(), s.kv.v_dim());
+                    " KV rows" + (s.kv.ring ? " as a ring for a window of " + std::to_string(s.kv.window) : "") +
+                    ", the context is " + std::to_string(n_ctx));
+      layers_[i].kv = std::make_unique<KvRows>(kv_type, s.kv.capacity, s.kv.k_dim(), s.kv.v_dim(), s.kv.ring);
+      if (s.kv.ring) ++n_ring_;
     } else if (s.kind == StateKind::Recurrent) {
       layers_[i].rec = std::make_unique<RecurrentState>(s.rec);
       ++n_recurrent_;
@@ -62,8 +66,9 @@ int ModelState::abort_append() {
   appending_ = 0;
   for (Layer& l : layers_)
     if (l.kv) l.kv->set_filled(n_past_);
-  // A recurrent layer may hold a partly updated value: only a checkpoint is trustworthy.
-  if (n_recurrent_ > 0) fall_back(n_past_);
+  // A recurrent layer may hold a partly updated value: only a checkpoint is
+  // trustworthy; a ring may have overwritten rows the window still needs.
+  if (n_recurrent_ > 0 || !rings_hold(n_past_)) fall_back(n_past_);
   return n_past_;
 }
 
@@ -73,7 +78,7 @@ int ModelState::truncate(int n) {
     throw Error("truncate to position " + std::to_string(n) + " but the model state holds " +
                 std::to_string(n_past_) + " positions");
   if (n == n_past_) return n_past_;
-  if (n_recurrent_ > 0) return fall_back(n);
+  if (n_recurrent_ > 0 || !rings_hold(n)) return fall_back(n);
   for (Layer& l : layers_)
     if (l.kv) l.kv->truncate(n);
   n_past_ = n;
@@ -81,9 +86,21 @@ int ModelState::truncate(int n) {
   return n_past_;
 }
 
+bool ModelState::rings_hold(int n) const {
+  if (n_ring_ == 0) return true;
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    const KvRows* kv = layers_[i].kv.get();
+    // The next token (position n) reads keys [n + 1 - window, n).
+    if (kv && kv->ring() && std::max(0, n + 1 - specs_[i].kv.window) < kv->first_held()) return false;
+  }
+  return true;
+}
+
 int ModelState::fall_back(int n) {
   while (!checkpoints_.empty() && checkpoints_.back().pos > n) checkpoints_.pop_back();
-  int r = 0;
+  // Checkpoints hold no ring rows: one a ring has moved past is no use either.
+  while (!checkpoints_.empty() && !rings_hold(checkpoints_.back().pos)) checkpoints_.pop_back();
+  int r = 0;  // no checkpoint: back to the start (set_filled(0) empties a ring too)
   if (checkpoints_.empty()) {
     for (Layer& l : layers_)
       if (l.rec) l.rec->reset();

@@ -13,6 +13,10 @@
 //   - a recurrent layer cannot: the state restores the newest checkpoint at
 //     or before n (or the zero state at 0) and every layer is cut to that
 //     position r. The caller re-evaluates tokens [r, n) from its own history.
+//   - a sliding-window ring (KvRows::ring) rolls back exactly while it
+//     still holds the window before n (rollbacks up to its slack,
+//     state_spec.h's ring_slack); further back it cannot: the state falls
+//     back to the newest checkpoint the rings still hold, else to 0.
 // Never silently wrong: n_past() is always what the state truly holds.
 //
 // Checkpoints: checkpoint() copies every recurrent layer's values at n_past()
@@ -36,7 +40,7 @@ class ModelState {
 
   // Allocates every layer's state (std::bad_alloc when memory runs out: the
   // caller sizes with state_bytes() first). Error for n_ctx <= 0 or a KV
-  // layer whose capacity is not n_ctx.
+  // layer whose capacity is not n_ctx (a ring: not between window and n_ctx).
   ModelState(std::vector<LayerStateSpec> specs, KvType kv_type, int n_ctx,
              int max_checkpoints = kDefaultMaxCheckpoints);
 
@@ -80,12 +84,15 @@ class ModelState {
   // Restores the newest checkpoint at or before n (zero state when none),
   // cuts the KV rows to its position, drops later checkpoints; returns it.
   int fall_back(int n);
+  // Whether every ring still holds the keys a token at position n reads.
+  bool rings_hold(int n) const;
 
   std::vector<LayerStateSpec> specs_;
   KvType kv_type_;
   int n_ctx_;
   int max_checkpoints_;
   int n_recurrent_ = 0;
+  int n_ring_ = 0;
   int n_past_ = 0;
   int appending_ = 0;  // tokens of the open append (0: none)
   std::vector<Layer> layers_;

@@ -1,5 +1,7 @@
 #include "model/state/state_spec.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <limits>
 
 #include "model/arch.h"
@@ -16,12 +18,24 @@ const char* state_kind_name(StateKind k) {
   return "?";
 }
 
-LayerStateSpec layer_state_spec(const LayerDesc& d, const HParams& hp, int n_ctx) {
+int ring_slack(int ubatch) { return std::max(ubatch, kMinRingSlack); }
+
+LayerStateSpec layer_state_spec(const LayerDesc& d, const HParams& hp, int n_ctx, int ubatch) {
   LayerStateSpec s;
   switch (d.attn.kind) {
     case AttentionKind::Gqa:
       s.kind = StateKind::KvRows;
       s.kv = {static_cast<int>(hp.n_head_kv), static_cast<int>(hp.head_dim), static_cast<int>(hp.head_dim_v), n_ctx};
+      if (d.attn.window > 0) {
+        // A sliding window keeps the window and the slack, as a ring, when
+        // that is less than the context.
+        s.kv.window = static_cast<int>(std::min<uint32_t>(d.attn.window, INT32_MAX));
+        const int64_t ring = int64_t{s.kv.window} + ring_slack(ubatch);
+        if (ring < n_ctx) {
+          s.kv.capacity = static_cast<int>(ring);
+          s.kv.ring = true;
+        }
+      }
       break;
     case AttentionKind::Mla:
       // One shared latent "head" (HParams::MlaParams): head_dim = lora + rope dims.
@@ -40,10 +54,11 @@ LayerStateSpec layer_state_spec(const LayerDesc& d, const HParams& hp, int n_ctx
   return s;
 }
 
-std::vector<LayerStateSpec> model_state_specs(const ArchDesc& desc, int n_ctx, bool with_nextn) {
+std::vector<LayerStateSpec> model_state_specs(const ArchDesc& desc, int n_ctx, int ubatch, bool with_nextn) {
   std::vector<LayerStateSpec> out;
-  for (const LayerDesc& d : desc.layers) out.push_back(layer_state_spec(d, desc.hp, n_ctx));
-  if (with_nextn && !desc.nextn.empty()) out.push_back(layer_state_spec(desc.nextn.front().block, desc.hp, n_ctx));
+  for (const LayerDesc& d : desc.layers) out.push_back(layer_state_spec(d, desc.hp, n_ctx, ubatch));
+  if (with_nextn && !desc.nextn.empty())
+    out.push_back(layer_state_spec(desc.nextn.front().block, desc.hp, n_ctx, ubatch));
   return out;
 }
 

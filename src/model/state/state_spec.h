@@ -4,7 +4,8 @@
 //
 // A layer's state follows from its token mixer (LayerDesc::attn.kind):
 //   Gqa / Mla  -> KvRows: one row per position up to `capacity` (= the
-//                 context); Gqa rows hold n_kv_heads x head_dim keys and
+//                 context; for a sliding-window layer the window plus a
+//                 slack, kept as a ring, when that is less); Gqa rows hold n_kv_heads x head_dim keys and
 //                 n_kv_heads x head_dim_v values, Mla one latent row of
 //                 kv_lora_rank + rope dims (values live in the key row).
 //   (a recurrent mixer such as gated DeltaNet) -> Recurrent: conv taps and
@@ -32,7 +33,9 @@ struct KvRowsSpec {
   int n_kv_heads = 0;
   int head_dim_k = 0;  // per KV head
   int head_dim_v = 0;  // per KV head; 0: values are read from the key row (MLA)
-  int capacity = 0;    // positions held (the context)
+  int capacity = 0;    // rows held: the context, or window + slack (a ring) where less
+  int window = 0;      // > 0: a sliding-window layer (a token sees `window` keys)
+  bool ring = false;   // capacity < the context: position p lives in row p % capacity
   int k_dim() const { return n_kv_heads * head_dim_k; }
   int v_dim() const { return n_kv_heads * head_dim_v; }
 };
@@ -62,11 +65,22 @@ struct StateBytes {
   uint64_t total() const { return kv + recurrent; }
 };
 
-// The state of one layer declared by `d` at context `n_ctx`.
-LayerStateSpec layer_state_spec(const LayerDesc& d, const HParams& hp, int n_ctx);
+// Rows a sliding-window layer keeps beyond its window: the most positions
+// one append writes (a micro-batch of `ubatch`: its first token still reads
+// the window before it while the last is stored) and the most a rollback
+// undoes exactly (MTP verification rows, at least kMinRingSlack). A truncate
+// further back than the slack recomputes (ModelState).
+inline constexpr int kMinRingSlack = 16;
+// --ubatch's default (ModelConfig::ubatch): what `inspect` sizes rings for.
+inline constexpr int kDefaultUbatch = 512;
+int ring_slack(int ubatch);
+
+// The state of one layer declared by `d` at context `n_ctx`, for appends of
+// at most `ubatch` positions (ModelConfig::ubatch, --ubatch).
+LayerStateSpec layer_state_spec(const LayerDesc& d, const HParams& hp, int n_ctx, int ubatch);
 // The trunk's layers (desc.layers, in order), then, when `with_nextn`, the
 // first NextN head's block (its own KV rows).
-std::vector<LayerStateSpec> model_state_specs(const ArchDesc& desc, int n_ctx, bool with_nextn = false);
+std::vector<LayerStateSpec> model_state_specs(const ArchDesc& desc, int n_ctx, int ubatch, bool with_nextn = false);
 std::optional<StateBytes> layer_state_bytes(const LayerStateSpec& s, KvType kv_type);
 std::optional<StateBytes> state_bytes(const std::vector<LayerStateSpec>& specs, KvType kv_type);
 
