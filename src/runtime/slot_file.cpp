@@ -114,7 +114,7 @@ SlotContents decode_slot_file(std::string_view bytes, const SlotIdentity& want, 
   const uint32_t n_ctx = body.get<uint32_t>("n_ctx");
   if (n_ctx != want.n_ctx)
     throw SlotFileError(name + ": the slot was saved with a context of " + std::to_string(n_ctx) +
-                        " tokens, this server has " + std::to_string(want.n_ctx) + " (-c)");
+                        " tokens; it is loaded now with " + std::to_string(want.n_ctx) + " (-c)");
   const uint32_t kv = body.get<uint32_t>("the KV type");
   const uint32_t n_tokens = body.get<uint32_t>("the token count");
   if (n_tokens > n_ctx)
