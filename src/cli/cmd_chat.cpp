@@ -33,6 +33,8 @@ struct ChatOptions {
   std::string system;   // --system
   int n_predict = -1;   // per answer; -1: until end of sequence or a full context
   std::string template_kwargs;  // --chat-template-kwargs: a JSON object of extra template variables
+  std::string save_path;        // --save: the session's state, written when the chat ends
+  std::string load_path;        // --load: a state saved before, restored before the first turn
 };
 
 // --chat-template-kwargs text -> a JSON object (null when not given).
@@ -101,6 +103,11 @@ void run_chat(ChatOptions& o) {
   const chat_output::OutputFormat format = chat_output::output_format_for(
       session.gguf().architecture(), session.gguf().metadata().get_string("tokenizer.chat_template").value_or(""));
   runtime::ChatConversation chat(session, tok, render, o.system);
+  if (!o.load_path.empty()) {
+    const size_t n = session.load_state(o.load_path);
+    std::fprintf(stderr, "sluice: restored %zu tokens from %s (a conversation starting with them reuses them)\n", n,
+                 o.load_path.c_str());
+  }
   runtime::Sampler sampler(sampler_cfg);
   SigintToFlag sigint;
   LineInput input;
@@ -135,6 +142,10 @@ void run_chat(ChatOptions& o) {
       std::fprintf(stderr, "sluice: context full (%d positions): %s; /reset to start over or raise -c\n",
                    session.model().n_ctx(), r.tokens > 0 ? "answer stopped" : "this message does not fit");
   }
+  if (!o.save_path.empty()) {
+    const size_t n = session.save_state(o.save_path);
+    std::fprintf(stderr, "sluice: saved %zu tokens to %s\n", n, o.save_path.c_str());
+  }
 }
 
 }  // namespace
@@ -150,6 +161,13 @@ void register_chat(CLI::App& app) {
   cmd->add_option("--chat-template-kwargs", opts->template_kwargs,
                   "extra chat template variables as a JSON object, e.g. '{\"enable_thinking\": false}' (Qwen3, "
                   "Qwen3.5: answer without thinking)");
+  cmd->add_option("--save", opts->save_path,
+                  "when the chat ends, write the conversation's evaluated tokens and model state to FILE (the slot "
+                  "file format of `sluice serve --slot-save-path`)");
+  cmd->add_option("--load", opts->load_path,
+                  "before the first turn, restore a state written by --save (or a server's slot save) for this "
+                  "model and -c: the part of the conversation it holds (e.g. a long --system prompt) is not "
+                  "evaluated again");
   cmd->footer(
       "Examples:\n"
       "  sluice chat -m model.gguf\n"

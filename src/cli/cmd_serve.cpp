@@ -41,6 +41,8 @@ void run_serve(ServeOptions& o) {
     throw Error("--parallel: must be 1.." + std::to_string(model::kMaxSlots) + " (got " + std::to_string(o.parallel) +
                 ")");
   if (o.server.max_queue < 0 || o.server.max_queue > 100000) throw Error("--max-queue: must be 0..100000");
+  if (!o.server.slot_save_path.empty() && !std::filesystem::is_directory(o.server.slot_save_path))
+    throw Error("--slot-save-path: " + o.server.slot_save_path + " is not a directory");
   // A stored model's id is the name it was asked for ("qwen3:30b-a3b"), not its blob's file name.
   if (o.server.model_id.empty())
     o.server.model_id = !o.engine.model_name.empty() && o.engine.model_name != o.engine.model_path
@@ -102,6 +104,9 @@ void register_serve(CLI::App& app) {
   cmd->add_option("--max-queue", opts->server.max_queue,
                   "requests that may wait for a slot; more are answered 429")
       ->capture_default_str();
+  cmd->add_option("--slot-save-path", opts->server.slot_save_path,
+                  "directory for POST /slots/{id}?action=save|restore slot files (the same format as "
+                  "`sluice chat --save/--load`); without it those actions answer 501");
   add_sampler_flags(cmd, opts->sampling);
   cmd->callback([opts] { run_serve(*opts); });
 }

@@ -12,6 +12,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 
 #include "gguf/gguf.h"
 #include "io/file.h"
@@ -290,6 +291,18 @@ class Model {
   virtual void slot_reset(int slot);
   // Bytes of one slot's trunk state (every slot is alike).
   virtual StateBytes slot_state_bytes() const { return state_bytes(); }
+  // A slot's whole trunk state as bytes (model/state/state_io.h): positions,
+  // KV rows, recurrent state; slot_load() replaces a slot's state with such
+  // bytes (Error naming the field when they do not fit this model; the slot
+  // is then empty) and slot_copy() copies one slot's state into another.
+  // The NextN head's rows are not part of it (mtp_truncate(0) after a load).
+  virtual void slot_save(int slot, std::string& out) const { throw Error("this model cannot save a slot's state"); }
+  virtual void slot_load(int slot, std::string_view in) { throw Error("this model cannot load a slot's state"); }
+  virtual void slot_copy(int src, int dst) {
+    std::string bytes;
+    slot_save(src, bytes);
+    slot_load(dst, bytes);
+  }
   // One forward over several sequences (distinct slots, each appending at its
   // n_past()): attention and recurrent mixers run per sequence on its own
   // state, every row-wise block over the stacked rows, so each MoE layer

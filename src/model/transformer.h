@@ -24,6 +24,7 @@
 #include "model/rope.h"
 #include "model/router.h"
 #include "model/state/model_state.h"
+#include "model/state/state_io.h"
 #include "model/thread_pool.h"
 #include "moe/cache_budget.h"
 #include "moe/route_replay.h"
@@ -46,6 +47,11 @@ class Transformer final : public Model {
   void slot_checkpoint(int slot) override { slot_state(slot).checkpoint(); }
   void slot_reset(int slot) override;
   StateBytes slot_state_bytes() const override { return state_->bytes(); }
+  void slot_save(int slot, std::string& out) const override { write_state(slot_state(slot), out); }
+  void slot_load(int slot, std::string_view in) override {
+    read_state(slot_state(slot), in);
+    if (slot == 0 && mtp_state_) mtp_state_->reset();  // the head's rows belonged to the old sequence
+  }
   void eval_batch(std::span<const SequenceEval> seqs) override;
   void eval(std::span<const int32_t> tokens, int pos0, float* logits_out) override;
   void eval_last(std::span<const int32_t> tokens, int pos0, float* logits_out) override;

@@ -101,6 +101,15 @@ class Session {
   // sampled token is still pending (its row would be missing).
   void eval_all(std::span<const int32_t> tokens, float* logits_out);
 
+  // `sluice chat --save/--load`: the evaluated history and its model state
+  // as a slot file (runtime/slot_file.h). save_state writes it crash-safe
+  // (a sampled token not yet evaluated is not part of it); load_state
+  // replaces the history with the file's (SlotFileError for a bad or
+  // foreign file: the session is then empty; Error with --mtp). Both return
+  // the tokens the file holds.
+  size_t save_state(const std::string& path);
+  size_t load_state(const std::string& path);
+
   // Telemetry: every eval above (feed, generate, eval_all) adds one record;
   // records survive reset(). Set the recorder's callback for live output.
   telemetry::TokenRecorder& telemetry() { return recorder_; }

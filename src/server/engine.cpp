@@ -1,15 +1,19 @@
 #include "server/engine.h"
 
 #include <algorithm>
+#include <filesystem>
 
 #include "util/error.h"
 
 namespace sluice::server {
 Engine::Engine(runtime::Session& session, ChatRenderer renderer, int max_queue, int prefill_chunk)
-    : tok_(tokenizer::Tokenizer::from_gguf(session.gguf().metadata())),
+    : identity_(runtime::slot_identity(session.gguf(), session.model())),
+      model_files_(session.gguf().paths()),
+      tok_(tokenizer::Tokenizer::from_gguf(session.gguf().metadata())),
       renderer_(std::move(renderer)),
       n_ctx_(session.model().n_ctx()),
       max_queue_(max_queue),
+      n_slots_(session.model().n_slots()),
       sched_(session, tok_, max_queue, prefill_chunk) {}
 
 std::vector<int32_t> Engine::tokenize_prompt(const GenerationRequest& r, std::string* rendered) const {
@@ -52,6 +56,22 @@ std::shared_ptr<Job> Engine::submit(const GenerationRequest& r, const std::vecto
   return job;
 }
 
+std::vector<std::shared_ptr<Job>> Engine::submit_choices(const GenerationRequest& r,
+                                                          const std::vector<int32_t>& prompt) {
+  std::vector<std::shared_ptr<Job>> jobs;
+  for (int i = 0; i < std::max(1, r.n); ++i) {
+    auto job = std::make_shared<Job>();
+    job->req = r;
+    if (!r.random_seed) job->req.sampler.seed = r.sampler.seed + static_cast<uint64_t>(i);
+    job->prompt = prompt;
+    if (i > 0) job->leader = jobs[0];
+    jobs.push_back(std::move(job));
+  }
+  jobs[0]->has_followers = jobs.size() > 1;
+  sched_.submit_group(jobs);
+  return jobs;
+}
+
 GenerationResult Engine::wait(const std::shared_ptr<Job>& job,
                               const std::function<bool(const std::string&)>& on_text,
                               const std::function<void(const runtime::TokenLogprob&)>& on_logprob) {
@@ -85,6 +105,29 @@ GenerationResult Engine::generate(const GenerationRequest& r, const std::vector<
                                   const std::function<bool(const std::string&)>& on_text,
                                   const std::function<void(const runtime::TokenLogprob&)>& on_logprob) {
   return wait(submit(r, prompt), on_text, on_logprob);
+}
+
+Engine::SlotFileResult Engine::save_slot(int slot, const std::string& path) {
+  SlotFileResult r;
+  sched_.with_free_slot(slot, [&](model::Model& m, std::vector<int32_t>& cached) {
+    runtime::save_slot(path, m, identity_, slot, cached, model_files_);
+    r.tokens = static_cast<int>(cached.size());
+  });
+  std::error_code ec;
+  r.bytes = std::filesystem::file_size(path, ec);
+  return r;
+}
+
+Engine::SlotFileResult Engine::restore_slot(int slot, const std::string& path) {
+  SlotFileResult r;
+  sched_.with_free_slot(slot, [&](model::Model& m, std::vector<int32_t>& cached) {
+    cached.clear();
+    cached = runtime::restore_slot(path, m, identity_, slot);
+    r.tokens = static_cast<int>(cached.size());
+  });
+  std::error_code ec;
+  r.bytes = std::filesystem::file_size(path, ec);
+  return r;
 }
 
 EngineMetrics Engine::metrics() const {

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "runtime/session.h"
+#include "runtime/slot_file.h"
 #include "telemetry/telemetry.h"
 #include "server/chat_renderer.h"
 #include "server/request.h"
@@ -55,6 +56,13 @@ class Engine {
   // Queues the request (QueueFullError when the queue is full); then
   // wait() hands its text on and returns its result. generate() is both.
   std::shared_ptr<Job> submit(const GenerationRequest& r, const std::vector<int32_t>& prompt);
+  // r.n choices as one group (all queued or none): the first evaluates the
+  // prompt, the others start from a copy of its state (Job::leader). Choice
+  // i samples with seed + i (unless the seed is drawn per request).
+  std::vector<std::shared_ptr<Job>> submit_choices(const GenerationRequest& r, const std::vector<int32_t>& prompt);
+  int n_slots() const { return n_slots_; }
+  // Wakes the scheduler (a waiting thread set a job's `cancelled`).
+  void wake() { sched_.wake(); }
   GenerationResult wait(const std::shared_ptr<Job>& job, const std::function<bool(const std::string&)>& on_text,
                         const std::function<void(const runtime::TokenLogprob&)>& on_logprob = {});
 
@@ -83,11 +91,26 @@ class Engine {
 
   EngineMetrics metrics() const;
 
+  // Slot files (runtime/slot_file.h), run between scheduler steps while the
+  // slot is free (SlotBusyError otherwise; RequestError for a bad id).
+  // save_slot returns the tokens saved and the file's bytes; restore_slot
+  // the tokens restored (SlotFileError for a bad file: the slot is then empty).
+  struct SlotFileResult {
+    int tokens = 0;
+    uint64_t bytes = 0;
+  };
+  SlotFileResult save_slot(int slot, const std::string& path);
+  SlotFileResult restore_slot(int slot, const std::string& path);
+  std::vector<SlotInfo> slots() { return sched_.slots_info(); }
+
  private:
+  runtime::SlotIdentity identity_;
+  std::vector<std::string> model_files_;  // never overwritten by a slot save
   tokenizer::Tokenizer tok_;
   ChatRenderer renderer_;
   int n_ctx_;
   int max_queue_;
+  int n_slots_;
   Scheduler sched_;  // last: its thread uses the members above
 };
 

@@ -47,6 +47,7 @@ inline constexpr size_t kMaxMessages = 4096;                   // chat `messages
 inline constexpr size_t kMaxStopStrings = 16;                  // `stop` (OpenAI allows 4)
 inline constexpr size_t kMaxStopStringBytes = 256;             // each `stop` string
 inline constexpr size_t kMaxTools = 128;                       // `tools`
+inline constexpr int kMaxChoices = 16;                         // `n` (and at most --parallel)
 inline constexpr size_t kMaxToolJsonBytes = size_t{64} << 10;  // each tool, as compact JSON
 // `max_tokens` / `n_predict` / `max_completion_tokens` may not exceed the
 // model's context (-1: until the context is full); `n` must be 1; prompt token

@@ -112,7 +112,10 @@ void parse_common(const json& body, const GenerationDefaults& d, GenerationReque
     r.stream = it->get<bool>();
   }
   if (auto it = body.find("n"); it != body.end() && !it->is_null()) {
-    if (integer_field(*it, "n") != 1) bad("'n': only one choice per request is supported");
+    const int64_t n = integer_field(*it, "n");
+    if (n < 1 || n > kMaxChoices)
+      bad("'n' is " + std::to_string(n) + "; it must be 1.." + std::to_string(kMaxChoices));
+    r.n = static_cast<int>(n);
   }
   if (auto it = body.find("response_format"); it != body.end() && !it->is_null()) {
     auto type = it->is_object() ? it->find("type") : it->end();

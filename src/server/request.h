@@ -50,6 +50,9 @@ struct GenerationRequest {
   bool random_seed = false;  // seed -1: draw one per request
   std::vector<std::string> stop;  // stop strings (each non-empty)
   bool stream = false;
+  // `n`: choices, 1..kMaxChoices (the server also bounds it by its slots);
+  // they share the prompt's evaluation (Scheduler).
+  int n = 1;
   // response_format {"type": "json_object"}: the output is one JSON object
   // (also json_schema without a schema).
   bool json_object = false;

@@ -42,6 +42,7 @@ struct Scheduler::Slot {
   std::vector<int32_t> history;               // prompt + sampled: the repetition penalty's view
   std::vector<float> logits;
   bool eog = false, json_done = false;
+  bool sample_first = false;  // the state is the leader's prompt copy: sample from `logits` before evaluating
   uint64_t last_used = 0;  // admission number of its latest request (0: never used)
 };
 
@@ -73,18 +74,20 @@ Scheduler::~Scheduler() {
   thread_.join();
 }
 
-void Scheduler::submit(std::shared_ptr<Job> job) {
+void Scheduler::submit(std::shared_ptr<Job> job) { submit_group({std::move(job)}); }
+
+void Scheduler::submit_group(const std::vector<std::shared_ptr<Job>>& jobs) {
   {
     std::lock_guard lk(mu_);
     if (stop_) throw Error("serve: the server is stopping");
     const size_t free = static_cast<size_t>(metrics_.slots - metrics_.slots_busy);
-    if (queue_.size() >= free + max_queue_) {
+    if (queue_.size() + jobs.size() > free + max_queue_) {
       ++metrics_.requests_rejected;
       throw QueueFullError("the server is busy: " + std::to_string(metrics_.slots) +
                            " slots (--parallel) and " + std::to_string(max_queue_) +
                            " queued requests (--max-queue) are taken; retry later");
     }
-    queue_.push_back(std::move(job));
+    queue_.insert(queue_.end(), jobs.begin(), jobs.end());
     metrics_.queue_depth = queue_.size();
   }
   cv_.notify_all();
@@ -100,18 +103,85 @@ SchedulerMetrics Scheduler::metrics() const {
   return metrics_;
 }
 
+void Scheduler::with_free_slot(int slot, const std::function<void(model::Model&, std::vector<int32_t>&)>& fn) {
+  if (slot < 0 || slot >= static_cast<int>(slots_.size()))
+    throw RequestError("slot id " + std::to_string(slot) + " is out of range [0, " + std::to_string(slots_.size()) +
+                       ") (--parallel)");
+  auto done = std::make_shared<std::promise<void>>();
+  std::future<void> f = done->get_future();
+  {
+    std::lock_guard lk(mu_);
+    if (stop_) throw Error("serve: the server is stopping");
+    tasks_.push_back([this, slot, &fn, done] {
+      Slot& sl = *slots_[static_cast<size_t>(slot)];
+      try {
+        if (sl.job) throw SlotBusyError("slot " + std::to_string(slot) + " is processing a request; retry when it is idle");
+        try {
+          fn(model_, sl.cached);
+        } catch (...) {
+          model_.slot_reset(slot);  // its state is unknown now
+          sl.cached.clear();
+          throw;
+        }
+        done->set_value();
+      } catch (...) {
+        done->set_exception(std::current_exception());
+      }
+    });
+  }
+  cv_.notify_all();
+  try {
+    f.get();
+  } catch (const std::future_error&) {
+    throw Error("serve: the server stopped");
+  }
+}
+
+std::vector<SlotInfo> Scheduler::slots_info() {
+  auto done = std::make_shared<std::promise<std::vector<SlotInfo>>>();
+  auto f = done->get_future();
+  {
+    std::lock_guard lk(mu_);
+    if (stop_) throw Error("serve: the server is stopping");
+    tasks_.push_back([this, done] {
+      std::vector<SlotInfo> out;
+      for (size_t s = 0; s < slots_.size(); ++s)
+        out.push_back({static_cast<int>(s), model_.slot_n_past(static_cast<int>(s)), slots_[s]->job != nullptr});
+      done->set_value(std::move(out));
+    });
+  }
+  cv_.notify_all();
+  try {
+    return f.get();
+  } catch (const std::future_error&) {
+    throw Error("serve: the server stopped");
+  }
+}
+
+void Scheduler::run_tasks(std::deque<std::function<void()>> tasks) {
+  for (auto& t : tasks) t();
+}
+
 void Scheduler::loop() {
   std::unique_lock lk(mu_);
   for (;;) {
-    cv_.wait(lk, [&] { return stop_ || !queue_.empty() || metrics_.slots_busy > 0; });
+    cv_.wait(lk, [&] { return stop_ || !queue_.empty() || !tasks_.empty() || metrics_.slots_busy > 0; });
     if (stop_) break;
+    if (!tasks_.empty()) {
+      std::deque<std::function<void()>> tasks = std::move(tasks_);
+      tasks_.clear();
+      lk.unlock();
+      run_tasks(std::move(tasks));
+      lk.lock();
+    }
     admit();
     lk.unlock();
     step();
     lk.lock();
   }
-  // Stopping: every request still here ends with an error.
+  // Stopping: every request still here ends with an error (slot tasks too).
   const auto gone = std::make_exception_ptr(Error("serve: the server stopped"));
+  tasks_.clear();  // their promises, destroyed, answer their waiters with broken_promise
   std::deque<std::shared_ptr<Job>> queued = std::move(queue_);
   lk.unlock();
   for (const auto& j : queued) {
@@ -125,8 +195,13 @@ void Scheduler::loop() {
 }
 
 void Scheduler::admit() {
-  while (!queue_.empty()) {
-    std::shared_ptr<Job> job = queue_.front();
+  for (size_t q = 0; q < queue_.size();) {
+    std::shared_ptr<Job> job = queue_[q];
+    // A follower waits until its leader's prompt is evaluated (or the leader ended).
+    if (job->leader && !job->leader->prompt_done && !job->leader->ended) {
+      ++q;
+      continue;
+    }
     // The free slot whose cached tokens share the longest prefix with the
     // prompt (among equals the one caching least), when that prefix is at
     // least half of what the slot holds; otherwise reusing it would mostly
@@ -147,7 +222,7 @@ void Scheduler::admit() {
     if (best < 0) return;
     if (2 * best_len < slots_[static_cast<size_t>(best)]->cached.size()) best = lru;
     slots_[static_cast<size_t>(best)]->last_used = ++admitted_;
-    queue_.pop_front();
+    queue_.erase(queue_.begin() + static_cast<std::ptrdiff_t>(q));
     metrics_.queue_depth = queue_.size();
     ++metrics_.slots_busy;
     slots_[static_cast<size_t>(best)]->job = job;
@@ -161,11 +236,28 @@ void Scheduler::start(int s, std::shared_ptr<Job> job) {
   const std::vector<int32_t>& prompt = job->prompt;
   GenerationResult& res = job->result;
   res.prompt_tokens = static_cast<int>(prompt.size());
+  job->slot = s;
+  sl.sample_first = false;
+  if (const Job* lead = job->leader.get();
+      lead && lead->prompt_done && lead->slot >= 0 && lead->slot != s &&
+      slots_[static_cast<size_t>(lead->slot)]->cached == prompt &&
+      model_.slot_n_past(lead->slot) == static_cast<int>(prompt.size())) {
+    try {
+      // The leader's prompt state and last row: this choice samples its first token from them.
+      model_.slot_copy(lead->slot, s);
+      sl.cached = prompt;
+      sl.sample_first = true;
+    } catch (const std::exception&) {  // no memory for the copy: evaluate the prompt instead
+      model_.slot_reset(s);
+      sl.cached.clear();
+    }
+  }
   // Keep the state of the prefix this prompt shares with the slot's cache,
   // but evaluate at least the last prompt token (its logits are needed). A
   // recurrent layer may fall back to an earlier checkpoint: the tokens from
   // there are evaluated again (counted).
-  const size_t keep = std::min(common_prefix(sl.cached, prompt), prompt.size() - 1);
+  // (A choice copied from its leader keeps the whole prompt: its last row's logits came along.)
+  const size_t keep = sl.sample_first ? prompt.size() : std::min(common_prefix(sl.cached, prompt), prompt.size() - 1);
   size_t held = keep;
   if (model_.slot_n_past(s) > static_cast<int>(keep))
     held = static_cast<size_t>(model_.slot_truncate(s, static_cast<int>(keep)));
@@ -175,6 +267,11 @@ void Scheduler::start(int s, std::shared_ptr<Job> job) {
   sl.input.assign(prompt.begin() + static_cast<std::ptrdiff_t>(held), prompt.end());
   sl.input_done = 0;
   sl.prompt = true;
+  if (sl.sample_first) {
+    res.cached_tokens = static_cast<int>(prompt.size());
+    sl.input.clear();
+    sl.prompt = false;
+  }
   const int room = n_ctx_ - static_cast<int>(prompt.size());  // > 0, checked by tokenize_prompt
   sl.n_predict = r.max_tokens < 0 ? room : std::min(r.max_tokens, room);
   runtime::SamplerConfig sc = r.sampler;
@@ -214,6 +311,7 @@ void Scheduler::start(int s, std::shared_ptr<Job> job) {
   }
   sl.history = prompt;
   sl.logits.resize(static_cast<size_t>(model_.hparams().n_vocab));
+  if (sl.sample_first) sl.logits = job->leader->prompt_logits;
   sl.eog = sl.json_done = false;
 }
 
@@ -231,6 +329,11 @@ void Scheduler::step() {
     if (sl.n_predict <= 0) {  // the prompt fills the context but one position, or max_tokens 0
       finish(static_cast<int>(s), "length");
       continue;
+    }
+    if (sl.sample_first) {  // a choice started from its leader's prompt state
+      sl.sample_first = false;
+      next_token(static_cast<int>(s));
+      if (!sl.job) continue;
     }
     const size_t left = sl.input.size() - sl.input_done;
     const size_t n = sl.prompt ? std::min(left, static_cast<size_t>(prefill_chunk_)) : left;
@@ -269,6 +372,10 @@ void Scheduler::step() {
     if (sl.prompt) {
       sl.prompt = false;
       model_.slot_checkpoint(who[k]);  // the end of a prompt: a later rollback lands here at worst
+      if (sl.job->has_followers) {
+        sl.job->prompt_logits = sl.logits;
+        sl.job->prompt_done = true;
+      }
     }
     next_token(who[k]);
   }
@@ -349,6 +456,8 @@ void Scheduler::release(int s) {
   Slot& sl = *slots_[static_cast<size_t>(s)];
   std::shared_ptr<Job> job = std::move(sl.job);
   sl.job.reset();
+  sl.sample_first = false;
+  job->ended = true;
   sl.sampler.reset();
   const GenerationResult& res = job->result;
   {

@@ -22,6 +22,8 @@
 #include <cstdint>
 #include <deque>
 #include <exception>
+#include <functional>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -78,6 +80,31 @@ struct Job {
   GenerationResult result;
   std::exception_ptr error;            // an engine error ended it
   std::atomic<bool> cancelled{false};  // the client went away (set by the waiting thread)
+  // `n` > 1: the choices after the first name the first as their leader.
+  // Once the leader's prompt is evaluated, a follower's slot starts from a
+  // copy of the leader's state and its last prompt row of logits, so the
+  // prompt is evaluated once for all choices (when the leader has moved on
+  // before a follower gets a slot, the follower evaluates the prompt itself).
+  std::shared_ptr<Job> leader;
+  bool has_followers = false;
+  // Scheduler thread only:
+  bool prompt_done = false;  // has_followers: the prompt is evaluated, prompt_logits is its last row
+  bool ended = false;        // released
+  int slot = -1;             // the slot it runs (ran) in
+  std::vector<float> prompt_logits;
+};
+
+// A request runs in the slot a slot action (save, restore) names: the server's 409.
+class SlotBusyError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// One slot as GET /slots shows it.
+struct SlotInfo {
+  int id = 0;
+  int n_past = 0;  // tokens its state holds
+  bool busy = false;
 };
 
 // The scheduler's figures for /metrics.
@@ -110,11 +137,23 @@ class Scheduler {
 
   // Queues `job` (QueueFullError when max_queue requests already wait).
   void submit(std::shared_ptr<Job> job);
+  // Queues every job of `jobs` (a request's choices), or none (QueueFullError).
+  void submit_group(const std::vector<std::shared_ptr<Job>>& jobs);
   // Wakes the scheduler (a waiting thread set a job's `cancelled`).
   void wake();
   SchedulerMetrics metrics() const;
 
+  // Runs fn(model, the tokens slot `slot` holds) on the scheduler thread
+  // between steps, while the slot is free (the model's only user then), and
+  // waits for it. fn keeps the tokens equal to what the slot's state holds.
+  // RequestError for a slot id out of range, SlotBusyError when a request
+  // runs in the slot; fn's exception propagates after the slot is emptied.
+  void with_free_slot(int slot, const std::function<void(model::Model&, std::vector<int32_t>&)>& fn);
+  std::vector<SlotInfo> slots_info();
+
  private:
+  // Runs queued slot tasks (scheduler thread, mu_ not held).
+  void run_tasks(std::deque<std::function<void()>> tasks);
   struct Slot;
   void loop();
   void admit();  // moves queued jobs into free slots (mu_ held)
@@ -139,6 +178,7 @@ class Scheduler {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::shared_ptr<Job>> queue_;  // guarded by mu_
+  std::deque<std::function<void()>> tasks_;  // guarded by mu_: with_free_slot / slots_info work
   bool stop_ = false;                       // guarded by mu_
   SchedulerMetrics metrics_;                // guarded by mu_
   std::thread thread_;                      // last: starts after everything above exists

@@ -129,7 +129,36 @@ struct Server::Impl {
   void handle_messages(const json& body, httplib::Response& res);  // Anthropic /v1/messages
   void handle_responses(const json& body, httplib::Response& res);  // OpenAI /v1/responses
   void handle_llama_completion(const json& body, httplib::Response& res);  // llama-server /completion
+  void handle_slot_action(int slot, const std::string& action, const json& body, httplib::Response& res);
 };
+
+// POST /slots/{id}?action=save|restore {"filename": NAME}: llama-server's shape.
+void Server::Impl::handle_slot_action(int slot, const std::string& action, const json& body,
+                                      httplib::Response& res) {
+  if (action != "save" && action != "restore")
+    throw RequestError("'action' must be save or restore (got '" + action + "')");
+  if (cfg.slot_save_path.empty())
+    throw HttpError(501, "slot save/restore is off: start the server with --slot-save-path DIR");
+  if (!body.is_object() || !body.contains("filename") || !body["filename"].is_string())
+    throw RequestError("'filename' must be a string");
+  const std::string name = body["filename"].get<std::string>();
+  // A plain name inside --slot-save-path: never a path out of it.
+  if (name.empty() || name.size() > 255 || name.find('/') != std::string::npos ||
+      name.find('\\') != std::string::npos || name.find("..") != std::string::npos ||
+      name.find('\0') != std::string::npos || name == ".")
+    throw RequestError("'filename' must be a plain file name (no '/', '\\' or '..', at most 255 bytes)");
+  const std::string path = cfg.slot_save_path + "/" + name;
+  if (action == "save") {
+    const Engine::SlotFileResult r = engine.save_slot(slot, path);
+    send_json(res, {{"id_slot", slot}, {"filename", name}, {"n_saved", r.tokens}, {"n_written", r.bytes}});
+    return;
+  }
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec))
+    throw HttpError(404, "no slot file '" + name + "' in --slot-save-path");
+  const Engine::SlotFileResult r = engine.restore_slot(slot, path);
+  send_json(res, {{"id_slot", slot}, {"filename", name}, {"n_restored", r.tokens}, {"n_read", r.bytes}});
+}
 
 void Server::Impl::routes() {
   http.new_task_queue = [n = cfg.http_threads] { return new httplib::ThreadPool(static_cast<size_t>(n)); };
@@ -166,6 +195,10 @@ void Server::Impl::routes() {
       send_error(res, 400, e.what());
     } catch (const QueueFullError& e) {
       send_error(res, 429, e.what());
+    } catch (const runtime::SlotFileError& e) {
+      send_error(res, 400, e.what());
+    } catch (const SlotBusyError& e) {
+      send_error(res, 409, e.what());
     } catch (const std::exception& e) {
       send_error(res, 500, e.what());
     } catch (...) {
@@ -260,7 +293,21 @@ void Server::Impl::routes() {
     } catch (const RequestError& e) {
       res.status = 400;
       send_json(res, {{"type", "error"}, {"error", {{"type", "invalid_request_error"}, {"message", e.what()}}}});
+    } catch (const QueueFullError& e) {
+      res.status = 429;
+      send_json(res, {{"type", "error"}, {"error", {{"type", "rate_limit_error"}, {"message", e.what()}}}});
     }
+  });
+  http.Get("/slots", [this](const httplib::Request&, httplib::Response& res) {
+    json out = json::array();
+    for (const SlotInfo& s : engine.slots())
+      out.push_back({{"id", s.id}, {"n_past", s.n_past}, {"is_processing", s.busy}});
+    send_json(res, out);
+  });
+  http.Post(R"(/slots/(\d{1,9}))", [this](const httplib::Request& req, httplib::Response& res,
+                                           const httplib::ContentReader& reader) {
+    const json body = parse_json_body(read_body(res, reader, cfg.max_body_bytes));
+    handle_slot_action(std::stoi(req.matches[1].str()), req.get_param_value("action"), body, res);
   });
   // Registered last: a POST to any other path is answered without reading its
   // body (cpp-httplib would read it, without a bound, before its 404).
@@ -295,47 +342,95 @@ void Server::Impl::handle_generation(const json& body, httplib::Response& res, K
   info.logprobs = r->logprobs >= 0;
   info.forced_tool_call = r->force_tool_call;
   info.tok = &engine.tokenizer();
-  auto builder = std::make_shared<ResponseBuilder>(std::move(info));
+  const int n = r->n;
+  if (n > engine.n_slots())
+    throw RequestError("'n' is " + std::to_string(n) + "; this server generates at most " +
+                       std::to_string(engine.n_slots()) + " choices at once (--parallel)");
+  // One builder per choice: each keeps its own parse state of the answer.
+  auto builders = std::make_shared<std::vector<ResponseBuilder>>();
+  for (int i = 0; i < n; ++i) builders->emplace_back(info);
 
   // Queued now, so a full queue is a 429 before any streaming starts.
-  std::shared_ptr<Job> job = engine.submit(*r, *prompt);
+  auto jobs = std::make_shared<std::vector<std::shared_ptr<Job>>>(engine.submit_choices(*r, *prompt));
   if (!r->stream) {
-    send_json(res, builder->whole(engine.wait(job, [](const std::string&) { return true; })));
+    json body;
+    int completion_tokens = 0;
+    for (int i = 0; i < n; ++i) {
+      const GenerationResult g = engine.wait((*jobs)[i], [](const std::string&) { return true; });
+      json one = (*builders)[i].whole(g);
+      completion_tokens += g.completion_tokens;
+      if (i == 0) {
+        body = std::move(one);
+        continue;
+      }
+      for (json& c : one["choices"]) {
+        c["index"] = i;
+        body["choices"].push_back(std::move(c));
+      }
+    }
+    body["usage"]["completion_tokens"] = completion_tokens;
+    body["usage"]["total_tokens"] = body["usage"]["prompt_tokens"].get<int>() + completion_tokens;
+    send_json(res, body);
     return;
   }
 
   // Streaming: the whole generation runs inside the content provider, on
-  // this connection's thread, writing one SSE event per event the builder
-  // gives. A failed write means the client is gone: generation stops there.
+  // this connection's thread, writing one SSE event per event the builders
+  // give: the choices one after another (each carries its index; they
+  // generate concurrently, a later one's text waits in its job). A failed
+  // write means the client is gone: generation stops there.
   res.set_header("Cache-Control", "no-cache");
-  res.set_chunked_content_provider("text/event-stream", [this, job, builder](size_t, httplib::DataSink& sink) {
-    auto send = [&](const std::vector<json>& events) {
-      for (const json& j : events) {
+  res.set_chunked_content_provider("text/event-stream", [this, jobs, builders, n](size_t, httplib::DataSink& sink) {
+    int completion_tokens = 0;
+    int choice = 0;
+    auto send = [&](std::vector<json> events) {
+      for (json& j : events) {
+        if (j.contains("choices"))
+          for (json& c : j["choices"]) c["index"] = choice;
+        if (j.contains("usage")) {
+          if (choice + 1 < n) {
+            j.erase("usage");
+          } else {
+            j["usage"]["completion_tokens"] = completion_tokens;
+            j["usage"]["total_tokens"] = j["usage"]["prompt_tokens"].get<int>() + completion_tokens;
+          }
+        }
         const std::string s = "data: " + json_text(j) + "\n\n";
         if (!sink.write(s.data(), s.size())) return false;
       }
       return true;
     };
-    if (!send(builder->stream_start())) return false;
+    // The client gone: every choice not yet waited for is cancelled too.
+    auto cancel_rest = [&] {
+      for (int i = choice; i < n; ++i) (*jobs)[i]->cancelled = true;
+      engine.wake();
+      return false;
+    };
     try {
-      std::vector<runtime::TokenLogprob> lps;  // since the last text
-      const GenerationResult g = engine.wait(
-          job,
-          [&](const std::string& t) {
-            const bool ok = send(builder->stream_text(t, lps));
-            lps.clear();
-            return ok;
-          },
-          [&](const runtime::TokenLogprob& lp) { lps.push_back(lp); });
-      // Tokens whose text never came (held back, then cut by a stop string)
-      // still have their log-probabilities sent, on the last events.
-      builder->add_logprobs(lps);
-      if (g.finish_reason == "cancelled") return false;
-      if (!send(builder->stream_end(g))) return false;
+      for (choice = 0; choice < n; ++choice) {
+        ResponseBuilder& builder = (*builders)[choice];
+        if (!send(builder.stream_start())) return cancel_rest();
+        std::vector<runtime::TokenLogprob> lps;  // since the last text
+        const GenerationResult g = engine.wait(
+            (*jobs)[choice],
+            [&](const std::string& t) {
+              const bool ok = send(builder.stream_text(t, lps));
+              lps.clear();
+              return ok;
+            },
+            [&](const runtime::TokenLogprob& lp) { lps.push_back(lp); });
+        // Tokens whose text never came (held back, then cut by a stop string)
+        // still have their log-probabilities sent, on the last events.
+        builder.add_logprobs(lps);
+        completion_tokens += g.completion_tokens;
+        if (g.finish_reason == "cancelled") return cancel_rest();
+        if (!send(builder.stream_end(g))) return cancel_rest();
+      }
       static const char kDone[] = "data: [DONE]\n\n";
       if (!sink.write(kDone, sizeof kDone - 1)) return false;
     } catch (const std::exception& e) {
       // Headers are gone already: report in-band, as llama-server does.
+      choice = n;  // no index to patch
       send({{{"error", {{"message", e.what()}, {"type", "server_error"}, {"code", 500}}}}});
     }
     sink.done();
@@ -356,17 +451,20 @@ void Server::Impl::handle_messages(const json& body, httplib::Response& res) {
   info.forced_tool_call = r->force_tool_call;
   if (r->stop.size() == 1) info.single_stop_sequence = r->stop[0];
   auto builder = std::make_shared<MessagesBuilder>(std::move(info));
+  // Queued now, so a full queue is a 429 before any streaming starts.
+  std::shared_ptr<Job> job = engine.submit(*r, *prompt);
   if (!r->stream) {
-    send_json(res, builder->whole(engine.generate(*r, *prompt, [](const std::string&) { return true; })));
+    send_json(res, builder->whole(engine.wait(job, [](const std::string&) { return true; })));
     return;
   }
   res.set_header("Cache-Control", "no-cache");
-  res.set_chunked_content_provider("text/event-stream", [this, r, prompt, builder](size_t, httplib::DataSink& sink) {
+  const int n_prompt = static_cast<int>(prompt->size());
+  res.set_chunked_content_provider("text/event-stream", [this, job, n_prompt, builder](size_t, httplib::DataSink& sink) {
     auto send = [&](const std::vector<SseEvent>& events) { return write_events(sink, events); };
-    if (!send(builder->stream_start(static_cast<int>(prompt->size())))) return false;
+    if (!send(builder->stream_start(n_prompt))) return false;
     try {
       const GenerationResult g =
-          engine.generate(*r, *prompt, [&](const std::string& t) { return send(builder->stream_text(t)); });
+          engine.wait(job, [&](const std::string& t) { return send(builder->stream_text(t)); });
       if (g.finish_reason == "cancelled" || !send(builder->stream_end(g))) return false;
     } catch (const std::exception& e) {
       send({{"error", {{"type", "error"}, {"error", {{"type", "api_error"}, {"message", e.what()}}}}}});
@@ -378,21 +476,24 @@ void Server::Impl::handle_messages(const json& body, httplib::Response& res) {
 
 void Server::Impl::handle_llama_completion(const json& body, httplib::Response& res) {
   auto r = std::make_shared<GenerationRequest>(parse_completion_request(body, cfg.defaults));
+  if (r->n > 1) throw RequestError("'n' above 1 is served on /v1/completions and /v1/chat/completions");
   auto prompt = std::make_shared<std::vector<int32_t>>(engine.tokenize_prompt(*r));
+  // Queued now, so a full queue is a 429 before any streaming starts.
+  std::shared_ptr<Job> job = engine.submit(*r, *prompt);
   if (!r->stream) {
-    const GenerationResult g = engine.generate(*r, *prompt, [](const std::string&) { return true; });
+    const GenerationResult g = engine.wait(job, [](const std::string&) { return true; });
     send_json(res, llama_completion_body(g, cfg.model_id, r->stop, false));
     return;
   }
   res.set_header("Cache-Control", "no-cache");
-  res.set_chunked_content_provider("text/event-stream", [this, r, prompt](size_t, httplib::DataSink& sink) {
+  res.set_chunked_content_provider("text/event-stream", [this, r, job](size_t, httplib::DataSink& sink) {
     auto send = [&](const json& j) {
       const std::string s = "data: " + json_text(j) + "\n\n";
       return sink.write(s.data(), s.size());
     };
     try {
       const GenerationResult g =
-          engine.generate(*r, *prompt, [&](const std::string& t) { return send(llama_completion_chunk(t)); });
+          engine.wait(job, [&](const std::string& t) { return send(llama_completion_chunk(t)); });
       if (g.finish_reason == "cancelled" || !send(llama_completion_body(g, cfg.model_id, r->stop, true))) return false;
     } catch (const std::exception& e) {
       send({{"error", {{"message", e.what()}, {"type", "server_error"}, {"code", 500}}}});
@@ -424,17 +525,19 @@ void Server::Impl::handle_responses(const json& body, httplib::Response& res) {
     conv.push_back(builder->answer_message(g));
     responses.put(id, std::move(conv));
   };
+  // Queued now, so a full queue is a 429 before any streaming starts.
+  std::shared_ptr<Job> job = engine.submit(r, *prompt);
   if (!r.stream) {
-    const GenerationResult g = engine.generate(r, *prompt, [](const std::string&) { return true; });
+    const GenerationResult g = engine.wait(job, [](const std::string&) { return true; });
     remember(g);
     send_json(res, builder->whole(g));
     return;
   }
   res.set_header("Cache-Control", "no-cache");
-  res.set_chunked_content_provider("text/event-stream", [this, parsed, prompt, builder, remember](size_t, httplib::DataSink& sink) {
+  res.set_chunked_content_provider("text/event-stream", [this, job, builder, remember](size_t, httplib::DataSink& sink) {
     if (!write_events(sink, builder->stream_start())) return false;
     try {
-      const GenerationResult g = engine.generate(parsed->gen, *prompt, [&](const std::string& t) {
+      const GenerationResult g = engine.wait(job, [&](const std::string& t) {
         return write_events(sink, builder->stream_text(t));
       });
       if (g.finish_reason == "cancelled") return false;

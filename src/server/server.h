@@ -2,7 +2,8 @@
 //
 // Endpoints: POST /v1/completions, POST /v1/chat/completions (501 without a
 // ChatRenderer), GET /v1/models, GET /health, GET /metrics (Prometheus),
-// POST /tokenize, POST /detokenize. Request bodies as llama-server accepts
+// POST /tokenize, POST /detokenize, GET /slots, POST /slots/{id}?action=save|restore
+// ({"filename": NAME}, a plain name under --slot-save-path). Request bodies as llama-server accepts
 // (server/request.h), bounded by server/limits.h; errors are JSON
 // {"error":{"message","type","code"}} with 400 (bad request), 401 (API key),
 // 404, 413 (body over max_body_bytes), 414 (URI), 415 (body encoding), 429
@@ -43,6 +44,10 @@ struct ServerConfig {
   // How a chat answer is split into content, reasoning_content and tool_calls,
   // streamed (as deltas) or not (chat_output/chat_output.h, server/response.h).
   chat_output::OutputFormat output_format = chat_output::OutputFormat::Plain;
+  // --slot-save-path: the directory POST /slots/{id}?action=save|restore
+  // writes and reads slot files in (runtime/slot_file.h); empty: those
+  // actions answer 501 naming the flag.
+  std::string slot_save_path;
 };
 
 class Server {

@@ -231,6 +231,125 @@ TEST(ServeBatch, AFullQueueIs429WithAJsonError) {
             3);
 }
 
+// The other APIs queue before they answer too: a full queue is a real 429
+// status (never a 200 whose stream then carries an error), in each API's
+// own error shape.
+TEST(ServeBatch, AFullQueueIs429BeforeTheStreamOnEveryApi) {
+  server::ServerConfig cfg = plain_config();
+  cfg.max_queue = 0;
+  cfg.chat_renderer = [](const json& messages, const json&, bool) {
+    std::string s;
+    for (const json& m : messages) s += m["content"].get<std::string>();
+    return s;
+  };
+  LiveServer ls(cfg, 1);
+  const int fd = open_long_stream(ls);
+  ASSERT_GE(fd, 0);
+  const json messages = {{{"role", "user"}, {"content", "The little dog"}}};
+  int rejected = 0;
+  for (bool streamed : {false, true}) {
+    struct Case {
+      const char* path;
+      json body;
+      bool anthropic;
+    };
+    const Case cases[] = {
+        {"/v1/messages", {{"model", "m"}, {"max_tokens", 3}, {"messages", messages}, {"stream", streamed}}, true},
+        {"/v1/responses", {{"input", "The little dog"}, {"max_output_tokens", 3}, {"stream", streamed}}, false},
+        {"/completion", {{"prompt", "The little dog"}, {"n_predict", 3}, {"stream", streamed}}, false},
+    };
+    for (const Case& c : cases) {
+      auto res = ls.client().Post(c.path, c.body.dump(), "application/json");
+      ASSERT_TRUE(res) << c.path;
+      EXPECT_EQ(res->status, 429) << c.path << " stream=" << streamed << ": " << res->body;
+      const json j = json::parse(res->body, nullptr, false);
+      ASSERT_TRUE(j.is_object()) << c.path << ": " << res->body;
+      if (c.anthropic) {
+        EXPECT_EQ(j["type"], "error") << res->body;
+      } else {
+        EXPECT_EQ(j["error"]["code"], 429) << res->body;
+      }
+      EXPECT_EQ(j["error"]["type"], "rate_limit_error") << res->body;
+      EXPECT_NE(j["error"]["message"].get<std::string>().find("--max-queue"), std::string::npos) << res->body;
+      ++rejected;
+    }
+  }
+  EXPECT_EQ(metric(ls, "sluice_requests_rejected_total"), rejected);
+  ::close(fd);
+  ASSERT_TRUE(wait_for_metric(ls, "sluice_requests_cancelled_total", 1));
+  // Served again once the slot is free.
+  auto ok = ls.client().Post("/v1/messages",
+                             json({{"model", "m"}, {"max_tokens", 3}, {"messages", messages}}).dump(),
+                             "application/json");
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->status, 200) << ok->body;
+}
+
+// n > 1: the choices share one evaluation of the prompt (the others start
+// from a copy of the first's state: every prompt token of theirs counts as
+// cached), greedy choices equal the n = 1 answer, sampled ones follow the seed.
+TEST(ServeBatch, NChoicesShareThePromptEvaluation) {
+  LiveServer ls(plain_config(), 3);
+  const std::string prompt = "One day, a little bird flew over the river and saw";
+  const json one = completion(ls, {{"prompt", prompt}, {"max_tokens", 10}});
+  const std::string solo = one["choices"][0]["text"];
+  const int n_prompt = one["usage"]["prompt_tokens"];
+  // Another prompt, so the slot's cache does not serve the next requests.
+  completion(ls, {{"prompt", "Tom and his mom went to the park"}, {"max_tokens", 1}});
+  const double cached0 = metric(ls, "sluice_prompt_tokens_cached_total");
+  const double prompt0 = metric(ls, "sluice_prompt_tokens_total");
+  const json two = completion(ls, {{"prompt", prompt + " a"}, {"max_tokens", 10}, {"n", 2}});
+  ASSERT_EQ(two["choices"].size(), 2u) << two;
+  for (int i = 0; i < 2; ++i) EXPECT_EQ(two["choices"][i]["index"], i);
+  EXPECT_EQ(two["choices"][0]["text"], two["choices"][1]["text"]);
+  EXPECT_EQ(two["usage"]["completion_tokens"], 20);
+  // The second choice evaluated none of the prompt.
+  const int n2 = two["usage"]["prompt_tokens"];
+  EXPECT_EQ(metric(ls, "sluice_prompt_tokens_total") - prompt0, 2 * n2);
+  EXPECT_EQ(metric(ls, "sluice_prompt_tokens_cached_total") - cached0,
+            two["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>() + n2);
+  // Greedy n = 2 on the first prompt gives the n = 1 text twice.
+  const json again = completion(ls, {{"prompt", prompt}, {"max_tokens", 10}, {"n", 2}});
+  ASSERT_EQ(again["choices"].size(), 2u);
+  EXPECT_EQ(again["choices"][0]["text"], solo);
+  EXPECT_EQ(again["choices"][1]["text"], solo);
+  EXPECT_EQ(again["usage"]["prompt_tokens"], n_prompt);
+  // Sampled with a seed: three choices, the same three again for the same seed.
+  const json sampled = {{"prompt", prompt}, {"max_tokens", 12}, {"n", 3}, {"temperature", 1.0}, {"seed", 7}};
+  const json a = completion(ls, sampled), b = completion(ls, sampled);
+  ASSERT_EQ(a["choices"].size(), 3u) << a;
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(a["choices"][i]["index"], i);
+    EXPECT_EQ(a["choices"][i]["text"], b["choices"][i]["text"]) << i;
+  }
+  // Streamed: each chunk carries its choice's index; the texts are the whole answers'.
+  json body = {{"prompt", prompt}, {"max_tokens", 10}, {"n", 2}, {"stream", true}};
+  auto res = ls.client().Post("/v1/completions", body.dump(), "application/json");
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200);
+  std::string texts[2];
+  int usages = 0;
+  size_t pos = 0;
+  while ((pos = res->body.find("data: {", pos)) != std::string::npos) {
+    const size_t end = res->body.find("\n\n", pos);
+    const json j = json::parse(res->body.substr(pos + 6, end - pos - 6));
+    for (const json& c : j["choices"]) texts[c["index"].get<int>()] += c["text"].get<std::string>();
+    if (j.contains("usage") && !j["usage"].is_null()) {
+      ++usages;
+      EXPECT_EQ(j["usage"]["completion_tokens"], 20);
+    }
+    pos = end;
+  }
+  EXPECT_EQ(texts[0], solo);
+  EXPECT_EQ(texts[1], solo);
+  EXPECT_EQ(usages, 1);
+  // More choices than slots: a 400 naming n.
+  auto over = ls.client().Post("/v1/completions", json({{"prompt", prompt}, {"n", 4}}).dump(), "application/json");
+  ASSERT_TRUE(over);
+  EXPECT_EQ(over->status, 400);
+  EXPECT_NE(over->body.find("'n' is 4"), std::string::npos) << over->body;
+}
+
 TEST(ServeBatch, APromptTakesTheSlotWithTheLongestSharedPrefix) {
   LiveServer ls(plain_config(), 3);
   const std::string a = "One day, a little bird flew over the river and saw";

@@ -401,9 +401,11 @@ TEST(ServeLimits, OverLimitRequestsAreRefusedAndTheServerCarriesOn) {
   j = {{"prompt", "x"}, {"n_predict", 1000000}};
   expect(post("/v1/completions", j.dump()), 400, "'n_predict' is 1000000; " + ctx, "n_predict");
   j = base;
-  j["n"] = 2;
-  expect(post("/v1/completions", j.dump()), 400, "'n': only one choice per request is supported",
+  j["n"] = 2;  // one slot: one choice at a time
+  expect(post("/v1/completions", j.dump()), 400, "'n' is 2; this server generates at most 1 choices at once (--parallel)",
          "n");
+  j["n"] = 17;
+  expect(post("/v1/completions", j.dump()), 400, "'n' is 17; it must be 1..16", "n");
   expect(post("/v1/completions", R"({"prompt": [1, 100000]})"), 400, "outside the vocabulary",
          "token id");
 

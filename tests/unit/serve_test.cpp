@@ -112,7 +112,7 @@ TEST(ServeRequest, BadFieldsNameTheField) {
   EXPECT_EQ(parse_error({{"prompt", "x"}, {"stop", std::vector<std::string>(17, "a")}}),
             "'stop' has more than 16 strings");
   EXPECT_EQ(parse_error({{"prompt", "x"}, {"stream", "yes"}}), "'stream' must be a boolean");
-  EXPECT_EQ(parse_error({{"prompt", "x"}, {"n", 2}}), "'n': only one choice per request is supported");
+  EXPECT_EQ(parse_error({{"prompt", "x"}, {"n", 0}}), "'n' is 0; it must be 1..16");
   EXPECT_EQ(parse_error({{"prompt", "x"}}, true), "'messages' must be a non-empty array");
   EXPECT_EQ(parse_error({{"messages", {{{"content", "x"}}}}}, true), "each message needs a string 'role'");
   EXPECT_EQ(parse_error({{"messages", {{{"role", "user"}, {"content", 3}}}}}, true),
