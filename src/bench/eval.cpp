@@ -77,6 +77,40 @@ struct SideRun {
   }
 };
 
+// A window's text tokens: text[offset, offset + length).
+struct Window {
+  size_t offset = 0;
+  size_t length = 0;
+};
+
+// Consecutive windows of ctx positions, a BOS prefix taking one of them; a
+// trailing piece shorter than two positions has nothing to score and is dropped.
+std::vector<Window> sluice_windows(std::span<const int32_t> text, const EvalOptions& opts) {
+  const size_t with_bos = opts.bos >= 0 ? 1 : 0;
+  const size_t per_window = static_cast<size_t>(opts.ctx) - with_bos;
+  std::vector<Window> w;
+  for (size_t off = 0; off < text.size(); off += per_window) {
+    const size_t n = std::min(per_window, text.size() - off);
+    if (n + with_bos < 2) break;
+    w.push_back({off, n});
+  }
+  return w;
+}
+
+// llama-perplexity's whole chunks (see eval.h).
+std::vector<Window> llama_windows(std::span<const int32_t> text, const EvalOptions& opts) {
+  if (opts.ctx < 4) throw Error("-c: --ppl-mode llama needs chunks of at least 4 tokens (got " + std::to_string(opts.ctx) + ")");
+  const size_t ctx = static_cast<size_t>(opts.ctx);
+  if (text.size() < 2 * ctx)
+    throw Error("eval: --ppl-mode llama needs at least " + std::to_string(2 * ctx) + " tokens for chunks of " +
+                std::to_string(ctx) + " (as llama-perplexity does); the text has " + std::to_string(text.size()));
+  size_t n_chunk = text.size() / ctx;
+  if (opts.max_chunks > 0) n_chunk = std::min(n_chunk, static_cast<size_t>(opts.max_chunks));
+  std::vector<Window> w;
+  for (size_t i = 0; i < n_chunk; ++i) w.push_back({i * ctx, ctx});
+  return w;
+}
+
 double per_token(double v, int64_t tokens) { return tokens > 0 ? v / static_cast<double>(tokens) : 0.0; }
 
 }  // namespace
@@ -86,6 +120,14 @@ double EvalSide::experts_read_per_token() const { return per_token(static_cast<d
 
 double EvalResult::mean_nll() const { return n_scored > 0 ? model.nll_sum / static_cast<double>(n_scored) : 0.0; }
 double EvalResult::ppl() const { return std::exp(mean_nll()); }
+double EvalResult::ppl_uncertainty() const {
+  if (n_scored < 2) return 0.0;
+  const double n = static_cast<double>(n_scored);
+  const double var = nll2_sum / n - mean_nll() * mean_nll();
+  return var > 0 ? ppl() * std::sqrt(var / (n - 1)) : 0.0;
+}
+
+const char* ppl_mode_name(PplMode m) { return m == PplMode::Llama ? "llama" : "sluice"; }
 double EvalResult::reference_ppl() const {
   return n_scored > 0 ? std::exp(reference.nll_sum / static_cast<double>(n_scored)) : 0.0;
 }
@@ -112,8 +154,8 @@ EvalResult evaluate_text(model::Model& model, model::Model* reference, std::span
 
   if (opts.max_tokens > 0 && static_cast<int64_t>(text.size()) > opts.max_tokens)
     text = text.first(static_cast<size_t>(opts.max_tokens));
-  const bool with_bos = opts.bos >= 0;
-  const size_t text_per_window = static_cast<size_t>(opts.ctx - (with_bos ? 1 : 0));
+  const std::vector<Window> windows = opts.mode == PplMode::Llama ? llama_windows(text, opts) : sluice_windows(text, opts);
+  const int first_scored = opts.mode == PplMode::Llama ? opts.ctx / 2 : 0;
 
   EvalResult r;
   r.has_reference = reference != nullptr;
@@ -122,13 +164,13 @@ EvalResult evaluate_text(model::Model& model, model::Model* reference, std::span
   if (reference) ref.emplace(*reference);
 
   std::vector<int32_t> window;
-  for (size_t off = 0; off < text.size(); off += text_per_window) {
+  for (size_t w = 0; w < windows.size(); ++w) {
     window.clear();
-    if (with_bos) window.push_back(opts.bos);
-    const size_t n_text = std::min(text_per_window, text.size() - off);
-    window.insert(window.end(), text.begin() + static_cast<std::ptrdiff_t>(off),
-                  text.begin() + static_cast<std::ptrdiff_t>(off + n_text));
-    if (window.size() < 2) break;  // a lone trailing token has nothing to predict it
+    const bool prefix_bos = opts.mode == PplMode::Sluice && opts.bos >= 0;
+    if (prefix_bos) window.push_back(opts.bos);
+    window.insert(window.end(), text.begin() + static_cast<std::ptrdiff_t>(windows[w].offset),
+                  text.begin() + static_cast<std::ptrdiff_t>(windows[w].offset + windows[w].length));
+    if (opts.mode == PplMode::Llama && opts.bos >= 0) window[0] = opts.bos;
     ++r.n_windows;
     model.reset();
     if (reference) reference->reset();
@@ -140,11 +182,15 @@ EvalResult evaluate_text(model::Model& model, model::Model* reference, std::span
       if (ref) ref->eval(piece, p0, n_vocab);
       for (int i = 0; i < n; ++i) {
         const int pos = p0 + i;
+        if (pos < first_scored) continue;
         if (pos + 1 >= W) break;  // the last row predicts past the window
         const int32_t target = window[static_cast<size_t>(pos) + 1];
         const float* lt = &test.logits[static_cast<size_t>(i) * n_vocab];
         const double lz_t = log_partition(lt, n_vocab);
-        test.side.nll_sum += lz_t - lt[target];
+        const double nll = lz_t - lt[target];
+        test.side.nll_sum += nll;
+        r.nll2_sum += nll * nll;
+        if (opts.on_scored_row) opts.on_scored_row(static_cast<int>(w), pos - first_scored, lt, target);
         if (ref) {
           const float* lr = &ref->logits[static_cast<size_t>(i) * n_vocab];
           const double lz_r = log_partition(lr, n_vocab);
