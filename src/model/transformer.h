@@ -50,7 +50,7 @@ class Transformer final : public Model {
   void slot_save(int slot, std::string& out) const override { write_state(slot_state(slot), out); }
   void slot_load(int slot, std::string_view in) override {
     read_state(slot_state(slot), in);
-    if (slot == 0 && mtp_state_) mtp_state_->reset();  // the head's rows belonged to the old sequence
+    if (slot == 0 && mtp_.state) mtp_.state->reset();  // the head's rows belonged to the old sequence
   }
   void eval_batch(std::span<const SequenceEval> seqs) override;
   void eval(std::span<const int32_t> tokens, int pos0, float* logits_out) override;
