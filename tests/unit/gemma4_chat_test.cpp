@@ -11,6 +11,7 @@
 
 #include "chat/chat_template.h"
 #include "chat_output/chat_output.h"
+#include "chat_output/chat_output_stream.h"
 #include "test_support.h"
 
 namespace sluice {
