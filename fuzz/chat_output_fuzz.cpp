@@ -25,8 +25,8 @@ using sluice::chat_output::OutputFormat;
 using sluice::chat_output::OutputParser;
 using sluice::chat_output::ParsedOutput;
 
-// OutputFormat has six values: Plain, Think, QwenXml, Glm, DeepSeek, Harmony.
-constexpr int kFormats = 6;
+// OutputFormat has seven values: Plain, Think, QwenXml, Glm, DeepSeek, Harmony, Gemma4.
+constexpr int kFormats = 7;
 
 bool same(const ParsedOutput& a, const ParsedOutput& b) {
   return a.content == b.content && a.reasoning_content == b.reasoning_content &&

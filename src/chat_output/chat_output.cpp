@@ -9,6 +9,7 @@ OutputFormat output_format_for(const std::string& arch, const std::string& chat_
   if (arch == "gpt-oss") return OutputFormat::Harmony;
   if (arch == "glm4moe") return OutputFormat::Glm;
   if (arch == "deepseek2") return OutputFormat::DeepSeek;
+  if (arch == "gemma4" || chat_template.find("<|tool_call>call:") != std::string::npos) return OutputFormat::Gemma4;
   if (chat_template.find("<function=") != std::string::npos || (arch == "qwen35moe" && chat_template.empty()))
     return OutputFormat::QwenXml;
   if (chat_template.find("<think>") != std::string::npos || chat_template.find("<tool_call>") != std::string::npos)

@@ -9,6 +9,8 @@
 //             <arg_value>V</arg_value>...</tool_call> (GLM-4.5/4.6/4.7)
 //   DeepSeek  <think>...</think>; <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>NAME
 //             <｜tool▁sep｜>{args}<｜tool▁call▁end｜>...<｜tool▁calls▁end｜> (V3.1+)
+//   Gemma4    <|channel>thought\n...<channel|> reasoning; calls
+//             <|tool_call>call:NAME{key:<|"|>text<|"|>,n:1}<tool_call|> (gemma4_call.h)
 //   Harmony   gpt-oss: <|channel|>analysis<|message|>...<|end|> reasoning,
 //             <|channel|>final<|message|>... content, and
 //             to=functions.NAME<|channel|>commentary json<|message|>{args}<|call|>
@@ -39,7 +41,7 @@ namespace sluice::chat_output {
 // Think: <think> reasoning and Hermes JSON calls in <tool_call>; QwenXml: the
 // same reasoning tags, calls as <function=NAME><parameter=KEY>VALUE</parameter>
 // (Qwen3-Coder, Qwen3.5/3.6).
-enum class OutputFormat { Plain, Think, QwenXml, Glm, DeepSeek, Harmony };
+enum class OutputFormat { Plain, Think, QwenXml, Glm, DeepSeek, Harmony, Gemma4 };
 
 // The format for a GGUF general.architecture (and chat template text, which
 // decides between XML calls, Hermes and plain for the llama/qwen families;

@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "chat_output/gemma4_call.h"
 #include "util/json_text.h"
 
 namespace sluice::chat_output {
@@ -116,6 +117,10 @@ const TaggedSyntax kDeepSeek{true,
                              "<｜tool▁call▁begin｜>",
                              "<｜tool▁call▁end｜>",
                              read_deepseek};
+// Gemma 4: <|channel>thought\n...<channel|> reasoning (the channel's name is
+// part of the opening marker); calls <|tool_call>call:NAME{...}<tool_call|>.
+const TaggedSyntax kGemma4{true, "<|channel>thought", "<channel|>", "", "", "<|tool_call>", "<tool_call|>",
+                           read_gemma4_call};
 
 }  // namespace
 
@@ -130,6 +135,7 @@ const TaggedSyntax* tagged_syntax(OutputFormat format) {
     case OutputFormat::QwenXml: return &kQwenXml;
     case OutputFormat::Glm: return &kGlm;
     case OutputFormat::DeepSeek: return &kDeepSeek;
+    case OutputFormat::Gemma4: return &kGemma4;
     case OutputFormat::Plain:
     case OutputFormat::Harmony: return nullptr;
   }

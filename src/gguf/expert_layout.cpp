@@ -37,6 +37,7 @@ std::optional<uint64_t> parse_index(std::string_view s) {
 // The per-layer tensors found while scanning the file.
 struct LayerTensors {
   std::array<const TensorInfo*, 3> stacked{};
+  const TensorInfo* gate_up = nullptr;  // fused ffn_gate_up_exps
   std::array<std::vector<const TensorInfo*>, 3> major;  // [part][expert]
 };
 
@@ -71,6 +72,38 @@ LayerExpertParts expert_major_layer_parts(const GgufModel& m, uint32_t layer, co
                                 shape_str(first.ne) + " (every expert of a layer must match)");
       out.experts[e][p] = ByteRange{t.split, t.offset, t.bytes};
     }
+  }
+  return out;
+}
+
+// A stacked layer with ffn_gate_up_exps: gate and up are the halves of each
+// expert's slice of the fused tensor (see the header).
+LayerExpertParts fused_layer_parts(const GgufModel& m, uint32_t layer, const LayerTensors& lt) {
+  const TensorInfo& gu = *lt.gate_up;
+  if (lt.stacked[kGate] || lt.stacked[kUp])
+    fail(path_of(m, gu), "layer " + num(layer) + " has both " + gu.name + " and separate gate/up expert tensors");
+  if (!lt.stacked[kDown])
+    fail(path_of(m, gu), "layer " + num(layer) + " has " + gu.name + " but no " + stacked_expert_name(layer, kDown));
+  const TensorInfo& down = *lt.stacked[kDown];
+  const uint64_t n_expert = gu.ne.size() == 3 ? gu.ne[2] : 0;
+  if (gu.ne.size() != 3 || n_expert == 0 || gu.ne[1] == 0 || gu.ne[1] % 2 != 0 || gu.bytes % (2 * n_expert) != 0)
+    fail(path_of(m, gu), "expert tensor " + gu.name + " (shape " + shape_str(gu.ne) +
+                             ") is not a 3-D stack {n_in, 2 n_ff, n_expert} of fused gate/up experts");
+  if (down.ne.size() != 3 || down.ne[2] != n_expert || down.bytes % n_expert != 0)
+    fail(path_of(m, down), "expert tensor " + down.name + " (shape " + shape_str(down.ne) + ") is not a 3-D stack of " +
+                               num(n_expert) + " experts like " + gu.name);
+  LayerExpertParts out;
+  out.layout = ExpertLayout::Stacked;
+  const uint64_t half = gu.bytes / n_expert / 2;
+  out.part[kGate] = ExpertPartInfo{gu.type, {gu.ne[0], gu.ne[1] / 2}, half, gu.name, true};
+  out.part[kUp] = ExpertPartInfo{gu.type, {gu.ne[0], gu.ne[1] / 2}, half, gu.name, true};
+  out.part[kDown] = ExpertPartInfo{down.type, {down.ne[0], down.ne[1]}, down.bytes / n_expert, down.name};
+  out.experts.resize(n_expert);
+  for (uint64_t e = 0; e < n_expert; ++e) {
+    const ByteRange r = m.expert_range(gu, e);
+    out.experts[e][kGate] = ByteRange{r.split, r.offset, half};
+    out.experts[e][kUp] = ByteRange{r.split, r.offset + half, half};
+    out.experts[e][kDown] = m.expert_range(down, e);
   }
   return out;
 }
@@ -113,6 +146,11 @@ std::optional<ExpertTensorName> parse_expert_tensor_name(std::string_view name) 
   if (dot2 != std::string_view::npos) {
     out.expert = parse_index(rest.substr(dot2 + 1));
     if (!out.expert) return std::nullopt;
+  }
+  if (stem == kFusedGateUpStem) {
+    out.part = kGate;
+    out.fused_gate_up = true;
+    return out;
   }
   for (size_t p = 0; p < 3; ++p) {
     if (stem == kExpertPartStems[p]) {
@@ -165,6 +203,16 @@ std::vector<LayerExpertParts> layer_expert_parts(const GgufModel& m) {
     if (!n) continue;
     if (n->layer >= kMaxLayer) fail(path_of(m, t), "expert tensor " + t.name + " has a layer index that is too large");
     LayerTensors& lt = found[n->layer];
+    if (n->fused_gate_up && n->expert)
+      fail(path_of(m, t), "expert tensor " + t.name + ": a fused gate/up expert tensor must be stacked (" +
+                              kFusedGateUpStem + ".weight {n_in, 2 n_ff, n_expert})");
+    if (n->fused_gate_up) {
+      if (layout == ExpertLayout::ExpertMajor)
+        fail(path_of(m, t), "stacked expert tensor " + t.name + " in a file whose " + kExpertLayoutKey +
+                                " says expert-major");
+      lt.gate_up = &t;
+      continue;
+    }
     if (!n->expert) {
       if (layout == ExpertLayout::ExpertMajor)
         fail(path_of(m, t), "stacked expert tensor " + t.name + " in a file whose " + kExpertLayoutKey +
@@ -184,6 +232,10 @@ std::vector<LayerExpertParts> layer_expert_parts(const GgufModel& m) {
   for (const auto& [layer, lt] : found) {
     if (layout == ExpertLayout::ExpertMajor) {
       out[layer] = expert_major_layer_parts(m, layer, lt);
+      continue;
+    }
+    if (lt.gate_up) {
+      out[layer] = fused_layer_parts(m, layer, lt);
       continue;
     }
     for (size_t p = 0; p < 3; ++p) {

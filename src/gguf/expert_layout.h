@@ -13,6 +13,13 @@
 //                sluice.expert_layout.alignment = 4096, so one expert's three
 //                parts form one 4 KiB-aligned extent (gaps < 4 KiB).
 //
+// A stacked layer may fuse gate and up (Gemma 4's converter):
+// blk.L.ffn_gate_up_exps.weight {n_in, 2 n_ff, n_expert}, whose expert slice
+// holds the gate rows [0, n_ff) then the up rows [n_ff, 2 n_ff). It is
+// described as separate gate and up parts whose byte ranges are the two
+// halves of that slice: adjacent, so the expert store reads gate+up as one
+// extent (and down as the other), exactly as a separate-gate/up file's.
+//
 // "Which tensors are streamed experts" is one test, is_expert_tensor_name: a
 // name that parse_expert_tensor_name accepts (the gate/up/down WEIGHT tensors
 // of either layout). Everything else is dense and resident, including the
@@ -46,6 +53,7 @@ inline constexpr uint64_t kExpertMajorAlignment = 4096;
 // The three parts of an expert, in the order they are stored expert-major.
 inline constexpr size_t kGate = 0, kUp = 1, kDown = 2;
 inline constexpr std::array<const char*, 3> kExpertPartStems = {"ffn_gate_exps", "ffn_up_exps", "ffn_down_exps"};
+inline constexpr const char* kFusedGateUpStem = "ffn_gate_up_exps";  // stacked only
 
 // True for the tensors that are streamed routed-expert weights in either layout.
 bool is_expert_tensor_name(std::string_view name);
@@ -60,6 +68,7 @@ struct ExpertTensorName {
   uint32_t layer = 0;
   size_t part = 0;                      // kGate / kUp / kDown
   std::optional<uint64_t> expert;       // set for expert-major names
+  bool fused_gate_up = false;           // ffn_gate_up_exps (part is kGate: it holds gate and up)
 };
 std::optional<ExpertTensorName> parse_expert_tensor_name(std::string_view name);
 
@@ -70,6 +79,7 @@ struct ExpertPartInfo {
   std::vector<uint64_t> ne;  // one expert's matrix: {n_in, n_out}
   uint64_t bytes = 0;        // one expert's bytes of this part
   std::string tensor;        // the stacked tensor, or expert 0's tensor (for messages)
+  bool fused = false;        // gate/up: one half of ffn_gate_up_exps
 };
 
 // The routed experts of one layer.

@@ -52,6 +52,19 @@ struct AttentionDesc {
   // (2 q_dim rows) and the attention output is multiplied by sigmoid(gate)
   // before attn_output.
   bool output_gate = false;
+  // A layer whose attention geometry differs from HParams' (Gemma 4's
+  // sliding-window and full layers): head dim (q, k and v), KV heads and
+  // RoPE of this layer; 0 / nullopt: HParams'. state_spec sizes KV rows by them.
+  uint32_t head_dim = 0;
+  uint32_t n_head_kv = 0;
+  std::optional<RopeParams> rope;
+  // Gemma 4: RoPE pair i's angle divided by rope_freqs.weight[i] ({n_rot/2},
+  // one tensor shared by the layers that declare it).
+  bool rope_freqs = false;
+  // Gemma 4: without attn_v.weight the values are the raw attn_k projection
+  // (attention_k_eq_v); v_norm: values get a per-head RMSNorm without weight.
+  bool v_from_k = false;
+  bool v_norm = false;
 };
 
 enum class RouterKind {
@@ -83,6 +96,7 @@ struct RouterDesc {
 enum class Activation {
   SwiGlu,     // silu(gate) * up
   SwiGluOai,  // g = min(gate, 7), u = clamp(up, -7, 7): g * sigmoid(1.702 g) * (u + 1) (gpt-oss)
+  GeluTanh,   // gelu(gate) * up, tanh approximation, exact in F32 (Gemma 4)
 };
 const char* activation_name(Activation a);
 
@@ -104,7 +118,14 @@ struct FfnDesc {
   RouterDesc router;
 };
 
+// How a layer's blocks are composed (model/transformer.h).
+enum class BlockKind {
+  PreNorm,  // x += Mixer(norm(x)); x += FFN(norm(x))
+  Gemma4,   // Gemma 4's post-normed block with a dense MLP beside the routed experts (transformer_gemma4.cpp)
+};
+
 struct LayerDesc {
+  BlockKind block = BlockKind::PreNorm;
   AttentionDesc attn;
   FfnDesc ffn;
   // The norm in front of the FFN: "ffn_norm" (llama, qwen3moe) or

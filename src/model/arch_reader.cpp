@@ -42,6 +42,7 @@ const char* activation_name(Activation a) {
   switch (a) {
     case Activation::SwiGlu: return "swiglu";
     case Activation::SwiGluOai: return "swiglu-oai";
+    case Activation::GeluTanh: return "geglu-tanh";
   }
   return "?";
 }
@@ -103,7 +104,11 @@ HParams ArchReader::common() const {
   h.n_embd = u32("embedding_length");
   h.n_layer = u32("block_count");
   h.n_head = u32("attention.head_count");
-  h.n_head_kv = u32("attention.head_count_kv", h.n_head);
+  // A per-layer array (Gemma 4) is the architecture's to read; n_head_kv
+  // then stays n_head and each layer declares its own (AttentionDesc).
+  const gguf::Value* kv_heads = model_.metadata().find(key("attention.head_count_kv"));
+  const bool per_layer_kv = kv_heads && kv_heads->type == gguf::ValueType::ARRAY;
+  h.n_head_kv = per_layer_kv ? h.n_head : u32("attention.head_count_kv", h.n_head);
   // Sizes that size buffers before any tensor is bound (RoPE tables, scratch)
   // are bounded here, far above any real model.
   constexpr uint32_t kMaxWidth = 1u << 20, kMaxHeads = 1u << 16, kMaxHeadDim = 1u << 16;

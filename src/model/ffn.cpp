@@ -27,6 +27,16 @@ void apply_activation(Activation act, float* g, const float* u, int64_t n) {
     kernels::ops().swiglu(g, u, n);
     return;
   }
+  if (act == Activation::GeluTanh) {
+    // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), in F32 (llama.cpp's CPU
+    // backend reads an F16 table instead; the golden tolerances cover both).
+    constexpr float kSqrt2OverPi = 0.79788456080286535588f;
+    for (int64_t i = 0; i < n; ++i) {
+      const float x = g[i];
+      g[i] = 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * x * (1.0f + 0.044715f * x * x))) * u[i];
+    }
+    return;
+  }
   for (int64_t i = 0; i < n; ++i) {
     const float x = std::min(g[i], kOaiLimit);
     const float y = std::clamp(u[i], -kOaiLimit, kOaiLimit);

@@ -3,6 +3,7 @@
 //   SwiGlu:    act(g, u) = silu(g) * u, silu(g) = g / (1 + exp(-g))
 //   SwiGluOai: act(g, u) = g' * sigmoid(1.702 g') * (u' + 1) with g' = min(g, 7),
 //              u' = clamp(u, -7, 7) (gpt-oss; llama.cpp's swiglu_oai)
+//   GeluTanh:  act(g, u) = gelu_tanh(g) * u (Gemma 4)
 // Biases are optional (null: none).
 #pragma once
 

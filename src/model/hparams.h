@@ -78,6 +78,10 @@ struct HParams {
   bool mla = false;  // multi-head latent attention (mla_params)
   MlaParams mla_params;
   DeltaNetParams deltanet;  // set where any layer is AttentionKind::DeltaNet
+  // Gemma 4: the input embedding is multiplied by embd_scale (0: not scaled),
+  // and the logits are logit_softcap * tanh(logits / logit_softcap) (0: none).
+  float embd_scale = 0.0f;
+  float logit_softcap = 0.0f;
 
   bool is_moe() const { return n_expert > 0; }
   uint32_t q_dim() const { return n_head * head_dim; }

@@ -246,7 +246,8 @@ void MoeFfn::run(int layer, const ExpertTemplate& tmpl, const float* xn, const m
         continue;
       }
       for (size_t s = 0; s < row.size(); ++s) {
-        const float w = row[s].weight * tmpl.weights_scale;
+        float w = row[s].weight * tmpl.weights_scale;
+        if (tmpl.expert_scale) w *= tmpl.expert_scale[row[s].expert];
         const float* e = &slot_out_[(row_start_[t] + s) * n_out];
         if (s == 0) {
           for (int64_t i = 0; i < n_out; ++i) o[i] = w * e[i];

@@ -31,6 +31,8 @@ struct ExpertTemplate {
   const float* up_bias = nullptr;    // [n_expert][n_ff], or null
   const float* down_bias = nullptr;  // [n_expert][n_embd], or null
   float weights_scale = 1.0f;        // multiplies every routing weight (RouterDesc::weights_scale)
+  const float* expert_scale = nullptr;  // [n_expert]: multiplies expert e's output (Gemma 4's
+                                        // ffn_down_exps.scale), or null
 };
 
 // A streamed expert (cache off) that at least this many (position, slot)

@@ -19,11 +19,12 @@ float yarn_corr_dim(int n_dims, uint32_t n_ctx_orig, float n_rot_turns, float ba
 
 }  // namespace
 
-RopeAngles::RopeAngles(const RopeParams& p)
+RopeAngles::RopeAngles(const RopeParams& p, const float* freq_factors)
     : n_rot_(static_cast<int>(p.n_rot)),
       theta_scale_(std::pow(p.theta, -2.0f / static_cast<float>(p.n_rot))),
       cos_(static_cast<size_t>(p.n_rot / 2)),
       sin_(static_cast<size_t>(p.n_rot / 2)) {
+  freq_factors_ = freq_factors;
   mscale_ = p.attn_factor;
   if (p.yarn_factor > 0.0f) {
     freq_scale_ = 1.0f / p.yarn_factor;
@@ -39,15 +40,16 @@ RopeAngles::RopeAngles(const RopeParams& p)
 void RopeAngles::set_position(int64_t pos) {
   float theta = static_cast<float>(pos);
   for (int j = 0; j < n_rot_ / 2; ++j) {
-    float angle = theta;
+    float angle = freq_factors_ ? theta / freq_factors_[j] : theta;
     if (freq_scale_ != 1.0f || ext_factor_ != 0.0f) {
-      const float interp = freq_scale_ * theta;
+      const float extrap = angle;
+      const float interp = freq_scale_ * extrap;
       angle = interp;
       if (ext_factor_ != 0.0f) {
         // ggml's rope_yarn_ramp over the pair index (its i0 / 2).
         const float y = (static_cast<float>(j) - corr_low_) / std::max(0.001f, corr_high_ - corr_low_);
         const float ramp_mix = (1.0f - std::min(1.0f, std::max(0.0f, y))) * ext_factor_;
-        angle = interp * (1.0f - ramp_mix) + theta * ramp_mix;
+        angle = interp * (1.0f - ramp_mix) + extrap * ramp_mix;
       }
     }
     cos_[j] = std::cos(angle) * mscale_;

@@ -17,7 +17,9 @@ namespace sluice::model {
 // cos/sin of every pair's angle at one position.
 class RopeAngles {
  public:
-  explicit RopeAngles(const RopeParams& p);
+  // freq_factors (optional, n_rot/2 values, kept by pointer): pair j's angle
+  // is divided by freq_factors[j] (ggml's rope freq_factors; Gemma 4's rope_freqs).
+  explicit RopeAngles(const RopeParams& p, const float* freq_factors = nullptr);
   void set_position(int64_t pos);
   int n_rot() const { return n_rot_; }
   const float* cos() const { return cos_.data(); }
@@ -31,6 +33,7 @@ class RopeAngles {
   float ext_factor_ = 0.0f;
   float mscale_ = 1.0f;
   float corr_low_ = 0.0f, corr_high_ = 0.0f;
+  const float* freq_factors_ = nullptr;
   std::vector<float> cos_, sin_;  // n_rot/2 each
 };
 

@@ -248,6 +248,7 @@ void Transformer::run_ubatch(std::span<const int32_t> tokens, int pos0, int firs
                   xn_.data());
     matmul_f32(output_, xn_.data(), n_out, logits_out, pool_, act_);
   }
+  if (n_out > 0) softcap_logits(logits_out, n_out);
   tokens_evaluated_ += static_cast<uint64_t>(T);
 }
 
@@ -277,6 +278,7 @@ void Transformer::dense_ffn(const FfnMatrices& m, Activation act, int T, float* 
 void Transformer::forward_layer(int il, int T, std::span<const RowSegment> segs, int st_layer) {
   const Layer& L = layers_[il];
   const LayerDesc& d = *L.desc;
+  if (d.block == BlockKind::Gemma4) return forward_gemma4_layer(il, T, segs, st_layer);
   const int64_t n_embd = hp_.n_embd;
   const float eps = hp_.rms_eps;
   const kernels::OpsKernels& ops = kernels::ops();

@@ -18,6 +18,7 @@
 #include "model/ffn.h"
 #include "model/matmul.h"
 #include "model/mixers/gated_deltanet.h"
+#include "model/mixers/gemma4_attention.h"
 #include "model/model.h"
 #include "model/moe_ffn.h"
 #include "model/mtp_head.h"
@@ -32,6 +33,17 @@
 namespace sluice::model {
 
 class Binder;  // transformer.cpp: tensor lookup with shape checks and claims
+
+// A Gemma 4 block's norms and scales (transformer_gemma4.cpp).
+struct Gemma4Norms {
+  const float* post_attention = nullptr;  // post_attention_norm
+  const float* post_ffw_1 = nullptr;      // after the dense MLP
+  const float* pre_ffw_2 = nullptr;       // the experts' input
+  const float* post_ffw_2 = nullptr;      // after the routed sum
+  const float* post_ffw = nullptr;        // after MLP + experts
+  const float* router_scale = nullptr;    // ffn_gate_inp.scale {n_embd}
+  const float* layer_output_scale = nullptr;  // {1}, or null (optional)
+};
 
 class Transformer final : public Model {
  public:
@@ -95,7 +107,9 @@ class Transformer final : public Model {
     bool shared = false;                   // moe: shared expert present
     FfnMatrices shexp;                     // moe with shared expert
     const float* shexp_gate = nullptr;     // moe: ffn_gate_inp_shexp {n_embd} (shared_gate)
-    FfnMatrices dense;                     // !moe
+    FfnMatrices dense;                     // !moe; BlockKind::Gemma4: the dense GELU MLP
+    Gemma4Norms g4;                        // BlockKind::Gemma4
+    Gemma4AttnWeights g4attn;              // BlockKind::Gemma4
   };
 
   // transformer_setup.cpp: the flags (Error naming the flag), then the model
@@ -149,6 +163,15 @@ class Transformer final : public Model {
   // Block il over x_'s T rows: each segment's mixer on its own state (layer
   // st_layer of it), everything else over all rows.
   void forward_layer(int il, int n_tokens, std::span<const RowSegment> segs, int st_layer);
+  // BlockKind::Gemma4 layers (transformer_gemma4.cpp): binding and the block.
+  void bind_gemma4_layer(Binder& b, uint32_t il, const LayerDesc& d,
+                         const std::vector<gguf::LayerExpertParts>& experts);
+  void forward_gemma4_layer(int il, int n_tokens, std::span<const RowSegment> segs, int st_layer);
+  // The routed experts of MoE layer il over rows xn_ (routed by router_logits_,
+  // which the caller filled) into tmp_: replay, trims, prefetch, traces, usage.
+  void gemma4_routed_experts(int il, int n_tokens, std::span<const RowSegment> segs);
+  // HParams::logit_softcap over n_rows rows of logits (no-op without one).
+  void softcap_logits(float* logits, int64_t n_rows) const;
   // Checks the positions and tokens of an eval against `st` (Error otherwise).
   void check_eval(std::span<const int32_t> tokens, int pos0, const ModelState& st, const char* what) const;
   void record_route(int il, std::span<const RowSegment> segs);  // --route-trace: appends to trace_buf_
@@ -191,6 +214,8 @@ class Transformer final : public Model {
   GqaAttention gqa_;  // the token mixers (their scratch)
   MlaAttention mla_;
   GatedDeltaNet deltanet_;
+  Gemma4Attention gemma4_attn_;
+  std::vector<float> g4_mlp_;  // Gemma 4: the dense MLP's rows
   QuantizedRows act_;
   RopeAngles rope_;
   SwiGlu swiglu_;

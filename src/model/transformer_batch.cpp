@@ -37,6 +37,8 @@ void Transformer::embed_row(int32_t token, int row) {
   const int64_t n_embd = hp_.n_embd;
   kernels::dequantize_row(token_embd_->type, token_embd_data_ + token_embd_->row_bytes() * token,
                           &x_[static_cast<size_t>(row) * n_embd], n_embd);
+  if (hp_.embd_scale != 0.0f)  // Gemma 4: the input scaled by sqrt(n_embd)
+    for (int64_t i = 0; i < n_embd; ++i) x_[static_cast<size_t>(row) * n_embd + i] *= hp_.embd_scale;
 }
 
 void Transformer::run_trunk(int T, std::span<const RowSegment> segs) {
@@ -137,6 +139,7 @@ void Transformer::eval_batch(std::span<const SequenceEval> seqs) {
         rms_norm_rows(&x_[static_cast<size_t>(sg.row0 + first) * n_embd], output_norm_, n_out,
                       n_embd, hp_.rms_eps, xn_.data());
         matmul_f32(output_, xn_.data(), n_out, out, pool_, act_);
+        softcap_logits(out, n_out);
       }
       for (size_t k = 0; k < segs.size(); ++k) done[seg_seq[k]] += static_cast<size_t>(segs[k].n);
       tokens_evaluated_ += static_cast<uint64_t>(T);

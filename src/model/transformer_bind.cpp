@@ -49,6 +49,7 @@ void Transformer::bind_layer(Binder& b, uint32_t il, const LayerDesc& d,
   const std::string file = gguf_->paths().front();
   Layer& L = layers_[il];
   L.desc = &d;
+  if (d.block == BlockKind::Gemma4) return bind_gemma4_layer(b, il, d, experts);
   const std::string p = "blk." + std::to_string(il) + ".";
   L.attn_norm = b.vector(p + "attn_norm.weight", n_embd);
   L.ffn_norm = b.vector(p + d.ffn_norm + ".weight", n_embd);

@@ -90,8 +90,12 @@ std::string gpt2_chars_to_bytes(std::string_view text) {
 
 void bpe_encode_word(const Vocab& vocab, std::string_view raw_word, std::vector<int32_t>& out) {
   std::string word;
-  word.reserve(raw_word.size() * 2);
-  for (char c : raw_word) word += byte_to_gpt2_char(static_cast<uint8_t>(c));
+  if (vocab.spm_bpe) {
+    word = raw_word;  // merges over the raw (U+2581-escaped) UTF-8
+  } else {
+    word.reserve(raw_word.size() * 2);
+    for (char c : raw_word) word += byte_to_gpt2_char(static_cast<uint8_t>(c));
+  }
   if (word.empty()) return;
 
   if (vocab.ignore_merges) {
@@ -143,9 +147,17 @@ void bpe_encode_word(const Vocab& vocab, std::string_view raw_word, std::vector<
       out.push_back(id);
       continue;
     }
-    // Not a token (a vocab/merges mismatch): emit single-byte tokens where they exist.
+    // Not a token (a vocab/merges mismatch, or a character outside a
+    // SentencePiece-style vocab): emit byte tokens where they exist.
     for (char c : piece) {
-      if (int32_t id = vocab.find(std::string_view(&c, 1)); id != kNoToken) out.push_back(id);
+      if (vocab.spm_bpe) {
+        static constexpr char kHex[] = "0123456789ABCDEF";
+        const auto b = static_cast<uint8_t>(c);
+        const char name[6] = {'<', '0', 'x', kHex[b >> 4], kHex[b & 15], '>'};
+        if (int32_t id = vocab.find(std::string_view(name, 6)); id != kNoToken) out.push_back(id);
+      } else if (int32_t id = vocab.find(std::string_view(&c, 1)); id != kNoToken) {
+        out.push_back(id);
+      }
     }
   }
 }

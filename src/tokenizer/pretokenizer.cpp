@@ -121,6 +121,8 @@ std::vector<std::string> regexes_for(PreFamily family) {
     case PreFamily::kSeedCoder:
       return {std::string(kContractions) +
               R"re(|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1}| ?[^\s\p{L}\p{N}\r\n]+|\s*[\r\n]+|\s+(?!\S)|\s+)re"};
+    case PreFamily::kGemma4:
+      return {R"re([^\n]+|[\n]+)re"};
     case PreFamily::kDefault:
       break;
   }
@@ -173,6 +175,7 @@ PreInfo lookup_pre(std::string_view name) {
       {"bailingmoe", fam(PreFamily::kBailingMoe)}, {"bailingmoe2", fam(PreFamily::kBailingMoe)},
       {"llada-moe", fam(PreFamily::kBailingMoe)},
       {"seed-coder", fam(PreFamily::kSeedCoder)},
+      {"gemma4", PreInfo{PreFamily::kGemma4, true, false, true, false, true}},
   };
   for (const auto& e : table) {
     if (e.name == name) return e.info;

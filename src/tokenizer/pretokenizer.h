@@ -43,6 +43,7 @@ enum class PreFamily {
   kViking,
   kBailingMoe,
   kSeedCoder,
+  kGemma4,  // lines and newline runs only: BPE merges run over the whole U+2581-escaped line
 };
 
 // What a `tokenizer.ggml.pre` name selects, with the vocab flags llama.cpp
@@ -53,6 +54,10 @@ struct PreInfo {
   bool ignore_merges = false;  // whole-word vocab lookup before BPE
   bool add_bos = false;        // BOS added by default (before the add_bos_token key)
   bool no_bos = false;         // the family has no BOS (glm4)
+  // SentencePiece-style BPE (Gemma 4; llama.cpp's escape_whitespaces without
+  // byte_encode): spaces escaped to U+2581, merges over raw UTF-8, bytes that
+  // are no token become <0xXX> tokens; BOS always added.
+  bool spm_bpe = false;
 };
 
 PreInfo lookup_pre(std::string_view name);

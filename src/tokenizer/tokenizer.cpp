@@ -140,6 +140,20 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special, 
         out.push_back(f.token);
         continue;
       }
+      if (v.spm_bpe) {
+        // Gemma 4: spaces escaped first; a run of newlines that is itself a
+        // token is taken whole (llama.cpp's gemma4 rule).
+        const std::string escaped = escape_spaces(text.substr(f.offset, f.length), false);
+        for (std::string_view word : impl_->pre_tokenizer->split(escaped)) {
+          const int32_t id = word.find_first_not_of('\n') == std::string_view::npos ? v.find(word) : kNoToken;
+          if (id != kNoToken) {
+            out.push_back(id);
+          } else {
+            bpe_encode_word(v, word, out);
+          }
+        }
+        continue;
+      }
       for (std::string_view word : impl_->pre_tokenizer->split(text.substr(f.offset, f.length))) {
         bpe_encode_word(v, word, out);
       }
@@ -160,7 +174,7 @@ std::string Tokenizer::token_to_piece(int32_t id, bool render_special) const {
   const std::string& text = v.texts[id];
   if (attr & (kAttrControl | kAttrUnknown)) return render_special ? text : std::string();
   if (attr & kAttrUserDefined) return text;
-  if (v.kind == VocabKind::kSpm) {
+  if (v.kind == VocabKind::kSpm || v.spm_bpe) {
     if (attr & kAttrNormal) return unescape_spaces(text);
     if (attr & kAttrByte) {
       if (text.size() == 6 && text.compare(0, 3, "<0x") == 0 && text[5] == '>') {

@@ -30,9 +30,10 @@ uint32_t attr_from_type(int64_t type) {
 constexpr std::array<std::string_view, 11> kEotTexts = {
     "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|end_of_text|>",
     "<EOT>", "_<EOT>", "[EOT]", "<｜end▁of▁sentence｜>", "<end_of_utterance>"};
-constexpr std::array<std::string_view, 16> kEogTexts = {
+constexpr std::array<std::string_view, 19> kEogTexts = {
     "<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<|flush|>", "<|calls|>", "<end_of_turn>",
-    "<|endoftext|>", "<|eom_id|>", "<EOT>", "_<EOT>", "[EOT]", "[EOS]", "<|end_of_text|>", "<end_of_utterance>"};
+    "<|endoftext|>", "<|eom_id|>", "<EOT>", "_<EOT>", "[EOT]", "[EOS]", "<|end_of_text|>", "<end_of_utterance>",
+    "<eos>", "<turn|>", "<|tool_response>"};  // the last three: Gemma 4
 
 bool contains(auto const& list, std::string_view s) { return std::find(list.begin(), list.end(), s) != list.end(); }
 
@@ -69,9 +70,15 @@ Vocab load_vocab(const gguf::Metadata& md) {
     v.ignore_merges = pre.ignore_merges;
     v.add_bos = pre.add_bos;
     if (pre.no_bos) v.bos = kNoToken;
+  } else if (v.model_name == "gemma4") {
+    // Gemma 4's BPE (llama.cpp's "gemma4" model): its own pre-tokenizer
+    // whatever tokenizer.ggml.pre says, special ids only from the keys.
+    v.kind = VocabKind::kBpe;
+    v.pre_name = "gemma4";
   } else {
-    fail(v.source, "unsupported tokenizer.ggml.model '" + v.model_name + "' (supported: llama, gpt2)");
+    fail(v.source, "unsupported tokenizer.ggml.model '" + v.model_name + "' (supported: llama, gpt2, gemma4)");
   }
+  if (v.kind == VocabKind::kBpe) v.spm_bpe = lookup_pre(v.pre_name).spm_bpe;
   if (auto b = md.get_bool("tokenizer.ggml.add_space_prefix")) v.add_space_prefix = *b;
 
   auto tokens = md.get_string_array("tokenizer.ggml.tokens");
@@ -127,6 +134,7 @@ Vocab load_vocab(const gguf::Metadata& md) {
   if (v.unk >= static_cast<int64_t>(n)) v.unk = kNoToken;
   if (auto b = md.get_bool("tokenizer.ggml.add_bos_token")) v.add_bos = *b;
   if (auto b = md.get_bool("tokenizer.ggml.add_eos_token")) v.add_eos = *b;
+  if (v.spm_bpe) v.add_bos = true;  // llama.cpp overrides add_bos_token = false for Gemma 4
 
   // Text-based detection of end-of-turn tokens; such tokens are forced to CONTROL.
   for (size_t i = 0; i < n; ++i) {
@@ -158,6 +166,14 @@ Vocab load_vocab(const gguf::Metadata& md) {
     const int32_t end = v.find("<|end|>");
     v.eog.erase(end);
     v.attrs[end] = kAttrUserDefined;
+  }
+
+  // Gemma 4 (as llama.cpp): with <|tool_response> ending generation, "</s>"
+  // is ordinary text, not an end of generation.
+  if (eog_has("<|tool_response>") && eog_has("</s>")) {
+    const int32_t s = v.find("</s>");
+    v.eog.erase(s);
+    v.attrs[s] = kAttrNormal;
   }
 
   for (size_t i = 0; i < n; ++i) {

@@ -33,7 +33,7 @@ inline constexpr int32_t kNoToken = -1;
 
 struct Vocab {
   VocabKind kind = VocabKind::kSpm;
-  std::string model_name;  // tokenizer.ggml.model ("llama", "gpt2")
+  std::string model_name;  // tokenizer.ggml.model ("llama", "gpt2", "gemma4")
   std::string pre_name;    // tokenizer.ggml.pre ("" when absent)
   std::string source;      // file name for error messages
 
@@ -51,6 +51,7 @@ struct Vocab {
   bool add_eos = false;
   bool add_space_prefix = false;  // SPM: prepend ' ' to text (and strip it when decoding)
   bool ignore_merges = false;     // BPE (llama3): a pre-token that is itself a token is emitted whole
+  bool spm_bpe = false;           // BPE over U+2581-escaped raw UTF-8 with <0xXX> bytes (PreInfo::spm_bpe, Gemma 4)
 
   std::unordered_set<int32_t> eog;        // end-of-generation ids
   std::vector<int32_t> special_by_length;  // CONTROL/USER_DEFINED/UNKNOWN ids, longest text first

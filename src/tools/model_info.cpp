@@ -163,6 +163,38 @@ Sizing compute_sizing(const ModelInfo& info, uint64_t kv_context, const model::A
   return s;
 }
 
+// A stack of sliding-window and full attention layers (gpt-oss, gemma4):
+// "sliding-window x4 (window 8; 2 kv heads x 64), full attention x2 (blk 2, 5;
+// 1 kv head x 128)"; the geometry only where a layer declares its own. ""
+// when no layer has a window.
+std::string window_mixers(const model::ArchDesc& d) {
+  size_t n_swa = 0, n_full = 0;
+  std::string full_blocks;
+  const model::AttentionDesc* swa = nullptr;
+  const model::AttentionDesc* full = nullptr;
+  for (size_t il = 0; il < d.layers.size(); ++il) {
+    const model::AttentionDesc& a = d.layers[il].attn;
+    if (a.window > 0) {
+      ++n_swa;
+      swa = &a;
+    } else {
+      full_blocks += (n_full++ ? ", " : "") + std::to_string(il);
+      full = &a;
+    }
+  }
+  if (n_swa == 0) return "";
+  auto geometry = [](const model::AttentionDesc* a) -> std::string {
+    if (!a || a->head_dim == 0) return "";
+    return "; " + std::to_string(a->n_head_kv) + (a->n_head_kv == 1 ? " kv head x " : " kv heads x ") +
+           std::to_string(a->head_dim);
+  };
+  std::string s = "sliding-window x" + std::to_string(n_swa) + " (window " + std::to_string(swa->window) +
+                  geometry(swa) + ")";
+  if (n_full > 0)
+    s += ", full attention x" + std::to_string(n_full) + " (blk " + full_blocks + geometry(full) + ")";
+  return s;
+}
+
 }  // namespace
 
 ModelInfo model_info(const gguf::GgufModel& model, uint64_t kv_context) {
@@ -205,6 +237,7 @@ ModelInfo model_info(const gguf::GgufModel& model, uint64_t kv_context) {
     if (n_delta > 0)
       info.layer_mixers = "gated-deltanet x" + std::to_string(n_delta) + ", attention x" +
                           std::to_string(n_attention) + (n_attention ? " (blk " + attention + ")" : "");
+    if (n_delta == 0) info.layer_mixers = window_mixers(*desc);
   }
   return info;
 }

@@ -260,6 +260,9 @@ void RowGenerator::float_row(const PlannedTensor& t, uint64_t row, float* out) c
       for (uint64_t i = 0; i < n; ++i) out[i] = -std::exp(lo * (1.0f - rng.uniform()));
       break;
     }
+    case Init::QuarterRope:
+      for (uint64_t i = 0; i < n; ++i) out[i] = i < n / 4 ? 1.0f : 1e30f;
+      break;
     case Init::Embedding: {
       // x = z + sqrt(n) u: after RMSNorm, u . x_norm ~ sqrt(n/2) for every token.
       const float c = std::sqrt(static_cast<float>(n));

@@ -38,7 +38,7 @@ struct Stores {
     split2 = snap / "Tiny-Q6_K-00002-of-00002.gguf";
     write_header_gguf(split1, "qwen3moe", 18, std::make_pair(uint16_t{0}, uint16_t{2}));
     write_header_gguf(split2, "qwen3moe", 18, std::make_pair(uint16_t{1}, uint16_t{2}));
-    write_header_gguf(h.lmstudio() / "pub" / "Gem-GGUF" / "gem-F16.gguf", "gemma4", 1);
+    write_header_gguf(h.lmstudio() / "pub" / "Gem-GGUF" / "gem-F16.gguf", "gemma3", 1);
     write_text(h.lmstudio_old() / "pub" / "Bad-GGUF" / "bad.gguf", "not a gguf at all");
   }
   FakeHome h;
@@ -88,10 +88,10 @@ TEST(CliModels, JsonListsEveryStoreWithHeaderFacts) {
 
   const nlohmann::json& gem = m.at("pub/Gem-GGUF");
   EXPECT_EQ(gem["store"], "lmstudio");
-  EXPECT_EQ(gem["architecture"], "gemma4");
+  EXPECT_EQ(gem["architecture"], "gemma3");
   EXPECT_EQ(gem["quant"], "F16");
   EXPECT_EQ(gem["runs"], false);
-  EXPECT_THAT(gem["error"].get<std::string>(), HasSubstr("architecture 'gemma4' is not supported"));
+  EXPECT_THAT(gem["error"].get<std::string>(), HasSubstr("architecture 'gemma3' is not supported"));
 
   const nlohmann::json& bad = m.at("pub/Bad-GGUF");
   EXPECT_EQ(bad["runs"], false);
@@ -121,7 +121,7 @@ TEST(CliModels, TextIsATableWithOneRowPerModel) {
   };
   EXPECT_THAT(row("qwen3:tiny"), AllOf(HasSubstr("ollama"), HasSubstr("qwen3moe"),
                                        HasSubstr("Q4_K_M"), HasSubstr("yes")));
-  EXPECT_THAT(row("pub/Gem-GGUF"), AllOf(HasSubstr("lmstudio"), HasSubstr("gemma4"),
+  EXPECT_THAT(row("pub/Gem-GGUF"), AllOf(HasSubstr("lmstudio"), HasSubstr("gemma3"),
                                          HasSubstr(" no "), HasSubstr("not supported")));
   EXPECT_THAT(row("pub/Bad-GGUF"), AllOf(HasSubstr(" no "), HasSubstr("bad.gguf")));
 }

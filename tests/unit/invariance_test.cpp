@@ -122,7 +122,7 @@ TEST_P(InvarianceTest, F16KvCacheDiffersSlightly) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, InvarianceTest, ::testing::Values("qwen3moe-q8_0-q4_0", "qwen3moe-kquants", "gpt-oss-mxfp4", "glm4moe-q8_0",
-                                           "deepseek2-q4_k", "qwen35moe-kquants"),
+                                           "deepseek2-q4_k", "qwen35moe-kquants", "gemma4-kquants", "gemma4-split-q8_0"),
                          [](const auto& info) {
                            std::string s = info.param;
                            for (char& ch : s)

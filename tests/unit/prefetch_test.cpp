@@ -193,7 +193,7 @@ TEST_P(PrefetchInvariance, LogitsAreBitIdenticalWithPrefetchOnAndOff) {
 INSTANTIATE_TEST_SUITE_P(Models, PrefetchInvariance,
                          ::testing::Values("golden/qwen3moe-q8_0-q4_0.gguf", "golden/qwen3moe-kquants.gguf",
                                            "golden/gpt-oss-mxfp4.gguf", "golden/deepseek2-q4_k.gguf",
-                                           "golden/qwen35moe-kquants.gguf", kStoriesQ8),
+                                           "golden/qwen35moe-kquants.gguf", "golden/gemma4-kquants.gguf", kStoriesQ8),
                          [](const auto& info) {
                            std::string s = info.param;
                            for (char& ch : s)

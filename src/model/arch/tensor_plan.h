@@ -79,6 +79,17 @@ struct ArchSizes {
   uint32_t ssm_time_step_rank = 4;
   uint32_t full_attention_interval = 4;
   std::vector<int32_t> rope_sections = {3, 3, 2, 0};
+  // gemma4: layer il is full attention iff (il + 1) % swa_period == 0 (n_head_kv_full
+  // KV heads of head_dim, K = V, proportional RoPE over a quarter of the pairs,
+  // rope_theta), else sliding-window (n_swa) with n_head_kv heads of head_dim_swa
+  // (rope_theta_swa); the dense MLP is n_ff wide; experts with a fused
+  // ffn_gate_up_exps (fused_gate_up) or separate gate/up; logit softcap.
+  uint32_t head_dim_swa = 64;
+  uint32_t n_head_kv_full = 1;
+  uint32_t swa_period = 6;
+  float rope_theta_swa = 10000.0f;
+  bool fused_gate_up = true;
+  float logit_softcap = 30.0f;
   // llama-quantize's Q4_K_M rules (ffn_down* and attn_v Q6_K in the blocks
   // where use_more_bits(block, block_count) holds: the first and last eighth
   // and every third block between; the configured type elsewhere; plus the
@@ -102,6 +113,8 @@ enum class Init {
   Embedding,   // N(0,1) + sqrt(n_embd) * u: every token shares the direction u
   Bias,        // 0.1 N(0,1): biases and attention sinks, small next to O(1) activations
   Decay,       // -exp(U(ln 0.05, 0)): negative decay rates (DeltaNet ssm_a), so states shrink
+  QuarterRope, // 1 for the first ne[0]/4 values, 1e30 after: RoPE frequency factors that rotate only
+               // a quarter of the pairs (Gemma 4's "proportional" rope_freqs)
 };
 
 struct PlannedTensor {

@@ -25,7 +25,11 @@ LayerStateSpec layer_state_spec(const LayerDesc& d, const HParams& hp, int n_ctx
   switch (d.attn.kind) {
     case AttentionKind::Gqa:
       s.kind = StateKind::KvRows;
-      s.kv = {static_cast<int>(hp.n_head_kv), static_cast<int>(hp.head_dim), static_cast<int>(hp.head_dim_v), n_ctx};
+      // A layer with its own geometry (AttentionDesc::head_dim) keeps q, k and
+      // v at that head dim.
+      s.kv = {static_cast<int>(d.attn.n_head_kv ? d.attn.n_head_kv : hp.n_head_kv),
+              static_cast<int>(d.attn.head_dim ? d.attn.head_dim : hp.head_dim),
+              static_cast<int>(d.attn.head_dim ? d.attn.head_dim : hp.head_dim_v), n_ctx};
       if (d.attn.window > 0) {
         // A sliding window keeps the window and the slack, as a ring, when
         // that is less than the context.
