@@ -50,9 +50,11 @@ TEST(Gemma4, DeclarationReadsPerLayerGeometry) {
     }
   }
   // KV rows per layer at its own geometry: SWA 2 x 64, full 1 x 128 (K and V).
-  const auto specs = model::model_state_specs(d, 100);
+  // With --ubatch 1 the sliding-window layers keep a ring of window 8 + slack 16.
+  const auto specs = model::model_state_specs(d, 100, 1);
   for (size_t il = 0; il < 6; ++il) {
     EXPECT_EQ(specs[il].kind, model::StateKind::KvRows);
+    EXPECT_EQ(specs[il].kv.capacity, swa[il] ? 24 : 100);
     EXPECT_EQ(specs[il].kv.k_dim(), swa[il] ? 128 : 128);
     EXPECT_EQ(specs[il].kv.n_kv_heads, swa[il] ? 2 : 1);
     EXPECT_EQ(specs[il].kv.head_dim_v, swa[il] ? 64 : 128);
