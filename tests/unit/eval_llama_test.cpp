@@ -127,5 +127,29 @@ TEST(EvalLlama, BaseFileWrittenThenReadBack) {
   EXPECT_NE(no_file.err.find("--kl-divergence-base FILE"), std::string::npos) << no_file.err;
 }
 
+// A base file llama-perplexity wrote (tests/reference/llama-perplexity/README.md)
+// read by sluice: the same model scores KL ~ 0 and llama's PPL; sluice writing
+// a base file for the same text and chunks gives the same header and tokens.
+TEST(EvalLlama, ReadsABaseFileLlamaPerplexityWrote) {
+  REQUIRE_STORIES();
+  const std::string llama_kld =
+      std::string(SLUICE_SOURCE_DIR) + "/tests/reference/llama-perplexity/stories-moe-8x-f32.c64x4.kld";
+  const nlohmann::json j = json_of(
+      sluice("eval -m " + shared_path(kStories) + " --kl-divergence-base " + llama_kld + " --kl-divergence --json"));
+  const nlohmann::json& k = j["kl_divergence_base"];
+  EXPECT_EQ(k["rows"], 4 * 31);
+  EXPECT_EQ(k["same_top_pct"].get<double>(), 100.0);
+  EXPECT_LT(k["kld_mean"].get<double>(), 1e-5);
+  EXPECT_NEAR(k["ppl"].get<double>() / 4.1438, 1.0, 0.005);  // llama-perplexity's Final estimate
+
+  TempDir d;
+  const std::string ours = d.file("ours.kld");
+  json_of(sluice("eval -m " + shared_path(kStories) + " -f " + corpus_prefix(d, 6000) +
+                 " -c 64 --chunks 4 --kl-divergence-base " + ours + " --json"));
+  const std::string a = file_bytes(ours), b = file_bytes(llama_kld);
+  ASSERT_EQ(a.size(), b.size());
+  EXPECT_EQ(a.substr(0, 20 + 4 * 4 * 64), b.substr(0, 20 + 4 * 4 * 64));  // header and the 256 tokens
+}
+
 }  // namespace
 }  // namespace sluice::test
