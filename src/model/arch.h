@@ -37,6 +37,12 @@ enum class AttentionKind {
              // no KV rows, a recurrent state instead
 };
 
+// Mla layers with DeepSeek's sparse attention (DSA, glm-dsa): a Full layer
+// runs the lightning indexer (indexer.* tensors, its keys cached beside the
+// latent row) and attends only its top-k keys; a Shared layer has no indexer
+// and reuses the selection of the nearest Full layer below it.
+enum class DsaIndexer { None, Full, Shared };
+
 struct AttentionDesc {
   AttentionKind kind = AttentionKind::Gqa;
   Need q_norm = Need::Absent;  // per-head RMSNorm of q (attn_q_norm.weight {head_dim}) before RoPE
@@ -52,6 +58,7 @@ struct AttentionDesc {
   // (2 q_dim rows) and the attention output is multiplied by sigmoid(gate)
   // before attn_output.
   bool output_gate = false;
+  DsaIndexer indexer = DsaIndexer::None;  // Mla only
 };
 
 enum class RouterKind {

@@ -262,6 +262,7 @@ void Transformer::bind_layer(Binder& b, uint32_t il, const LayerDesc& d,
   // every attention mixer shares: the output bias and the sinks.
   if (d.attn.kind == AttentionKind::Mla) {
     L.mla = bind_mla(b, p, hp_);
+    if (d.attn.indexer == DsaIndexer::Full) L.dsa = bind_dsa_indexer(b, p, hp_);
   } else if (d.attn.kind == AttentionKind::DeltaNet) {
     L.dn = bind_deltanet(b, p, hp_);
   } else {
@@ -386,10 +387,12 @@ StateBytes Transformer::state_bytes() const {
   for (const auto& st : extra_slots_) {
     b.kv += st->bytes().kv;
     b.recurrent += st->bytes().recurrent;
+    b.indexer += st->bytes().indexer;
   }
   if (mtp_state_) {
     b.kv += mtp_state_->bytes().kv;
     b.recurrent += mtp_state_->bytes().recurrent;
+    b.indexer += mtp_state_->bytes().indexer;
   }
   return b;
 }
@@ -573,7 +576,10 @@ void Transformer::forward_layer(int il, int T, std::span<const RowSegment> segs,
     const float* xn = xn_.data() + static_cast<int64_t>(sg.row0) * n_embd;
     float* out = tmp_.data() + static_cast<int64_t>(sg.row0) * n_embd;
     ModelState& st = *sg.st;
-    if (d.attn.kind == AttentionKind::Mla) {
+    if (d.attn.kind == AttentionKind::Mla && d.attn.indexer != DsaIndexer::None) {
+      dsa_.run(L.mla, &L.dsa, d.attn.indexer, hp_.attn_scale, hp_, xn, sg.n, sg.pos0, sg.row0, il, st.kv(st_layer),
+               rope_, act_, pool_, out);
+    } else if (d.attn.kind == AttentionKind::Mla) {
       const AttentionOptions opt{d.attn.window, L.sinks, hp_.attn_scale, true};
       mla_.run(L.mla, opt, hp_, xn, sg.n, sg.pos0, il, st.kv(st_layer), rope_, act_, pool_, out);
     } else if (d.attn.kind == AttentionKind::DeltaNet) {
