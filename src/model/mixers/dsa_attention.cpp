@@ -104,48 +104,68 @@ void DsaAttention::select(const DsaIndexerWeights& ix, const HParams& hp, const 
     kv.store(pos0 + t, r, nullptr);
   }
 
-  // Scores and top-k, one query per item (each score is one function of
-  // (t, j), so the split never changes a value).
+  // Scores, then the top-k. Each score is one function of (t, j) computed by
+  // one thread, so however the work is split (by query in a prompt, by key
+  // within the query at decode) no value changes.
   const kernels::OpsKernels& ops = kernels::ops();
-  auto body = [&](int64_t b, int64_t e) {
-    thread_local std::vector<float> score, key;
-    thread_local std::vector<int32_t> idx;
+  auto score_keys = [&](int64_t t, int64_t j0, int64_t j1, float* score) {
+    thread_local std::vector<float> key;
     key.resize(static_cast<size_t>(D));
-    for (int64_t t = b; t < e; ++t) {
-      const int pos = pos0 + static_cast<int>(t);
-      int32_t* sel = &sel_[static_cast<size_t>(row0 + t) * k];
-      const int n_vis = pos + 1;
-      if (n_vis <= k) {
-        for (int j = 0; j < n_vis; ++j) sel[j] = j;
-        sel_n_[static_cast<size_t>(row0 + t)] = n_vis;
-        continue;
-      }
-      score.resize(static_cast<size_t>(n_vis));
-      const float* q = &iq_[static_cast<size_t>(t) * H * D];
-      const float* w = &w_[static_cast<size_t>(t) * H];
-      for (int j = 0; j < n_vis; ++j) {
-        const float* kj = cached(kv, j, row, D, key.data());
-        float s = 0.0f;
-        for (int64_t g = 0; g < H; ++g) s += w[g] * std::max(0.0f, ops.dot(q + g * D, kj, D));
-        score[static_cast<size_t>(j)] = std::isnan(s) ? -INFINITY : s;
-      }
-      idx.resize(static_cast<size_t>(n_vis));
-      for (int j = 0; j < n_vis; ++j) idx[static_cast<size_t>(j)] = j;
-      // Largest score first; equal scores: the lower position (a strict order,
-      // so the selection is one definite set).
-      std::partial_sort(idx.begin(), idx.begin() + k, idx.end(), [&](int32_t a, int32_t c) {
-        const float sa = score[static_cast<size_t>(a)], sc = score[static_cast<size_t>(c)];
-        return sa > sc || (sa == sc && a < c);
-      });
-      std::sort(idx.begin(), idx.begin() + k);
-      std::copy_n(idx.begin(), k, sel);
-      sel_n_[static_cast<size_t>(row0 + t)] = k;
+    const float* q = &iq_[static_cast<size_t>(t) * H * D];
+    const float* w = &w_[static_cast<size_t>(t) * H];
+    for (int64_t j = j0; j < j1; ++j) {
+      const float* kj = cached(kv, static_cast<int>(j), row, D, key.data());
+      float s = 0.0f;
+      for (int64_t g = 0; g < H; ++g) s += w[g] * std::max(0.0f, ops.dot(q + g * D, kj, D));
+      score[j] = std::isnan(s) ? -INFINITY : s;
     }
   };
-  if (pool.size() > 1 && T > 1)
-    pool.parallel_for(T, body);
-  else
-    body(0, T);
+  auto top_k = [&](int64_t t, const float* score) {
+    int32_t* sel = &sel_[static_cast<size_t>(row0 + t) * k];
+    const int n_vis = pos0 + static_cast<int>(t) + 1;
+    if (n_vis <= k) {  // every visible key: the layer is dense causal MLA here
+      for (int j = 0; j < n_vis; ++j) sel[j] = j;
+      sel_n_[static_cast<size_t>(row0 + t)] = n_vis;
+      return;
+    }
+    thread_local std::vector<int32_t> idx;
+    idx.resize(static_cast<size_t>(n_vis));
+    for (int j = 0; j < n_vis; ++j) idx[static_cast<size_t>(j)] = j;
+    // Largest score first; equal scores: the lower position (a strict order,
+    // so the selection is one definite set).
+    std::partial_sort(idx.begin(), idx.begin() + k, idx.end(), [&](int32_t a, int32_t c) {
+      return score[a] > score[c] || (score[a] == score[c] && a < c);
+    });
+    std::sort(idx.begin(), idx.begin() + k);
+    std::copy_n(idx.begin(), k, sel);
+    sel_n_[static_cast<size_t>(row0 + t)] = k;
+  };
+  if (pool.size() <= 1 || T >= pool.size()) {
+    auto body = [&](int64_t b, int64_t e) {
+      thread_local std::vector<float> score;
+      for (int64_t t = b; t < e; ++t) {
+        const int n_vis = pos0 + static_cast<int>(t) + 1;
+        if (n_vis > k) {
+          score.resize(static_cast<size_t>(n_vis));
+          score_keys(t, 0, n_vis, score.data());
+        }
+        top_k(t, score.data());
+      }
+    };
+    if (pool.size() > 1 && T > 1)
+      pool.parallel_for(T, body);
+    else
+      body(0, T);
+  } else {
+    for (int64_t t = 0; t < T; ++t) {
+      const int n_vis = pos0 + static_cast<int>(t) + 1;
+      if (n_vis > k) {
+        score_.resize(static_cast<size_t>(n_vis));
+        pool.parallel_for(n_vis, [&](int64_t b, int64_t e) { score_keys(t, b, e, score_.data()); }, 64);
+      }
+      top_k(t, score_.data());
+    }
+  }
   if (observer_)
     for (int t = 0; t < T; ++t)
       observer_(layer, pos0 + t,

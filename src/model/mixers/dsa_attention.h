@@ -79,7 +79,7 @@ class DsaAttention {
   void attend(const HParams& hp, float scale, int T, int row0, const KvRows& kv, ThreadPool& pool);
 
   MlaAttention mla_;
-  std::vector<float> iq_, ik_, w_, rows_, attn_, gathered_;
+  std::vector<float> iq_, ik_, w_, rows_, attn_, gathered_, score_;
   std::vector<int32_t> sel_;  // [row][top_k]: selected positions, ascending
   std::vector<int> sel_n_;    // [row]: how many
   DsaSelectionObserver observer_;
