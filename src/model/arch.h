@@ -37,6 +37,12 @@ enum class AttentionKind {
              // no KV rows, a recurrent state instead
 };
 
+// Mla layers with DeepSeek's sparse attention (DSA, glm-dsa): a Full layer
+// runs the lightning indexer (indexer.* tensors, its keys cached beside the
+// latent row) and attends only its top-k keys; a Shared layer has no indexer
+// and reuses the selection of the nearest Full layer below it.
+enum class DsaIndexer { None, Full, Shared };
+
 struct AttentionDesc {
   AttentionKind kind = AttentionKind::Gqa;
   Need q_norm = Need::Absent;  // per-head RMSNorm of q (attn_q_norm.weight {head_dim}) before RoPE
@@ -65,6 +71,7 @@ struct AttentionDesc {
   // (attention_k_eq_v); v_norm: values get a per-head RMSNorm without weight.
   bool v_from_k = false;
   bool v_norm = false;
+  DsaIndexer indexer = DsaIndexer::None;  // Mla only
 };
 
 enum class RouterKind {

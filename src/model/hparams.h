@@ -57,6 +57,15 @@ struct DeltaNetParams {
   uint64_t inner() const { return uint64_t{n_v_heads} * state_size; }  // ssm.inner_size
 };
 
+// DSA "lightning indexer" (glm-dsa; model/mixers/dsa_attention.h): per query
+// the top_k past positions with the largest indexer score are the only keys
+// the MLA attention sees. n_head heads of head_dim dims score each key.
+struct DsaParams {
+  uint32_t n_head = 0;    // attention.indexer.head_count
+  uint32_t head_dim = 0;  // attention.indexer.key_length (the cached indexer key width)
+  uint32_t top_k = 0;     // attention.indexer.top_k
+};
+
 struct HParams {
   std::string arch;
   uint32_t n_embd = 0;
@@ -82,6 +91,7 @@ struct HParams {
   // and the logits are logit_softcap * tanh(logits / logit_softcap) (0: none).
   float embd_scale = 0.0f;
   float logit_softcap = 0.0f;
+  DsaParams dsa;            // set where any layer has a DSA indexer (AttentionDesc::indexer)
 
   bool is_moe() const { return n_expert > 0; }
   uint32_t q_dim() const { return n_head * head_dim; }

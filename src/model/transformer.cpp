@@ -166,10 +166,12 @@ StateBytes Transformer::state_bytes() const {
   for (const auto& st : extra_slots_) {
     b.kv += st->bytes().kv;
     b.recurrent += st->bytes().recurrent;
+    b.indexer += st->bytes().indexer;
   }
   if (mtp_.state) {
     b.kv += mtp_.state->bytes().kv;
     b.recurrent += mtp_.state->bytes().recurrent;
+    b.indexer += mtp_.state->bytes().indexer;
   }
   return b;
 }
@@ -295,7 +297,10 @@ void Transformer::forward_layer(int il, int T, std::span<const RowSegment> segs,
     const float* xn = xn_.data() + static_cast<int64_t>(sg.row0) * n_embd;
     float* out = tmp_.data() + static_cast<int64_t>(sg.row0) * n_embd;
     ModelState& st = *sg.st;
-    if (d.attn.kind == AttentionKind::Mla) {
+    if (d.attn.kind == AttentionKind::Mla && d.attn.indexer != DsaIndexer::None) {
+      dsa_.run(L.mla, &L.dsa, d.attn.indexer, hp_.attn_scale, hp_, xn, sg.n, sg.pos0, sg.row0, il, st.kv(st_layer),
+               rope_, act_, pool_, out);
+    } else if (d.attn.kind == AttentionKind::Mla) {
       const AttentionOptions opt{d.attn.window, L.sinks, hp_.attn_scale, true};
       mla_.run(L.mla, opt, hp_, xn, sg.n, sg.pos0, il, st.kv(st_layer), rope_, act_, pool_, out);
     } else if (d.attn.kind == AttentionKind::DeltaNet) {

@@ -14,6 +14,7 @@
 #include "model/arch.h"
 #include "model/attention.h"
 #include "model/mixers/gqa_attention.h"
+#include "model/mixers/dsa_attention.h"
 #include "model/mixers/mla_attention.h"
 #include "model/ffn.h"
 #include "model/matmul.h"
@@ -86,6 +87,8 @@ class Transformer final : public Model {
   void mtp_truncate(int n) override;
   double dense_resident_fraction() const override;
   moe::ExpertUsage expert_usage() const override;
+  // DSA (glm-dsa): sees every selection a Full indexer layer makes (tests).
+  void set_dsa_observer(DsaSelectionObserver f) { dsa_.set_observer(std::move(f)); }
 
  private:
   // One layer's bound weights; optional inputs are null when absent.
@@ -96,6 +99,7 @@ class Transformer final : public Model {
     // The token mixer's weights: desc->attn.kind says which is bound.
     GqaWeights gqa;
     MlaWeights mla;
+    DsaIndexerWeights dsa;  // Mla with a Full DSA indexer
     DeltaNetWeights dn;
     const float* bo = nullptr;     // attention output bias
     const float* sinks = nullptr;  // attention sinks
@@ -213,6 +217,7 @@ class Transformer final : public Model {
   std::vector<float> x_, xn_, tmp_, shared_out_, router_logits_;
   GqaAttention gqa_;  // the token mixers (their scratch)
   MlaAttention mla_;
+  DsaAttention dsa_;
   GatedDeltaNet deltanet_;
   Gemma4Attention gemma4_attn_;
   std::vector<float> g4_mlp_;  // Gemma 4: the dense MLP's rows

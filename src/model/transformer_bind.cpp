@@ -57,6 +57,7 @@ void Transformer::bind_layer(Binder& b, uint32_t il, const LayerDesc& d,
   // every attention mixer shares: the output bias and the sinks.
   if (d.attn.kind == AttentionKind::Mla) {
     L.mla = bind_mla(b, p, hp_);
+    if (d.attn.indexer == DsaIndexer::Full) L.dsa = bind_dsa_indexer(b, p, hp_);
   } else if (d.attn.kind == AttentionKind::DeltaNet) {
     L.dn = bind_deltanet(b, p, hp_);
   } else {

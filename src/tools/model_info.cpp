@@ -150,6 +150,7 @@ Sizing compute_sizing(const ModelInfo& info, uint64_t kv_context, const model::A
         model::state_bytes(model::model_state_specs(*desc, ctx, model::kDefaultUbatch), model::KvType::F16);
     s.kv_bytes = b ? b->kv : UINT64_MAX;
     s.recurrent_bytes = b ? b->recurrent : 0;
+    s.indexer_bytes = b ? b->indexer : 0;
     s.kv_layout = desc->hp.mla ? "mla-latent" : "per-head";
   } else {
     s.kv_bytes = hp.block_count.value_or(0) * kv_context * hp.head_count_kv.value_or(0) *

@@ -187,7 +187,7 @@ TEST_P(BatchEvalTest, BadBatchesAreErrorsThatChangeNothing) {
 
 INSTANTIATE_TEST_SUITE_P(Cases, BatchEvalTest,
                          ::testing::Values("qwen3moe-f32", "qwen3moe-kquants", "deepseek2-f32",
-                                           "qwen35moe-f32", "gpt-oss-mxfp4", "llama-dense-f16", "gemma4-f32"),
+                                           "qwen35moe-f32", "gpt-oss-mxfp4", "llama-dense-f16", "gemma4-f32", "glm-dsa-f32"),
                          [](const auto& info) {
                            std::string s = info.param;
                            for (char& ch : s)

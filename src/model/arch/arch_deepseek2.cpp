@@ -16,7 +16,10 @@
 
 namespace sluice::model {
 
-ArchDesc describe_deepseek2(const ArchReader& r) {
+// The deepseek2 declaration, shared with glm-dsa (arch_glm_dsa.cpp): gating
+// function 0 or absent means `default_gating` (llama.cpp: softmax for
+// deepseek2, sigmoid for glm-dsa).
+ArchDesc describe_deepseek2_family(const ArchReader& r, uint32_t default_gating) {
   ArchDesc d;
   HParams& hp = d.hp;
   hp = r.common();
@@ -62,7 +65,8 @@ ArchDesc describe_deepseek2(const ArchReader& r) {
   if (lead > trunk) r.bad("leading_dense_block_count", std::to_string(lead) + " exceeds the " +
                                                            std::to_string(trunk) + " trunk layers");
   if (lead > 0 && hp.n_ff == 0) r.bad("feed_forward_length", "must be > 0 for the leading dense layers");
-  const uint32_t gating = r.u32("expert_gating_func", 1);
+  uint32_t gating = r.u32("expert_gating_func", 0);
+  if (gating == 0) gating = default_gating;
   const uint32_t n_shared = r.u32("expert_shared_count", 0);
 
   LayerDesc dense, moe;
@@ -103,6 +107,8 @@ ArchDesc describe_deepseek2(const ArchReader& r) {
   d.tied_output = false;
   return d;
 }
+
+ArchDesc describe_deepseek2(const ArchReader& r) { return describe_deepseek2_family(r, 1); }
 
 // ---- the generator (sluice synth): the tensor/metadata plan
 

@@ -69,6 +69,13 @@ struct ArchSizes {
   uint32_t kv_lora_rank = 64;
   uint32_t head_dim_v = 32;
   float yarn_log_multiplier = 0.1f;
+  // glm-dsa's DSA lightning indexer: heads, key width, top-k, and which trunk
+  // blocks run it (block b is a full indexer block iff b % dsa_full_interval
+  // == 0; the others reuse the selection of the full block below them).
+  uint32_t dsa_n_head = 8;
+  uint32_t dsa_head_dim = 64;
+  uint32_t dsa_top_k = 16;
+  uint32_t dsa_full_interval = 2;
   // qwen35moe (gated DeltaNet hybrid): the width of the sigmoid-gated shared
   // expert, the DeltaNet sizes (ssm.*: conv taps, key/value head dim, key
   // heads, value heads), the full-attention period and IMROPE's sections.

@@ -30,6 +30,17 @@ MlaWeights bind_mla(Binder& b, const std::string& p, const HParams& hp_) {
 void MlaAttention::run(const MlaWeights& L, const AttentionOptions& opt, const HParams& hp_, const float* xn, int T,
                        int pos0, int layer, KvRows& kv, RopeAngles& rope_, QuantizedRows& act_, ThreadPool& pool_,
                        float* out) {
+  prepare(L, hp_, xn, T, pos0, rope_, act_, pool_);
+  const int64_t row = hp_.head_dim;
+  for (int t = 0; t < T; ++t) kv.store(pos0 + t, &k_[static_cast<size_t>(t) * row], nullptr);
+  // Attention over the latent rows: one shared KV "head", values = the first lora dims.
+  attn_.resize(static_cast<size_t>(T) * hp_.n_head * hp_.mla_params.kv_lora_rank);
+  attention_.run(v_.data(), T, pos0, layer, kv, hp_, opt, attn_.data(), pool_);
+  finish(L, hp_, attn_.data(), T, act_, pool_, out);
+}
+
+void MlaAttention::prepare(const MlaWeights& L, const HParams& hp_, const float* xn, int T, int pos0,
+                           RopeAngles& rope_, QuantizedRows& act_, ThreadPool& pool_) {
   const MlaParams& m = hp_.mla_params;
   const float eps = hp_.rms_eps;
   const int n_head = static_cast<int>(hp_.n_head);
@@ -45,7 +56,7 @@ void MlaAttention::run(const MlaWeights& L, const AttentionOptions& opt, const H
   } else {
     matmul_f32(L.wq, xn, T, q_.data(), pool_, act_);
   }
-  // kv: [T][lora + rope] -> the cached rows after norm and RoPE.
+  // kv: [T][lora + rope] -> the rows to cache after norm and RoPE.
   k_.resize(static_cast<size_t>(T) * row);
   matmul_f32(L.wkv_a, xn, T, k_.data(), pool_, act_);
   for (int t = 0; t < T; ++t) {
@@ -55,7 +66,6 @@ void MlaAttention::run(const MlaWeights& L, const AttentionOptions& opt, const H
     apply_rope(kr + lora, 1, static_cast<int>(rope_dim), rope_, hp_.rope.type);
     apply_rope(&q_[static_cast<size_t>(t) * n_head * qk] + nope, n_head, static_cast<int>(qk), rope_,
                hp_.rope.type);
-    kv.store(pos0 + t, kr, nullptr);
   }
   // Absorbed queries: [T][n_head][row] = [k_b_h . q_nope_h | q_pe_h].
   v_.resize(static_cast<size_t>(T) * n_head * row);
@@ -72,16 +82,21 @@ void MlaAttention::run(const MlaWeights& L, const AttentionOptions& opt, const H
       std::memcpy(dst + lora, &q_[(static_cast<size_t>(t) * n_head + h) * qk] + nope, sizeof(float) * rope_dim);
     }
   }
-  // Attention over the latent rows: one shared KV "head", values = the first lora dims.
-  attn_.resize(static_cast<size_t>(T) * n_head * lora);
-  attention_.run(v_.data(), T, pos0, layer, kv, hp_, opt, attn_.data(), pool_);
+}
+
+void MlaAttention::finish(const MlaWeights& L, const HParams& hp_, const float* attn, int T, QuantizedRows& act_,
+                          ThreadPool& pool_, float* out) {
+  const MlaParams& m = hp_.mla_params;
+  const int n_head = static_cast<int>(hp_.n_head);
+  const int64_t lora = m.kv_lora_rank;
   // Per head back to values: [T][n_head][v_head_dim], then the output projection.
   const int64_t vh = m.v_head_dim;
   q_.resize(static_cast<size_t>(T) * n_head * vh);  // reused as the heads' values
   in_.resize(static_cast<size_t>(T) * lora);
+  out_.resize(static_cast<size_t>(T) * std::max(lora, vh));
   for (int h = 0; h < n_head; ++h) {
     for (int t = 0; t < T; ++t)
-      std::memcpy(&in_[static_cast<size_t>(t) * lora], &attn_[(static_cast<size_t>(t) * n_head + h) * lora],
+      std::memcpy(&in_[static_cast<size_t>(t) * lora], &attn[(static_cast<size_t>(t) * n_head + h) * lora],
                   sizeof(float) * lora);
     matmul_f32(L.v_b[h], in_.data(), T, out_.data(), pool_, act_);
     for (int t = 0; t < T; ++t)

@@ -36,6 +36,21 @@ class MlaAttention {
   void run(const MlaWeights& w, const AttentionOptions& opt, const HParams& hp, const float* xn, int T, int pos0,
            int layer, KvRows& kv, RopeAngles& rope, QuantizedRows& act, ThreadPool& pool, float* out);
 
+  // The two halves of run() around the attention, for mixers that attend
+  // differently (DSA: model/mixers/dsa_attention.h). prepare() computes, for
+  // T rows at positions pos0.., the normalised q LoRA (q_lora(), [T][q_lora_rank];
+  // only with q_lora_rank > 0), the rows to cache (latent_rows(), [T][head_dim]:
+  // [norm(kv_cmpr) | rope(k_pe)]) and the absorbed queries (queries(),
+  // [T][n_head][head_dim]); nothing is stored. finish() maps the attended
+  // latents attn [T][n_head][kv_lora_rank] through v_b and attn_output into `out`.
+  void prepare(const MlaWeights& w, const HParams& hp, const float* xn, int T, int pos0, RopeAngles& rope,
+               QuantizedRows& act, ThreadPool& pool);
+  const float* q_lora() const { return qa_.data(); }
+  const float* latent_rows() const { return k_.data(); }
+  const float* queries() const { return v_.data(); }
+  void finish(const MlaWeights& w, const HParams& hp, const float* attn, int T, QuantizedRows& act, ThreadPool& pool,
+              float* out);
+
  private:
   std::vector<float> q_, k_, v_, attn_, qa_, in_, out_;
   Attention attention_;

@@ -152,8 +152,10 @@ void ModelState::reset() {
 
 StateBytes ModelState::bytes() const {
   StateBytes b;
-  for (const Layer& l : layers_) {
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    const Layer& l = layers_[i];
     if (l.kv) b.kv += l.kv->bytes();
+    if (l.kv) b.indexer += uint64_t(specs_[i].kv.capacity) * uint64_t(specs_[i].kv.index_dim) * kv_type_bytes(kv_type_);
     if (l.rec) b.recurrent += l.rec->bytes();
   }
   return b;

@@ -45,6 +45,7 @@ LayerStateSpec layer_state_spec(const LayerDesc& d, const HParams& hp, int n_ctx
       // One shared latent "head" (HParams::MlaParams): head_dim = lora + rope dims.
       s.kind = StateKind::KvRows;
       s.kv = {1, static_cast<int>(hp.head_dim), 0, n_ctx};
+      if (d.attn.indexer == DsaIndexer::Full) s.kv.index_dim = static_cast<int>(hp.dsa.head_dim);
       break;
     case AttentionKind::DeltaNet: {
       // The last K-1 conv inputs and one S x S matrix per value head; no rows.
@@ -73,10 +74,13 @@ std::optional<StateBytes> layer_state_bytes(const LayerStateSpec& s, KvType kv_t
   if (s.kind == StateKind::KvRows) {
     const u128 heads = static_cast<uint64_t>(s.kv.n_kv_heads);
     const u128 v = u128(static_cast<uint64_t>(s.kv.capacity)) *
-                   (heads * static_cast<uint64_t>(s.kv.head_dim_k) + heads * static_cast<uint64_t>(s.kv.head_dim_v)) *
+                   (heads * static_cast<uint64_t>(s.kv.head_dim_k) + heads * static_cast<uint64_t>(s.kv.head_dim_v) +
+                    static_cast<uint64_t>(s.kv.index_dim)) *
                    kv_type_bytes(kv_type);
     if (v > kMax) return std::nullopt;
     b.kv = static_cast<uint64_t>(v);
+    b.indexer = static_cast<uint64_t>(u128(static_cast<uint64_t>(s.kv.capacity)) *
+                                      static_cast<uint64_t>(s.kv.index_dim) * kv_type_bytes(kv_type));
   } else if (s.kind == StateKind::Recurrent) {
     const u128 v = u128(s.rec.floats()) * sizeof(float);
     if (v > kMax) return std::nullopt;
@@ -94,6 +98,7 @@ std::optional<StateBytes> state_bytes(const std::vector<LayerStateSpec>& specs, 
       return std::nullopt;
     sum.kv += b->kv;
     sum.recurrent += b->recurrent;
+    sum.indexer += b->indexer;  // <= sum.kv: cannot overflow where kv did not
   }
   return sum;
 }

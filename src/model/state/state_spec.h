@@ -7,7 +7,9 @@
 //                 context; for a sliding-window layer the window plus a
 //                 slack, kept as a ring, when that is less); Gqa rows hold n_kv_heads x head_dim keys and
 //                 n_kv_heads x head_dim_v values, Mla one latent row of
-//                 kv_lora_rank + rope dims (values live in the key row).
+//                 kv_lora_rank + rope dims (values live in the key row);
+//                 an Mla layer with a Full DSA indexer appends its indexer
+//                 key (index_dim values) to that row, so it rolls back with it.
 //   (a recurrent mixer such as gated DeltaNet) -> Recurrent: conv taps and
 //                 per-head S x S matrices, one value overwritten by every token.
 //   None       -> no state (not used by any current mixer; kept for FFN-only
@@ -36,7 +38,8 @@ struct KvRowsSpec {
   int capacity = 0;    // rows held: the context, or window + slack (a ring) where less
   int window = 0;      // > 0: a sliding-window layer (a token sees `window` keys)
   bool ring = false;   // capacity < the context: position p lives in row p % capacity
-  int k_dim() const { return n_kv_heads * head_dim_k; }
+  int index_dim = 0;   // DSA indexer key values stored after the keys of each row (0: none)
+  int k_dim() const { return n_kv_heads * head_dim_k + index_dim; }
   int v_dim() const { return n_kv_heads * head_dim_v; }
 };
 
@@ -62,6 +65,7 @@ struct LayerStateSpec {
 struct StateBytes {
   uint64_t kv = 0;
   uint64_t recurrent = 0;
+  uint64_t indexer = 0;  // the part of `kv` that holds DSA indexer keys (counted in kv, not in total() again)
   uint64_t total() const { return kv + recurrent; }
 };
 
