@@ -319,52 +319,7 @@ void Transformer::forward_layer(int il, int T, std::span<const RowSegment> segs,
   rms_norm_rows(x_.data(), L.ffn_norm, T, n_embd, eps, xn_.data());
   if (L.moe) {
     router_logits(L, xn_.data(), T, router_logits_);
-    const moe::ExpertStore& store = *store_;
-    const moe::ExpertCachedFn is_cached = [&store, il](int32_t e) { return store.is_cached(il, e); };
-    if (replay_) {
-      // The router still runs (its cost is part of a layer's compute); the
-      // trace decides. Token numbering ignores pos0, so a rewound or reset
-      // session replays new trace tokens, as a new request would route anew.
-      routing_.n_tokens = T;
-      routing_.k = moe_k_;
-      routing_.experts.resize(static_cast<size_t>(T) * moe_k_);
-      routing_.weights.resize(routing_.experts.size());
-      for (int t = 0; t < T; ++t) {
-        const uint64_t tok = tokens_evaluated_ + static_cast<uint64_t>(t);
-        std::copy_n(replay_->experts(tok, il), moe_k_, &routing_.experts[static_cast<size_t>(t) * moe_k_]);
-        std::copy_n(replay_->weights(tok, il), moe_k_, &routing_.weights[static_cast<size_t>(t) * moe_k_]);
-      }
-      trim_stats_ += trim_routing(routing_, cfg_.trims, is_cached, routes_, &drops_);
-    } else {
-      trim_stats_ += route_layer(d.ffn.router, L.selection_bias, router_logits_.data(), T,
-                                 static_cast<int>(hp_.n_expert), moe_k_, cfg_.trims, is_cached, routing_, routes_,
-                                 &drops_);
-    }
-    // This layer's prefetch (if any) is consumed now; the next one is started
-    // by after_submit, behind this layer's own reads.
-    std::optional<PrefetchedExperts> mine = std::move(prefetch_);
-    prefetch_.reset();
-    ExpertSource src;
-    src.store = store_.get();
-    src.all_resident = cfg_.load_all;
-    src.prefetched = mine ? &*mine : nullptr;
-    // Prefetch may run at every micro-batch size, or (--prefetch=prefill) at
-    // prompt micro-batches only, where a layer's long expert GEMM can hide
-    // the next layer's union reads if they are slower than this layer's own.
-    // Its price is memory: one more layer's predicted experts in flight
-    // (moe::experts_in_flight_bytes; decode: about k experts; a long
-    // prefill: up to the whole next layer).
-    const int depth = prefetch_depth_for_batch(prefetch_setting_, moe_k_, T);
-    if (depth > 0) src.after_submit = [this, il, T, depth] { start_prefetch(il, T, depth); };
-    moe_ffn_.run(il, L.experts, xn_.data(), routes_, drops_, src, tmp_.data(), pool_);
-    if (cfg_.route_trace) record_route(il, segs);
-    if (batching_) count_batch_experts(il, segs);
-    if (il < static_cast<int>(hp_.n_layer)) {
-      if (usage_.empty()) usage_.assign(static_cast<size_t>(hp_.n_layer) * hp_.n_expert, 0);
-      for (int t = 0; t < T; ++t)
-        for (const moe::ExpertWeight& ew : routes_.row(t))
-          ++usage_[static_cast<size_t>(il) * hp_.n_expert + static_cast<size_t>(ew.expert)];
-    }
+    routed_experts(il, T, segs, L.selection_bias);
     if (L.shared) {
       // The shared expert reads the same normed input; added unweighted.
       shared_out_.resize(x_.size());
@@ -381,6 +336,61 @@ void Transformer::forward_layer(int il, int T, std::span<const RowSegment> segs,
     dense_ffn(L.dense, d.ffn.act, T, tmp_.data());
   }
   for (size_t i = 0; i < x_.size(); ++i) x_[i] += tmp_[i];
+}
+
+// Routes layer il's T rows (router_logits_ already filled; a replayed trace
+// decides instead where one is given), then runs the routed experts on xn_
+// into tmp_, and records the route, the batch's distinct experts and usage.
+// Shared by every block kind with routed experts.
+void Transformer::routed_experts(int il, int T, std::span<const RowSegment> segs, const float* selection_bias) {
+  const Layer& L = layers_[il];
+  const LayerDesc& d = *L.desc;
+  const moe::ExpertStore& store = *store_;
+  const moe::ExpertCachedFn is_cached = [&store, il](int32_t e) { return store.is_cached(il, e); };
+  if (replay_) {
+    // The router still runs (its cost is part of a layer's compute); the
+    // trace decides. Token numbering ignores pos0, so a rewound or reset
+    // session replays new trace tokens, as a new request would route anew.
+    routing_.n_tokens = T;
+    routing_.k = moe_k_;
+    routing_.experts.resize(static_cast<size_t>(T) * moe_k_);
+    routing_.weights.resize(routing_.experts.size());
+    for (int t = 0; t < T; ++t) {
+      const uint64_t tok = tokens_evaluated_ + static_cast<uint64_t>(t);
+      std::copy_n(replay_->experts(tok, il), moe_k_, &routing_.experts[static_cast<size_t>(t) * moe_k_]);
+      std::copy_n(replay_->weights(tok, il), moe_k_, &routing_.weights[static_cast<size_t>(t) * moe_k_]);
+    }
+    trim_stats_ += trim_routing(routing_, cfg_.trims, is_cached, routes_, &drops_);
+  } else {
+    trim_stats_ += route_layer(d.ffn.router, selection_bias, router_logits_.data(), T,
+                               static_cast<int>(hp_.n_expert), moe_k_, cfg_.trims, is_cached, routing_, routes_,
+                               &drops_);
+  }
+  // This layer's prefetch (if any) is consumed now; the next one is started
+  // by after_submit, behind this layer's own reads.
+  std::optional<PrefetchedExperts> mine = std::move(prefetch_);
+  prefetch_.reset();
+  ExpertSource src;
+  src.store = store_.get();
+  src.all_resident = cfg_.load_all;
+  src.prefetched = mine ? &*mine : nullptr;
+  // Prefetch may run at every micro-batch size, or (--prefetch=prefill) at
+  // prompt micro-batches only, where a layer's long expert GEMM can hide
+  // the next layer's union reads if they are slower than this layer's own.
+  // Its price is memory: one more layer's predicted experts in flight
+  // (moe::experts_in_flight_bytes; decode: about k experts; a long
+  // prefill: up to the whole next layer).
+  const int depth = prefetch_depth_for_batch(prefetch_setting_, moe_k_, T);
+  if (depth > 0) src.after_submit = [this, il, T, depth] { start_prefetch(il, T, depth); };
+  moe_ffn_.run(il, L.experts, xn_.data(), routes_, drops_, src, tmp_.data(), pool_);
+  if (cfg_.route_trace) record_route(il, segs);
+  if (batching_) count_batch_experts(il, segs);
+  if (il < static_cast<int>(hp_.n_layer)) {
+    if (usage_.empty()) usage_.assign(static_cast<size_t>(hp_.n_layer) * hp_.n_expert, 0);
+    for (int t = 0; t < T; ++t)
+      for (const moe::ExpertWeight& ew : routes_.row(t))
+        ++usage_[static_cast<size_t>(il) * hp_.n_expert + static_cast<size_t>(ew.expert)];
+  }
 }
 
 }  // namespace sluice::model

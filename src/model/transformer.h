@@ -134,6 +134,10 @@ class Transformer final : public Model {
   void bind_weights(const std::vector<gguf::LayerExpertParts>& experts);
   void bind_layer(Binder& b, uint32_t il, const LayerDesc& d, const std::vector<gguf::LayerExpertParts>& experts);
   void bind_mtp_head(Binder& b, const std::vector<gguf::LayerExpertParts>& experts);
+  // A MoE layer's routed gate/up/down (checked against n_expert; `missing_name` names what
+  // a layer without expert tensors lacks), its activation and weights scale.
+  void bind_expert_matrices(Binder& b, uint32_t il, const gguf::LayerExpertParts& lp, const std::string& missing_name,
+                            ExpertTemplate& x);
   // Router logits (+ logit bias) of layer L for T rows of xn into `logits`.
   void router_logits(const Layer& L, const float* xn, int T, std::vector<float>& logits);
   void dense_ffn(const FfnMatrices& m, Activation act, int T, float* out);
@@ -173,7 +177,7 @@ class Transformer final : public Model {
   void forward_gemma4_layer(int il, int n_tokens, std::span<const RowSegment> segs, int st_layer);
   // The routed experts of MoE layer il over rows xn_ (routed by router_logits_,
   // which the caller filled) into tmp_: replay, trims, prefetch, traces, usage.
-  void gemma4_routed_experts(int il, int n_tokens, std::span<const RowSegment> segs);
+  void routed_experts(int il, int n_tokens, std::span<const RowSegment> segs, const float* selection_bias);
   // HParams::logit_softcap over n_rows rows of logits (no-op without one).
   void softcap_logits(float* logits, int64_t n_rows) const;
   // Checks the positions and tokens of an eval against `st` (Error otherwise).

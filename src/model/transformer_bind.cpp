@@ -46,7 +46,6 @@ void Transformer::bind_weights(const std::vector<gguf::LayerExpertParts>& expert
 void Transformer::bind_layer(Binder& b, uint32_t il, const LayerDesc& d,
                              const std::vector<gguf::LayerExpertParts>& experts) {
   const uint64_t n_embd = hp_.n_embd;
-  const std::string file = gguf_->paths().front();
   Layer& L = layers_[il];
   L.desc = &d;
   if (d.block == BlockKind::Gemma4) return bind_gemma4_layer(b, il, d, experts);
@@ -77,19 +76,8 @@ void Transformer::bind_layer(Binder& b, uint32_t il, const LayerDesc& d,
   L.router = b.matrix(p + "ffn_gate_inp.weight", n_embd, n_expert);
   L.router_bias = b.vector_if(r.logit_bias, p + "ffn_gate_inp.bias", {n_expert});
   L.selection_bias = b.vector_if(r.selection_bias, p + "exp_probs_b.bias", {n_expert});
-  const gguf::LayerExpertParts& lp = experts.at(il);
-  if (!lp.present())
-    fail(file, "missing tensor " + gguf::stacked_expert_name(il, gguf::kGate) + " (layer " + std::to_string(il) +
-                   " of this MoE model has no expert tensors)");
-  if (lp.n_expert() != n_expert)
-    throw Error("tensor " + lp.part[gguf::kGate].tensor + ": layer " + std::to_string(il) + " has " +
-                std::to_string(lp.n_expert()) + " experts, expected " + std::to_string(n_expert));
   ExpertTemplate& x = L.experts;
-  x.m.gate = b.expert(lp, gguf::kGate, n_embd, hp_.n_ff_exp);
-  x.m.up = b.expert(lp, gguf::kUp, n_embd, hp_.n_ff_exp);
-  x.m.down = b.expert(lp, gguf::kDown, hp_.n_ff_exp, n_embd);
-  x.act = d.ffn.act;
-  x.weights_scale = r.weights_scale;
+  bind_expert_matrices(b, il, experts.at(il), gguf::stacked_expert_name(il, gguf::kGate), x);
   x.gate_bias = b.vector_if(d.ffn.expert_biases, p + "ffn_gate_exps.bias", {hp_.n_ff_exp, n_expert});
   x.up_bias = b.vector_if(d.ffn.expert_biases, p + "ffn_up_exps.bias", {hp_.n_ff_exp, n_expert});
   x.down_bias = b.vector_if(d.ffn.expert_biases, p + "ffn_down_exps.bias", {n_embd, n_expert});
@@ -100,6 +88,23 @@ void Transformer::bind_layer(Binder& b, uint32_t il, const LayerDesc& d,
     L.shexp.down = b.matrix(p + "ffn_down_shexp.weight", d.ffn.n_ff, n_embd);
     if (d.ffn.shared_gate) L.shexp_gate = b.vector(p + "ffn_gate_inp_shexp.weight", n_embd);
   }
+}
+
+void Transformer::bind_expert_matrices(Binder& b, uint32_t il, const gguf::LayerExpertParts& lp,
+                                       const std::string& missing_name, ExpertTemplate& x) {
+  const LayerDesc& d = *layers_[il].desc;
+  const uint64_t n_embd = hp_.n_embd;
+  if (!lp.present())
+    fail(gguf_->paths().front(), "missing tensor " + missing_name + " (layer " + std::to_string(il) +
+                                     " of this MoE model has no expert tensors)");
+  if (lp.n_expert() != hp_.n_expert)
+    throw Error("tensor " + lp.part[gguf::kGate].tensor + ": layer " + std::to_string(il) + " has " +
+                std::to_string(lp.n_expert()) + " experts, expected " + std::to_string(hp_.n_expert));
+  x.m.gate = b.expert(lp, gguf::kGate, n_embd, hp_.n_ff_exp);
+  x.m.up = b.expert(lp, gguf::kUp, n_embd, hp_.n_ff_exp);
+  x.m.down = b.expert(lp, gguf::kDown, hp_.n_ff_exp, n_embd);
+  x.act = d.ffn.act;
+  x.weights_scale = d.ffn.router.weights_scale;
 }
 
 }  // namespace sluice::model

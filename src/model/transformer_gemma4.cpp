@@ -26,7 +26,6 @@ namespace sluice::model {
 void Transformer::bind_gemma4_layer(Binder& b, uint32_t il, const LayerDesc& d,
                                     const std::vector<gguf::LayerExpertParts>& experts) {
   const uint64_t n_embd = hp_.n_embd, n_expert = hp_.n_expert;
-  const std::string file = gguf_->paths().front();
   const std::string p = "blk." + std::to_string(il) + ".";
   Layer& L = layers_[il];
   L.attn_norm = b.vector(p + "attn_norm.weight", n_embd);
@@ -46,19 +45,9 @@ void Transformer::bind_gemma4_layer(Binder& b, uint32_t il, const LayerDesc& d,
   L.dense.down = b.matrix(p + "ffn_down.weight", d.ffn.n_ff, n_embd);
   L.moe = true;
   L.router = b.matrix(p + "ffn_gate_inp.weight", n_embd, n_expert);
-  const gguf::LayerExpertParts& lp = experts.at(il);
-  if (!lp.present())
-    fail(file, "missing tensor " + p + "ffn_gate_up_exps.weight (or ffn_gate_exps/ffn_up_exps; layer " +
-                   std::to_string(il) + " of this MoE model has no expert tensors)");
-  if (lp.n_expert() != n_expert)
-    throw Error("tensor " + lp.part[gguf::kGate].tensor + ": layer " + std::to_string(il) + " has " +
-                std::to_string(lp.n_expert()) + " experts, expected " + std::to_string(n_expert));
   ExpertTemplate& x = L.experts;
-  x.m.gate = b.expert(lp, gguf::kGate, n_embd, hp_.n_ff_exp);
-  x.m.up = b.expert(lp, gguf::kUp, n_embd, hp_.n_ff_exp);
-  x.m.down = b.expert(lp, gguf::kDown, hp_.n_ff_exp, n_embd);
-  x.act = d.ffn.act;
-  x.weights_scale = d.ffn.router.weights_scale;
+  bind_expert_matrices(b, il, experts.at(il),
+                       p + "ffn_gate_up_exps.weight (or ffn_gate_exps/ffn_up_exps)", x);
   if (b.find(p + "ffn_down_exps.scale")) x.expert_scale = b.vector(p + "ffn_down_exps.scale", n_expert);
 }
 
@@ -106,7 +95,7 @@ void Transformer::forward_gemma4_layer(int il, int T, std::span<const RowSegment
   router_logits(L, xn_.data(), T, router_logits_);
   // The experts read RMSNorm(a) * pre_ffw_norm_2.
   rms_norm_rows(x_.data(), g.pre_ffw_2, T, n_embd, eps, xn_.data());
-  gemma4_routed_experts(il, T, segs);
+  routed_experts(il, T, segs, nullptr);
   rms_norm_rows(tmp_.data(), g.post_ffw_2, T, n_embd, eps, tmp_.data());
 
   for (size_t i = 0; i < n; ++i) tmp_[i] += g4_mlp_[i];
@@ -116,41 +105,5 @@ void Transformer::forward_gemma4_layer(int il, int T, std::span<const RowSegment
     for (size_t i = 0; i < n; ++i) x_[i] *= *g.layer_output_scale;
 }
 
-void Transformer::gemma4_routed_experts(int il, int T, std::span<const RowSegment> segs) {
-  const Layer& L = layers_[il];
-  const LayerDesc& d = *L.desc;
-  const moe::ExpertStore& store = *store_;
-  const moe::ExpertCachedFn is_cached = [&store, il](int32_t e) { return store.is_cached(il, e); };
-  if (replay_) {
-    routing_.n_tokens = T;
-    routing_.k = moe_k_;
-    routing_.experts.resize(static_cast<size_t>(T) * moe_k_);
-    routing_.weights.resize(routing_.experts.size());
-    for (int t = 0; t < T; ++t) {
-      const uint64_t tok = tokens_evaluated_ + static_cast<uint64_t>(t);
-      std::copy_n(replay_->experts(tok, il), moe_k_, &routing_.experts[static_cast<size_t>(t) * moe_k_]);
-      std::copy_n(replay_->weights(tok, il), moe_k_, &routing_.weights[static_cast<size_t>(t) * moe_k_]);
-    }
-    trim_stats_ += trim_routing(routing_, cfg_.trims, is_cached, routes_, &drops_);
-  } else {
-    trim_stats_ += route_layer(d.ffn.router, nullptr, router_logits_.data(), T, static_cast<int>(hp_.n_expert),
-                               moe_k_, cfg_.trims, is_cached, routing_, routes_, &drops_);
-  }
-  std::optional<PrefetchedExperts> mine = std::move(prefetch_);
-  prefetch_.reset();
-  ExpertSource src;
-  src.store = store_.get();
-  src.all_resident = cfg_.load_all;
-  src.prefetched = mine ? &*mine : nullptr;
-  const int depth = prefetch_depth_for_batch(prefetch_setting_, moe_k_, T);
-  if (depth > 0) src.after_submit = [this, il, T, depth] { start_prefetch(il, T, depth); };
-  moe_ffn_.run(il, L.experts, xn_.data(), routes_, drops_, src, tmp_.data(), pool_);
-  if (cfg_.route_trace) record_route(il, segs);
-  if (batching_) count_batch_experts(il, segs);
-  if (usage_.empty()) usage_.assign(static_cast<size_t>(hp_.n_layer) * hp_.n_expert, 0);
-  for (int t = 0; t < T; ++t)
-    for (const moe::ExpertWeight& ew : routes_.row(t))
-      ++usage_[static_cast<size_t>(il) * hp_.n_expert + static_cast<size_t>(ew.expert)];
-}
 
 }  // namespace sluice::model
