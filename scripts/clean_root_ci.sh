@@ -6,8 +6,10 @@
 # root, clones this repository's HEAD into ROOT_DIR/ci/repo, copies ../shared beside it when
 # present, binds /proc, /sys (cgroups: scripts/lowram.sh caps memory) and /dev, runs
 # `CI=true bash .ci/run` under chroot and prints how long it took. Network: Debian's archive
-# (and npm, if the root gets Node.js). Remove ROOT_DIR afterwards (unmount first:
-# umount -R ROOT_DIR/{proc,sys,dev}).
+# (and npm, if the root gets Node.js). The binds are undone when the script exits, however it
+# exits (a kill -9 cannot be trapped: then run `umount -R ROOT_DIR/{proc,sys,dev}` by hand).
+# Never `rm -rf ROOT_DIR` while anything is mounted under it: through the /dev bind that
+# deletes the host's device nodes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=${1:-/var/tmp/sluice-clean-root}
@@ -17,6 +19,11 @@ if [[ ! -x $root/bin/bash ]]; then
   echo "clean_root_ci: debootstrap bookworm $root"
   debootstrap bookworm "$root" http://deb.debian.org/debian
 fi
+unbind() {
+  local m
+  for m in dev sys proc; do mountpoint -q "$root/$m" && umount -R "$root/$m" || true; done
+}
+trap unbind EXIT
 mountpoint -q "$root/proc" || mount -t proc proc "$root/proc"
 mountpoint -q "$root/sys" || mount --rbind /sys "$root/sys"
 mountpoint -q "$root/dev" || mount --rbind /dev "$root/dev"
