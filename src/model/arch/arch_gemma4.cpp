@@ -192,7 +192,7 @@ void plan_gemma4(const ArchSizes& cfg, PlanBuilder& p) {
   for (uint32_t l = 0; l < L; ++l) {
     const std::string b = "blk." + std::to_string(l) + ".";
     const uint64_t D = full(l) ? cfg.head_dim : cfg.head_dim_swa;
-    const uint64_t Q = uint64_t{cfg.n_head} * D, KV = uint64_t{kv_heads[l]} * D;
+    const uint64_t Q = uint64_t{cfg.n_head} * D, KV = static_cast<uint64_t>(kv_heads[l]) * D;
     auto down = [&](GgmlType t, uint64_t row) { return quantize_fallback(more_bits_type(cfg, t, l, L), row); };
     p.add(b + "attn_norm.weight", f32, {E}, Init::Norm, l, "--n-embd");
     p.add(b + "attn_q.weight", dense(E), {E, Q}, Init::Projection, l, "--dense-type");
