@@ -58,13 +58,8 @@ class Reader {
       nlohmann::json v;
       if (!value(v, depth + 1)) return false;
       out[key] = std::move(v);
-      skip_space();
-      if (at < s_.size() && s_[at] == ',') {
-        ++at;
-        continue;
-      }
-      if (at < s_.size() && s_[at] == '}') return ++at, true;
-      return false;
+      const Next n = after_item('}');
+      if (n != Next::More) return n == Next::Closed;
     }
   }
 
@@ -92,14 +87,19 @@ class Reader {
       nlohmann::json v;
       if (!value(v, depth + 1)) return false;
       out.push_back(std::move(v));
-      skip_space();
-      if (at < s_.size() && s_[at] == ',') {
-        ++at;
-        continue;
-      }
-      if (at < s_.size() && s_[at] == ']') return ++at, true;
-      return false;
+      const Next n = after_item(']');
+      if (n != Next::More) return n == Next::Closed;
     }
+  }
+
+  // After an object member or array element: a ',' (another item follows),
+  // the container's `close` (consumed), or anything else (malformed).
+  enum class Next { More, Closed, Bad };
+  Next after_item(char close) {
+    skip_space();
+    if (at < s_.size() && s_[at] == ',') return ++at, Next::More;
+    if (at < s_.size() && s_[at] == close) return ++at, Next::Closed;
+    return Next::Bad;
   }
 
   void skip_space() {
