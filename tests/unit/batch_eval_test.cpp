@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "model/model.h"
+#include "case_name.h"
 #include "model_test_support.h"
 
 namespace sluice::test {
@@ -188,12 +189,7 @@ TEST_P(BatchEvalTest, BadBatchesAreErrorsThatChangeNothing) {
 INSTANTIATE_TEST_SUITE_P(Cases, BatchEvalTest,
                          ::testing::Values("qwen3moe-f32", "qwen3moe-kquants", "deepseek2-f32",
                                            "qwen35moe-f32", "gpt-oss-mxfp4", "llama-dense-f16", "gemma4-f32", "glm-dsa-f32"),
-                         [](const auto& info) {
-                           std::string s = info.param;
-                           for (char& ch : s)
-                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-                           return s;
-                         });
+                         CaseName());
 
 }  // namespace
 }  // namespace sluice::test

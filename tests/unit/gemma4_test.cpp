@@ -12,6 +12,7 @@
 #include "gguf/expert_layout.h"
 #include "model/arch.h"
 #include "model/state/state_spec.h"
+#include "case_name.h"
 #include "model_test_support.h"
 #include "tools/model_info.h"
 
@@ -135,12 +136,7 @@ TEST_P(Gemma4Invariance, UbatchThreadsAndDecodeGiveIdenticalLogits) {
 
 INSTANTIATE_TEST_SUITE_P(Cases, Gemma4Invariance,
                          ::testing::Values("gemma4-f32", "gemma4-kquants", "gemma4-split-q8_0"),
-                         [](const auto& info) {
-                           std::string s = info.param;
-                           for (char& ch : s)
-                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-                           return s;
-                         });
+                         CaseName());
 
 }  // namespace
 }  // namespace sluice::test

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/model.h"
+#include "case_name.h"
 #include "model_test_support.h"
 #include "runtime/session.h"
 #include "tools/model_info.h"
@@ -154,12 +155,7 @@ INSTANTIATE_TEST_SUITE_P(Cases, RollbackTest,
                          ::testing::Values("qwen3moe-f32", "llama-moe-f32", "llama-dense-f16", "gpt-oss-mxfp4",
                                            "glm4moe-f32", "deepseek2-f32", "deepseek2-mtp-f32", "qwen35moe-f32",
                                            "qwen35moe-kquants", "qwen35moe-mtp-f32", "gemma4-f32", "glm-dsa-f32"),
-                         [](const auto& info) {
-                           std::string s = info.param;
-                           for (char& ch : s)
-                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-                           return s;
-                         });
+                         CaseName());
 
 // The NextN head keeps its own KV rows, truncated explicitly like the trunk's.
 class RollbackMtpHead : public ::testing::TestWithParam<std::string> {};
@@ -201,12 +197,7 @@ TEST_P(RollbackMtpHead, HeadTruncateThenAppendIsBitIdentical) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, RollbackMtpHead, ::testing::Values("deepseek2-mtp-f32", "qwen35moe-mtp-f32"),
-                         [](const auto& info) {
-                           std::string s = info.param;
-                           for (char& ch : s)
-                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-                           return s;
-                         });
+                         CaseName());
 
 }  // namespace
 }  // namespace sluice::test

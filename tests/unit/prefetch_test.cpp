@@ -22,6 +22,7 @@
 #include "cli/engine_flags.h"
 #include "io/fault_file.h"
 #include "model/arch.h"
+#include "case_name.h"
 #include "model_test_support.h"
 #include "runtime/session.h"
 #include "telemetry/telemetry.h"
@@ -194,12 +195,7 @@ INSTANTIATE_TEST_SUITE_P(Models, PrefetchInvariance,
                          ::testing::Values("golden/qwen3moe-q8_0-q4_0.gguf", "golden/qwen3moe-kquants.gguf",
                                            "golden/gpt-oss-mxfp4.gguf", "golden/deepseek2-q4_k.gguf",
                                            "golden/qwen35moe-kquants.gguf", "golden/gemma4-kquants.gguf", kStoriesQ8),
-                         [](const auto& info) {
-                           std::string s = info.param;
-                           for (char& ch : s)
-                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-                           return s;
-                         });
+                         CaseName());
 
 // Decode with the model's top-k: one token, k experts predicted and k needed
 // per layer, so the counters follow from the layer count alone.
