@@ -42,6 +42,8 @@ struct RunOptions {
   bool ignore_eos = false;
   std::string mtp = "0";   // --mtp N|auto|auto:N
   float mtp_p_min = 0.0f;  // --mtp-p-min
+  int ngram = 0;           // --ngram N: prompt-lookup drafts (0 off)
+  int ngram_draft = 4;     // --ngram-draft K: at most K of them per step
   TelemetryFlags telemetry;
   std::string save_usage;  // --save-usage FILE
 };
@@ -110,10 +112,19 @@ void run_generate(RunOptions& o) {
   const runtime::SamplerConfig sampler_cfg = resolve_sampler(o.sampling);
   const std::string text = load_prompt(o);
   o.engine.extra_inputs = {o.prompt_file};  // --route-trace must not replace it
-  const runtime::MtpOptions mtp = parse_mtp(o.mtp, o.mtp_p_min);
+  runtime::MtpOptions mtp = parse_mtp(o.mtp, o.mtp_p_min);
+  const bool head = mtp.depth > 0;
+  if (o.ngram < 0 || o.ngram > 64) throw Error("--ngram: expected a lookup length 0..64 (got " + std::to_string(o.ngram) + ")");
+  if (o.ngram_draft < 1 || o.ngram_draft > 16)
+    throw Error("--ngram-draft: expected 1..16 drafts per step (got " + std::to_string(o.ngram_draft) + ")");
+  if (o.ngram > 0) {
+    if (head) throw Error("--ngram: choose one draft source (--mtp " + o.mtp + " is on)");
+    mtp.ngram = o.ngram;
+    mtp.depth = o.ngram_draft;
+  }
   model::ModelConfig cfg = o.engine.to_model_config();
   if (!quiet()) cfg.on_dense_progress = tty_load_progress("sluice: loading dense weights");
-  cfg.mtp = mtp.depth > 0;  // load the NextN head
+  cfg.mtp = head;  // load the NextN head
   runtime::Session session = runtime::Session::open(o.engine.model_path, cfg);
   session.set_mtp(mtp);
   const tokenizer::Tokenizer tok = tokenizer::Tokenizer::from_gguf(session.gguf().metadata());
@@ -207,6 +218,11 @@ void register_run(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--mtp-p-min", opts->mtp_p_min, "stop drafting when the head's top probability is below P")
       ->capture_default_str();
+  cmd->add_option("--ngram", opts->ngram,
+                  "speculative decoding without a draft model: when the last N tokens occurred earlier in the prompt "
+                  "or output, propose what followed them there (prompt lookup; 0 off); greedy output is unchanged")
+      ->capture_default_str();
+  cmd->add_option("--ngram-draft", opts->ngram_draft, "--ngram: at most K drafts per step")->capture_default_str();
   add_telemetry_flags(cmd, opts->telemetry, "the generated text (then not streamed), finish_reason, seed");
   cmd->footer(
       "Examples:\n"

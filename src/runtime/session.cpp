@@ -24,7 +24,7 @@ void Session::reset() {
   tokens_.clear();
   pending_.clear();
   mtp_n_ = 0;
-  if (mtp_.depth > 0) mtp_hidden_.assign(static_cast<size_t>(model_->hparams().n_embd), 0.0f);
+  if (head_drafts()) mtp_hidden_.assign(static_cast<size_t>(model_->hparams().n_embd), 0.0f);
 }
 
 size_t Session::common_prefix(std::span<const int32_t> tokens) const {
@@ -49,7 +49,7 @@ void Session::rewind(size_t n) {
   // Explicit rollback: the model keeps [0, r) with r <= n; sync_model()
   // re-evaluates [r, n) from the history before the next evaluation.
   if (model_->n_past() > static_cast<int>(tokens_.size())) model_->truncate(static_cast<int>(tokens_.size()));
-  if (mtp_.depth == 0) return;
+  if (!head_drafts()) return;
   const size_t n_embd = model_->hparams().n_embd;
   if (static_cast<size_t>(mtp_n_) <= tokens_.size()) {
     // Keep the hidden inputs of rows [mtp_n_, tokens_.size()] (mtp_hidden_'s invariant).
@@ -68,10 +68,12 @@ void Session::rewind(size_t n) {
 
 void Session::set_mtp(const MtpOptions& o) {
   if (o.depth < 0) throw Error("--mtp: draft depth must be >= 0 (got " + std::to_string(o.depth) + ")");
-  if (o.depth > 0 && !model_->has_mtp())
+  if (o.ngram < 0) throw Error("--ngram: the lookup length must be >= 0 (got " + std::to_string(o.ngram) + ")");
+  if (o.ngram > 0 && o.depth == 0) throw Error("--ngram: needs drafts per step >= 1 (--ngram-draft)");
+  if (o.depth > 0 && o.ngram == 0 && !model_->has_mtp())
     throw Error("--mtp: the model was loaded without a NextN/MTP head");
-  if (o.depth > 0 && (!tokens_.empty() || !pending_.empty()))
-    throw Error("--mtp: set before the first evaluation");
+  if (o.depth > 0 && o.ngram == 0 && (!tokens_.empty() || !pending_.empty()))
+    throw Error("--mtp: set before the first evaluation");  // the head has seen no hidden states
   if (!(o.p_min >= 0.0f && o.p_min <= 1.0f)) throw Error("--mtp-p-min: must be in [0, 1]");
   if (o.window < 1) throw Error("--mtp auto: window must be >= 1");
   mtp_ = o;
@@ -80,7 +82,8 @@ void Session::set_mtp(const MtpOptions& o) {
   mtp_counters_.drafted_at.assign(static_cast<size_t>(o.depth), 0);
   mtp_counters_.accepted_at.assign(static_cast<size_t>(o.depth), 0);
   mtp_n_ = 0;
-  if (o.depth > 0) mtp_hidden_.assign(static_cast<size_t>(model_->hparams().n_embd), 0.0f);
+  mtp_counters_.ngram = o.ngram;
+  if (head_drafts()) mtp_hidden_.assign(static_cast<size_t>(model_->hparams().n_embd), 0.0f);
 }
 
 void Session::sync_model() {
@@ -109,7 +112,7 @@ std::span<const float> Session::feed_as(std::span<const int32_t> tokens, telemet
   const int pos = static_cast<int>(tokens_.size());
   recorder_.begin(*model_);
   sync_model();  // inside the record: its cost is this evaluation's
-  if (mtp_.depth > 0) {  // keep the hidden states the NextN head will need
+  if (head_drafts()) {  // keep the hidden states the NextN head will need
     const size_t n_embd = model_->hparams().n_embd;
     std::vector<float> hidden(all.size() * n_embd);
     model_->eval_hidden(all, pos, logits_.data(), hidden.data(), false);
@@ -178,7 +181,7 @@ void Session::eval_all(std::span<const int32_t> tokens, float* logits_out) {
   const int pos = static_cast<int>(tokens_.size());
   recorder_.begin(*model_);
   sync_model();
-  if (mtp_.depth > 0) {
+  if (head_drafts()) {
     const size_t n_embd = model_->hparams().n_embd;
     std::vector<float> hidden(tokens.size() * n_embd);
     model_->eval_hidden(tokens, pos, logits_out, hidden.data(), true);

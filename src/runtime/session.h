@@ -31,8 +31,11 @@ namespace sluice::runtime {
 // token of the trunk's own are emitted. Greedy output is byte-identical to
 // decoding without MTP; with sampling, speculative sampling's acceptance rule
 // (Sampler::accept_or_resample) keeps the output distribution.
+// --ngram N: the same verify loop with drafts from prompt lookup
+// (ngram_draft.h) instead of the head; no NextN head needed.
 struct MtpOptions {
   int depth = 0;            // drafts per step (0: off)
+  int ngram = 0;            // > 0: draft by looking up the last `ngram` tokens (--ngram), not with the head
   bool automatic = false;   // --mtp auto: measure and switch drafting off (and back on) when it loses
   float p_min = 0.0f;       // stop drafting when the draft's top probability is below this
   int window = 16;          // auto: emitted tokens per measurement window
@@ -130,7 +133,10 @@ class Session {
   // generate()'s prompt part: pending + prompt as one prefill record (Error
   // when both are empty); fills st's prefill fields.
   void prefill_for_generate(std::span<const int32_t> prompt, GenerationStats& st);
-  // generate() with --mtp (session_mtp.cpp).
+  // Drafting with the NextN head (--mtp), whose hidden-state bookkeeping
+  // every evaluation keeps; --ngram drafts need none of it.
+  bool head_drafts() const { return mtp_.depth > 0 && mtp_.ngram == 0; }
+  // generate() with --mtp or --ngram (session_mtp.cpp).
   GenerationStats generate_mtp(std::span<const int32_t> prompt, int n_predict, Sampler& sampler,
                                const std::function<bool(int32_t)>& on_token, std::span<const int32_t> stop_ids);
   // The NextN head over the rows not yet fed to it plus (next, h of the last

@@ -1,11 +1,13 @@
-// Session::generate with --mtp: draft with the NextN head, verify with the
-// trunk, emit the accepted prefix (see MtpOptions in session.h).
+// Session::generate with --mtp or --ngram: draft with the NextN head or by
+// prompt lookup, verify with the trunk, emit the accepted prefix (see
+// MtpOptions in session.h).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <string>
 
+#include "runtime/ngram_draft.h"
 #include "runtime/session.h"
 #include "util/clock.h"
 #include "util/error.h"
@@ -153,7 +155,11 @@ GenerationStats Session::generate_mtp(std::span<const int32_t> prompt, int n_pre
     const int depth = auto_switch.drafting() ? std::min(mtp_.depth, room) : 0;
     std::vector<int32_t> drafts;
     std::vector<TokenDist> qs;
-    if (depth > 0) {
+    if (depth > 0 && mtp_.ngram > 0) {
+      drafts = ngram_draft(history, mtp_.ngram, depth);  // history ends with t
+      for (int32_t d : drafts) qs.push_back(TokenDist{{d}, {1.0}, 1.0});  // a certain guess: q(d) = 1
+      if (drafts.empty()) ++mtp_counters_.plain_steps;
+    } else if (depth > 0) {
       mtp_catch_up_and_draft(t);
       std::vector<int32_t> draft_history = history;
       for (int i = 0; i < depth; ++i) {
@@ -225,7 +231,9 @@ GenerationStats Session::generate_mtp(std::span<const int32_t> prompt, int n_pre
     const auto hidden_rows = [&](size_t n) {
       return std::vector<float>(verify_hidden_.begin(), verify_hidden_.begin() + static_cast<std::ptrdiff_t>(n * n_embd));
     };
-    if (depth > 0) {
+    if (!head_drafts()) {
+      // --ngram: the head's hidden states are not kept.
+    } else if (depth > 0) {
       mtp_hidden_ = hidden_rows(kept + 1);  // h_P .. h_{P+kept}: rows P+1 .. P+kept+1
     } else {
       const std::vector<float> h = hidden_rows(1);

@@ -12,7 +12,7 @@ size_t Session::save_state(const std::string& path) {
 }
 
 size_t Session::load_state(const std::string& path) {
-  if (mtp_.depth > 0) throw Error(path + ": loading a saved state with --mtp is not supported");
+  if (head_drafts()) throw Error(path + ": loading a saved state with --mtp is not supported");
   reset();
   tokens_ = restore_slot(path, *model_, slot_identity(*gguf_, *model_), 0);
   return tokens_.size();

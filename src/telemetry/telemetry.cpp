@@ -263,6 +263,7 @@ std::vector<std::pair<std::string, nlohmann::ordered_json>> summary_fields(const
   f.emplace_back("decode_tokens_per_forward", r4(s.tokens_per_forward()));
   const MtpCounters& m = s.mtp;
   f.emplace_back("mtp", m.depth);
+  f.emplace_back("ngram", m.ngram);
   f.emplace_back("mtp_steps", m.steps);
   f.emplace_back("mtp_drafted", m.drafted);
   f.emplace_back("mtp_accepted", m.accepted);
@@ -348,11 +349,13 @@ std::string summary_human(const RunSummary& s) {
     std::string per;
     for (size_t i = 0; i < m.drafted_at.size(); ++i)
       per += fmt(i ? ", %.0f%%" : "%.0f%%", m.drafted_at[i] ? 100.0 * m.accepted_at[i] / m.drafted_at[i] : 0.0);
+    const std::string source = m.ngram > 0 ? "ngram " + std::to_string(m.ngram) : std::string("mtp");
     std::snprintf(buf, sizeof buf,
-                  "sluice: mtp (up to %d drafts): %" PRIu64 " drafted, %" PRIu64
+                  "sluice: %s (up to %d drafts): %" PRIu64 " drafted, %" PRIu64
                   " accepted (%.1f%%; by position %s); %.2f tokens per trunk forward; %" PRIu64
                   " plain steps, %" PRIu64 " auto switches\n",
-                  m.depth, m.drafted, m.accepted, m.accept_pct(), per.c_str(), s.tokens_per_forward(), m.plain_steps,
+                  source.c_str(), m.depth, m.drafted, m.accepted, m.accept_pct(), per.c_str(), s.tokens_per_forward(),
+                  m.plain_steps,
                   m.switches);
     out += buf;
   }

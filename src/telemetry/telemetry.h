@@ -106,7 +106,8 @@ uint64_t major_faults();
 
 // --mtp accounting over a run's speculative steps.
 struct MtpCounters {
-  int depth = 0;                // --mtp N in force (0: off)
+  int depth = 0;                // --mtp N (or --ngram-draft N) in force (0: off)
+  int ngram = 0;                // --ngram N: the drafts came from prompt lookup, not the NextN head
   uint64_t steps = 0;           // draft + verify rounds (trunk verify forwards)
   uint64_t drafted = 0;         // draft tokens proposed (each costs a verify row)
   uint64_t accepted = 0;        // of those, accepted by the trunk

@@ -46,7 +46,7 @@ const char* const kSummaryKeys[] = {
     "prefetch",       "prefetch_experts", "prefetch_used",  "prefetch_wasted", "prefetch_needed",
     "prefetch_failed", "prefetch_read_ahead", "prefetch_precision_pct", "prefetch_coverage_pct", "prefetch_wasted_MiB", "prefetch_wasted_MiB_per_tok",
     // the decode phase per emitted token, and --mtp (zero / empty when off)
-    "decode_MiB_per_tok", "decode_experts_read_per_tok", "decode_tokens_per_forward", "mtp", "mtp_steps",
+    "decode_MiB_per_tok", "decode_experts_read_per_tok", "decode_tokens_per_forward", "mtp", "ngram", "mtp_steps",
     "mtp_drafted", "mtp_accepted", "mtp_accept_pct", "mtp_accept_pct_by_pos", "mtp_plain_steps", "mtp_switches", "route_replay",
     // --resident-layout
     "resident_layout", "dense_packed_MiB", "experts_packed", "experts_transformed",
