@@ -146,7 +146,8 @@ record() {
 run_logged() {
   local outfile=$1 rc=0
   shift
-  echo "### $(date -u +%T) $*" >>"$log" || die "cannot write $log"
+  { echo "### $(date -u +%T) $*"; echo "conditions: $("$sluice" bench --conditions 2>&1)"; } >>"$log" ||
+    die "cannot write $log"
   timeout --kill-after=30 "$timeout_s" "$@" >"$outfile" 2>"$out/last.err" || rc=$?
   cat "$out/last.err" >>"$log" || die "cannot write $log"
   return "$rc"
@@ -230,6 +231,13 @@ conds=()
 [[ -n $cap ]] && conds+=(cap)
 say "model $(basename "$model"), -t $threads, pp$p / tg$n@d$p, $rounds round(s), conditions: ${conds[*]}; output in $out"
 load_start=$(cut -d' ' -f1-3 /proc/loadavg)
+# The conditions that move the figures (CPU, clock, governor, THP, free memory, page cache, load),
+# also logged before every process; a busy machine is said now, not discovered in the table.
+conditions_start=$("$sluice" bench --conditions) || die "'$sluice bench --conditions' failed"
+say "conditions: $conditions_start"
+if awk -v l="${load_start%% *}" -v c="$(nproc)" 'BEGIN { exit !(l > c / 2) }'; then
+  warn "the machine is busy (1-minute load ${load_start%% *} on $(nproc) CPUs): the figures will be low and noisy"
+fi
 start=$SECONDS
 for ((round = 1; round <= rounds; ++round)); do
   for cond in "${conds[@]}"; do
@@ -252,6 +260,8 @@ rm -f "$out/last.err"
   echo "-t $threads, pp$p = $p-token prompt, tg$n = $n decode steps after it (depth $p); $rounds interleaved" \
        "round(s), sample = one process's mean$( ((warm)) && echo " (warm: -r $r)"). Load average" \
        "$load_start at start, $load_end at end; $((SECONDS - start)) s."
+  echo
+  echo "Machine at the start: $conditions_start."
   [[ -n $sluice_args ]] && echo "sluice flags: \`$sluice_args\`."
   [[ -n $llama_args ]] && echo "llama-bench flags: \`$llama_args\`."
   echo

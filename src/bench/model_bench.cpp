@@ -22,6 +22,7 @@
 #include "runtime/engine_options.h"
 #include "runtime/session.h"
 #include "tokenizer/tokenizer.h"
+#include "util/machine_conditions.h"
 #include "util/clock.h"
 #include "util/error.h"
 #include "util/proc_memory.h"
@@ -161,6 +162,7 @@ ModelBenchRow run_point(const ModelBenchConfig& cfg, const BenchPoint& pt, std::
 
   ModelBenchRow row;
   row.model = std::filesystem::path(cfg.model_path).filename().string();
+  row.load1 = read_machine_conditions().load1;
   row.point = pt;
   row.odirect = cfg.odirect;
   row.load_all = cfg.load_all;
@@ -267,6 +269,7 @@ ModelBenchRow run_point(const ModelBenchConfig& cfg, const BenchPoint& pt, std::
   mean_sd(pp_tps, row.prefill_tps, row.prefill_tps_sd);
   mean_sd(tg_tps, row.decode_tps, row.decode_tps_sd);
   row.peak_rss_MiB = peak_rss_mib();
+  row.anon_huge_MiB = static_cast<double>(read_machine_conditions().anon_huge_bytes) / 1048576.0;
   row.prefetch_depth = session.model().stats().prefetch;
   row.prefill_prefetch_depth = session.model().stats().prefill_prefetch;
   row.prefill_stall_s /= cfg.reps;

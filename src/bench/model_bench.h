@@ -138,6 +138,11 @@ struct ModelBenchRow {
   double lane_busy_pct = 0;
   double cache_hit_pct = 0; // NaN when no expert was requested
   double peak_rss_MiB = 0;  // of this configuration (see run_model_bench)
+  // Machine conditions (util/machine_conditions.h): the 1-minute load average
+  // when the configuration started, and this process's transparent huge pages
+  // after its last repetition (did the resident weights and slots get them?).
+  double load1 = 0;
+  double anon_huge_MiB = 0;
 
   double read_size_bytes = 0;  // mean decode read size (NaN when no reads)
   double ceiling_GBps = 0;     // NaN when unknown

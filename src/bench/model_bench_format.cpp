@@ -78,6 +78,10 @@ const ExtraColumn kExtraColumns[] = {
     {"decode_matmul_ms_tok", "tg matmul ms/tok", "n/a", [](const ModelBenchRow& r) { return num(r.decode_matmul_ms_per_tok); }},
     // --resident-layout (packed or plain): which layout the resident weights were computed in.
     {"resident_layout", "layout", "n/a", [](const ModelBenchRow& r) { return nlohmann::json(r.point.resident_layout); }},
+    // The conditions that move the figures: the load when the row started and
+    // the process's transparent huge pages after it (MiB; 0: none).
+    {"load1", "load", "n/a", [](const ModelBenchRow& r) { return num(r.load1); }},
+    {"anon_huge_MiB", "THP MiB", "n/a", [](const ModelBenchRow& r) { return num(r.anon_huge_MiB); }},
 };
 
 // A value as CSV / markdown text: integers in full, other numbers with one

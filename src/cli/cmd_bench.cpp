@@ -8,6 +8,7 @@
 // expert-slice sizes become the default --sizes (and whose file becomes the
 // default FILE); without --io it selects the model benchmark.
 #include <algorithm>
+#include <filesystem>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -21,6 +22,7 @@
 #include "bench/model_bench.h"
 #include "io/uring_queue.h"
 #include "util/error.h"
+#include "util/machine_conditions.h"
 
 namespace sluice::cli {
 namespace {
@@ -55,6 +57,7 @@ struct BenchOptions {
   bool no_odirect = false;
   bool load_all = false;
   bool cold = false;
+  bool conditions = false;  // --conditions: print the machine conditions line and exit
   std::string kv_type = "f16";
   std::string route_replay;  // --route-replay TRACE
   std::string save_usage;    // --save-usage FILE
@@ -132,6 +135,22 @@ void run_io_bench_command(const BenchOptions& o) {
   out(text);
 }
 
+// The machine conditions on stderr before a model benchmark, and a warning for
+// each that makes its figures unrepresentative (working_set_bytes: what must
+// fit in memory, 0 when the run streams).
+void report_conditions(uint64_t working_set_bytes) {
+  const MachineConditions c = read_machine_conditions();
+  std::fprintf(stderr, "conditions: %s\n", describe(c).c_str());
+  for (const std::string& w : condition_warnings(c, working_set_bytes)) std::fprintf(stderr, "warning: %s\n", w.c_str());
+}
+
+// The bytes of a model's files (every split), for the working-set check.
+uint64_t model_file_bytes(const std::string& path) {
+  uint64_t total = 0;
+  for (const std::string& p : gguf::GgufModel::open(path).paths()) total += std::filesystem::file_size(p);
+  return total;
+}
+
 bench::ModelBenchConfig model_config_from(const BenchOptions& o) {
   bench::ModelBenchConfig cfg;
   cfg.model_path = o.model_path;
@@ -177,6 +196,7 @@ void run_model_bench_command(const BenchOptions& o) {
                                            });
   }
   cfg.on_progress = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
+  report_conditions(o.load_all ? model_file_bytes(o.model_path) : 0);
   const std::vector<bench::ModelBenchRow> rows = bench::run_model_bench(cfg);
   std::string text;
   if (o.output == "json") {
@@ -190,6 +210,10 @@ void run_model_bench_command(const BenchOptions& o) {
 }
 
 void run_bench(const BenchOptions& o) {
+  if (o.conditions) {
+    out(describe(read_machine_conditions()) + "\n");
+    return;
+  }
   if (o.io) {
     run_io_bench_command(o);
     return;
@@ -269,6 +293,9 @@ void register_bench(CLI::App& app) {
   cmd->add_flag("--no-odirect", opts->no_odirect, "-m: read experts through the page cache");
   cmd->add_flag("--load-all", opts->load_all, "-m: keep every expert resident");
   cmd->add_flag("--cold", opts->cold, "-m: drop the model files' cached pages before each rep");
+  cmd->add_flag("--conditions", opts->conditions,
+                "print the machine conditions that move benchmark figures (CPU, clock, governor, transparent huge "
+                "pages, free memory, page cache, load) as one line and exit; -m prints them before it runs");
   cmd->add_option("--kv-type", opts->kv_type, "-m: KV cache element type f16|f32")->capture_default_str();
   cmd->add_option("--route-replay", opts->route_replay,
                   "-m: replace the router's expert choices by a recorded routing trace (JSONL), mapped onto the "

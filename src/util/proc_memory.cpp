@@ -15,14 +15,6 @@ namespace {
 // this large is no limit on any real machine.
 constexpr uint64_t kUnlimited = uint64_t{1} << 60;
 
-std::optional<std::string> read_text_file(const std::string& path) {
-  std::ifstream f(path);
-  if (!f) return std::nullopt;
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
 std::vector<std::string> lines_of(std::string_view text) {
   std::vector<std::string> out;
   std::istringstream in{std::string(text)};
@@ -87,6 +79,14 @@ void walk_path(const std::string& mount, std::string cgroup_path, const Files& f
 }
 
 }  // namespace
+
+std::optional<std::string> read_text_file(const std::string& path) {
+  std::ifstream f(path);
+  if (!f) return std::nullopt;
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
 
 uint64_t meminfo_available_bytes(std::string_view text) {
   for (const std::string& line : lines_of(text)) {

@@ -14,6 +14,9 @@
 
 namespace sluice {
 
+// The whole text of a (small, /proc or /sys) file; nullopt when it cannot be read.
+std::optional<std::string> read_text_file(const std::string& path);
+
 // ---- /proc/meminfo ----
 
 // MemAvailable in bytes from /proc/meminfo text ("MemAvailable: N kB").

@@ -179,6 +179,7 @@ TEST(BenchLlamaScripts, VsLlamaInterleavesRoundsAndReportsMediansAndRatios) {
             "d=" +
                 dir +
                 "\n"
+                "if [[ $* == 'bench --conditions' ]]; then echo 'CPU fake x2; load 0.10 0.20 0.30'; exit 0; fi\n"
                 "echo \"$*\" >>\"$d/sluice.argv\"\n"
                 "echo sluice >>\"$d/order\"\n"
                 "k=$(( $(cat \"$d/count_sluice\" 2>/dev/null || echo 0) + 1 )); echo $k "
@@ -212,6 +213,13 @@ TEST(BenchLlamaScripts, VsLlamaInterleavesRoundsAndReportsMediansAndRatios) {
                          "1.00, 1.00, 1.00 |"),
             std::string::npos)
       << run.out;
+  // The machine's conditions head the table and precede every process in the log.
+  EXPECT_NE(run.out.find("Machine at the start: CPU fake x2; load 0.10 0.20 0.30."), std::string::npos) << run.out;
+  const std::string log = file_bytes(tmp.file("out") + "/vs_llama.log");
+  size_t n_conditions = 0;
+  for (size_t at = log.find("conditions: CPU fake"); at != std::string::npos; at = log.find("conditions: CPU fake", at + 1))
+    ++n_conditions;
+  EXPECT_EQ(n_conditions, 9u) << log;  // 3 sluice + 6 llama-bench processes
 }
 
 TEST(BenchLlamaScripts, BadFlagsEndInOneMessageNamingTheFlag) {

@@ -252,10 +252,10 @@ TEST(ModelBenchFormat, MarkdownExact) {
       "| model | threads | io-threads | dense | pp tok/s | tg tok/s | MiB/tok | read GB/s | read GB/s (io) | hit % "
       "| peak RSS MiB | io eff | roofline eff | top-k | cache | cache MiB | cap MiB | prefetch | pf prec % | pf cov % | lanes busy % "
       "| budget | experts/tok | mtp | mtp accept % | tok/forward | io engine | route replay | pp prefetch | pp pf cov % "
-      "| pp stall ms | pp matmul ms | tg stall ms/tok | tg matmul ms/tok | layout |\n"
-      "|---|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n"
+      "| pp stall ms | pp matmul ms | tg stall ms/tok | tg matmul ms/tok | layout | load | THP MiB |\n"
+      "|---|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n"
       "| m.gguf | 2 | 4 | anon | 100.50 ± 2.25 | 10.00 ± 0.50 | 3.00 | 0.031 | 0.252 | 25.0 | 123.5 | 12.6% | 1.6% "
-      "| 8 | auto | 5685.0 | 8192.0 | 4 | 96.9 | 48.4 | 12.5 | 0 | 0.0 | 0 | 0.0 | 0.0 | pread | off | 8 | 90.0 | 1500.0 | 4000.0 | 2.5 | 40.0 | packed |\n";
+      "| 8 | auto | 5685.0 | 8192.0 | 4 | 96.9 | 48.4 | 12.5 | 0 | 0.0 | 0 | 0.0 | 0.0 | pread | off | 8 | 90.0 | 1500.0 | 4000.0 | 2.5 | 40.0 | packed | 0.0 | 0.0 |\n";
   EXPECT_EQ(md.substr(0, expected_head.size()), expected_head);
   EXPECT_NE(md.find("> pp: 16-token random prompt; tg: 4 decode steps; 2 rep(s)"), std::string::npos) << md;
 
@@ -264,7 +264,7 @@ TEST(ModelBenchFormat, MarkdownExact) {
   derive_figures(no_ceiling, {});
   const std::string md2 = format_bench_markdown({no_ceiling});
   EXPECT_NE(md2.find("| 123.5 | n/a | n/a | 8 | off | 0.0 | none | 0 | n/a | n/a | 12.5 | 0 | 0.0 | 0 | 0.0 | 0.0 "
-                     "| pread | gsm8k_2_routing.jsonl | 0 | n/a | 1500.0 | 4000.0 | 2.5 | 40.0 | packed |\n"),
+                     "| pread | gsm8k_2_routing.jsonl | 0 | n/a | 1500.0 | 4000.0 | 2.5 | 40.0 | packed | 0.0 | 0.0 |\n"),
             std::string::npos)
       << md2;
 }
@@ -282,10 +282,10 @@ TEST(ModelBenchFormat, CsvExact) {
             "prefill_tps_sd,decode_tps,decode_tps_sd,mib_read_per_token,read_GBps,read_GBps_io,cache_hit_pct,"
             "peak_rss_MiB,ceiling_GBps,io_efficiency,roofline_efficiency,moe_top_k,cache,cache_MiB,mem_cap_MiB,prefetch,"
             "prefetch_prec_pct,prefetch_cov_pct,lane_busy_pct,expert_budget,experts_per_tok,mtp,mtp_accept_pct,tok_per_forward,io_engine,route_replay,"
-            "prefill_prefetch,prefill_pf_cov_pct,prefill_stall_ms,prefill_matmul_ms,decode_stall_ms_tok,decode_matmul_ms_tok,resident_layout\n"
+            "prefill_prefetch,prefill_pf_cov_pct,prefill_stall_ms,prefill_matmul_ms,decode_stall_ms_tok,decode_matmul_ms_tok,resident_layout,load1,anon_huge_MiB\n"
             "m.gguf,2,4,anon,1,0,0,16,4,2,100.500,2.250,10.000,0.500,3.0000,0.0315,0.2517,25.00,123.5,2.0000,0.1258,"
-            "0.0157,8,auto,5685.0,8192.0,4,96.9,48.4,12.5,0,0.0,0,0.0,0.0,pread,,8,90.0,1500.0,4000.0,2.5,40.0,packed\n"
-            "m.gguf,2,4,anon,1,0,0,16,4,2,100.500,2.250,10.000,0.500,3.0000,0.0315,0.2517,25.00,123.5,,,,8,off,0.0,,0,,,12.5,0,0.0,0,0.0,0.0,pread,t.jsonl,0,,1500.0,4000.0,2.5,40.0,plain\n");
+            "0.0157,8,auto,5685.0,8192.0,4,96.9,48.4,12.5,0,0.0,0,0.0,0.0,pread,,8,90.0,1500.0,4000.0,2.5,40.0,packed,0.0,0.0\n"
+            "m.gguf,2,4,anon,1,0,0,16,4,2,100.500,2.250,10.000,0.500,3.0000,0.0315,0.2517,25.00,123.5,,,,8,off,0.0,,0,,,12.5,0,0.0,0,0.0,0.0,pread,t.jsonl,0,,1500.0,4000.0,2.5,40.0,plain,0.0,0.0\n");
   // A model path with a comma or quote stays one field (RFC 4180 quoting).
   n.model = "runs/a,b \"q\".gguf";
   const std::string csv = format_bench_csv({n});
