@@ -47,7 +47,10 @@ class Server:
     def __init__(self, args, log_path):
         root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         cmd = [args.sluice, "serve", "-m", args.model, "--host", "127.0.0.1", "--port", "0",
-               "--parallel", str(args.parallel), "--max-queue", str(args.max_queue)] + args.serve_flags
+               "--parallel", str(args.parallel), "--max-queue", str(args.max_queue),
+               # One HTTP thread per connection: held streams, the queue, the extras and the
+               # /metrics poll must all be read at once, or the queue is never reached.
+               "--http-threads", str(args.parallel + args.max_queue + 8)] + args.serve_flags
         if args.cap:
             cmd = [os.path.join(root, "scripts", "lowram.sh"), args.cap, "--"] + cmd
         self.log_path = log_path
@@ -216,7 +219,7 @@ def run_concurrent(fns):
         barrier.wait()
         results[i] = fns[i]()
 
-    threads = [threading.Thread(target=body, args=(i,)) for i in range(len(fns))]
+    threads = [threading.Thread(target=body, args=(i,), daemon=True) for i in range(len(fns))]
     for t in threads:
         t.start()
     barrier.wait()
@@ -384,7 +387,7 @@ def fault_round(a, srv, cl, solo, check):
         # full -n while the slots and the queue must be seen full.
         hot = {"temperature": 2.0, "top_k": 0, "top_p": 1, "min_p": 0, "seed": i}
         t = threading.Thread(target=lambda i=i, p=p, hot=hot: held.__setitem__(
-            i, cl.stream(p, a.fault_n, hold=hold, sampling=hot)))
+            i, cl.stream(p, a.fault_n, hold=hold, sampling=hot)), daemon=True)
         t.start()
         threads.append(t)
     full = False
