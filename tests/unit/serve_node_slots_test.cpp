@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "serve_test_support.h"
@@ -27,6 +28,12 @@ struct SlotDir {
 std::string run_phase(const std::string& phase, const std::string& dir, int* rc) {
   server::ServerConfig c = plain_config();
   c.slot_save_path = dir;
+  // Chat (n = 2 there too) renders the messages' contents joined: a prompt for the stories model.
+  c.chat_renderer = [](const nlohmann::json& messages, const nlohmann::json&, bool) {
+    std::string s;
+    for (const nlohmann::json& m : messages) s += m["content"].get<std::string>();
+    return s;
+  };
   LiveServer ls(c, 2);
   const std::string scripts = std::string(SLUICE_SOURCE_DIR) + "/tests/serve";
   return run_cmd("cd '" + scripts + "' && timeout 120 node slots_choices.mjs http://127.0.0.1:" +
