@@ -74,7 +74,8 @@ std::vector<std::shared_ptr<Job>> Engine::submit_choices(const GenerationRequest
 
 GenerationResult Engine::wait(const std::shared_ptr<Job>& job,
                               const std::function<bool(const std::string&)>& on_text,
-                              const std::function<void(const runtime::TokenLogprob&)>& on_logprob) {
+                              const std::function<void(const runtime::TokenLogprob&)>& on_logprob,
+                              bool every_token) {
   bool gone = false;  // on_text said the client went away: the scheduler drops the request at its next step
   std::unique_lock lk(job->mu);
   for (;;) {
@@ -86,7 +87,7 @@ GenerationResult Engine::wait(const std::shared_ptr<Job>& job,
     for (const Emitted& c : chunks) {
       if (gone) break;
       if (c.logprob && on_logprob) on_logprob(*c.logprob);
-      if (!c.text.empty() && !on_text(c.text)) {
+      if ((!c.text.empty() || (every_token && c.logprob)) && !on_text(c.text)) {
         gone = true;
         job->cancelled = true;
         sched_.wake();

@@ -63,8 +63,12 @@ class Engine {
   int n_slots() const { return n_slots_; }
   // Wakes the scheduler (a waiting thread set a job's `cancelled`).
   void wake() { sched_.wake(); }
+  // every_token: on_text also gets "" for a token that has a log-probability
+  // but added no text (held back, or a control token), so a stream can send
+  // one event per token (time to first token, inter-token latency).
   GenerationResult wait(const std::shared_ptr<Job>& job, const std::function<bool(const std::string&)>& on_text,
-                        const std::function<void(const runtime::TokenLogprob&)>& on_logprob = {});
+                        const std::function<void(const runtime::TokenLogprob&)>& on_logprob = {},
+                        bool every_token = false);
 
   // Waits for a slot, then generates (batched with the other requests). on_text gets each chunk of emitted
   // text (see TextStream) and returns false when the client is gone, which

@@ -55,6 +55,10 @@ std::string prometheus_text(const EngineMetrics& m) {
       static_cast<double>(b.last_union_experts));
   add(o, "sluice_batch_experts_per_sequence_last", "gauge", "Per-sequence expert demands of the last step, summed.",
       static_cast<double>(b.last_sequence_experts));
+  add(o, "sluice_batch_expert_bytes_union_total", "counter",
+      "Expert bytes of the steps' distinct experts (gate+up+down): what the steps read with no cache, "
+      "the union model's prediction of sluice_expert_bytes_read_total.",
+      static_cast<double>(b.union_bytes));
   add(o, "sluice_batch_expert_bytes_saved_total", "counter",
       "Expert bytes the union spared: per-sequence demand bytes minus union bytes.",
       static_cast<double>(b.sequence_bytes - b.union_bytes));

@@ -364,6 +364,13 @@ void Scheduler::step() {
             emitted);
   } catch (...) {  // a record callback's failure is no request's error
   }
+  {
+    // Published before any request of this step finishes: a client that saw
+    // its answer end reads /metrics whose batch figures include this step.
+    const model::BatchCounters bc = model_.stats().batch;
+    std::lock_guard lk(mu_);
+    metrics_.batch = bc;
+  }
   for (size_t k = 0; k < batch.size(); ++k) {
     Slot& sl = *slots_[static_cast<size_t>(who[k])];
     sl.cached.insert(sl.cached.end(), batch[k].tokens.begin(), batch[k].tokens.end());
@@ -379,9 +386,6 @@ void Scheduler::step() {
     }
     next_token(who[k]);
   }
-  const model::BatchCounters bc = model_.stats().batch;
-  std::lock_guard lk(mu_);
-  metrics_.batch = bc;
 }
 
 void Scheduler::next_token(int s) {

@@ -380,7 +380,9 @@ void Server::Impl::handle_generation(const json& body, httplib::Response& res, K
   // generate concurrently, a later one's text waits in its job). A failed
   // write means the client is gone: generation stops there.
   res.set_header("Cache-Control", "no-cache");
-  res.set_chunked_content_provider("text/event-stream", [this, jobs, builders, n](size_t, httplib::DataSink& sink) {
+  // Completions with logprobs: one event per token, text or not (Engine::wait's every_token).
+  const bool every_token = !chat && r->logprobs >= 0;
+  res.set_chunked_content_provider("text/event-stream", [this, jobs, builders, n, every_token](size_t, httplib::DataSink& sink) {
     int completion_tokens = 0;
     int choice = 0;
     auto send = [&](std::vector<json> events) {
@@ -418,7 +420,7 @@ void Server::Impl::handle_generation(const json& body, httplib::Response& res, K
               lps.clear();
               return ok;
             },
-            [&](const runtime::TokenLogprob& lp) { lps.push_back(lp); });
+            [&](const runtime::TokenLogprob& lp) { lps.push_back(lp); }, every_token);
         // Tokens whose text never came (held back, then cut by a stop string)
         // still have their log-probabilities sent, on the last events.
         builder.add_logprobs(lps);
