@@ -24,6 +24,8 @@ cases() {
   cat <<'EOF'
 qwen2moe-f32|qwen2moe|f32|--preset tiny --arch qwen2moe --type f32 --dense-type f32 --seed 1
 qwen2moe-q8_0|qwen2moe|quant|--preset tiny --arch qwen2moe --type q8_0 --dense-type q8_0 --seed 2
+lfm2moe-f32|lfm2moe|f32|--preset tiny --arch lfm2moe --type f32 --dense-type f32 --seed 3
+lfm2moe-q8_0|lfm2moe|quant|--preset tiny --arch lfm2moe --type q8_0 --dense-type q8_0 --seed 4
 EOF
 }
 

@@ -17,9 +17,12 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
+#include <span>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "golden_rule.h"
@@ -73,7 +76,8 @@ std::vector<float> eval_one_by_one(model::Model& m, const std::vector<int32_t>& 
   m.reset();
   const size_t nv = m.hparams().n_vocab;
   std::vector<float> out(tokens.size() * nv);
-  for (size_t i = 0; i < tokens.size(); ++i) m.eval(&tokens[i], static_cast<int>(i), out.data() + i * nv);
+  for (size_t i = 0; i < tokens.size(); ++i)
+    m.eval(std::span<const int32_t>(&tokens[i], 1), static_cast<int>(i), out.data() + i * nv);
   return out;
 }
 
@@ -145,13 +149,37 @@ int zero_tensors(const std::string& gguf, const std::string& suffix) {
   return f ? static_cast<int>(spans.size()) : -1;
 }
 
-// The prefill comparison of case `name` with the tensors ending in each of
-// `suffixes` zeroed; "" would mean the broken model passes.
-std::string broken_violations(const std::string& name, const std::vector<std::string>& suffixes) {
+// Reverses the order of each row of every F32 tensor of `gguf` whose name
+// ends with `suffix` (for a conv {taps, channels}: each channel's taps);
+// returns how many tensors.
+int reverse_rows(const std::string& gguf, const std::string& suffix) {
+  std::vector<std::tuple<uint64_t, uint64_t, uint64_t>> spans;  // offset, row length, rows
+  {
+    const auto g = gguf::GgufModel::open(gguf);
+    for (const auto& t : g.tensors())
+      if (t.type == GgmlType::F32 && t.name.size() >= suffix.size() &&
+          t.name.compare(t.name.size() - suffix.size(), suffix.size(), suffix) == 0)
+        spans.emplace_back(t.offset, t.ne.at(0), t.bytes / 4 / t.ne.at(0));
+  }
+  std::fstream f(gguf, std::ios::in | std::ios::out | std::ios::binary);
+  for (const auto& [off, len, rows] : spans) {
+    std::vector<float> v(len * rows);
+    f.seekg(static_cast<std::streamoff>(off));
+    f.read(reinterpret_cast<char*>(v.data()), static_cast<std::streamsize>(v.size() * 4));
+    for (uint64_t r = 0; r < rows; ++r) std::reverse(v.begin() + r * len, v.begin() + (r + 1) * len);
+    f.seekp(static_cast<std::streamoff>(off));
+    f.write(reinterpret_cast<const char*>(v.data()), static_cast<std::streamsize>(v.size() * 4));
+  }
+  return f ? static_cast<int>(spans.size()) : -1;
+}
+
+// The prefill comparison of case `name` after `breaks` edited its GGUF; ""
+// would mean the broken model passes.
+std::string broken_violations(const std::string& name, const std::function<void(const std::string&)>& breaks) {
   const nlohmann::json c = read_case(name);
   TempDir dir;
   const std::string gguf = synth_case(c, dir);
-  for (const auto& s : suffixes) EXPECT_GT(zero_tensors(gguf, s), 0) << s;
+  breaks(gguf);
   auto m = load(gguf, golden_config());
   return check(c, eval_all(*m, c["tokens"].get<std::vector<int32_t>>()), "broken");
 }
@@ -162,13 +190,29 @@ bool has_case(const std::string& name) { return fs::exists(golden_dir() + "/" + 
 // a model without the gate (zeroed: every scale 0.5) must fail.
 TEST(GoldenLocalBug, Qwen2moeWithoutSharedExpertGateFails) {
   if (!has_case("qwen2moe-f32")) GTEST_SKIP() << "no qwen2moe-f32 case in " << golden_dir();
-  EXPECT_NE(broken_violations("qwen2moe-f32", {"ffn_gate_inp_shexp.weight"}), "");
+  EXPECT_NE(broken_violations("qwen2moe-f32",
+                              [](const std::string& g) { EXPECT_GT(zero_tensors(g, "ffn_gate_inp_shexp.weight"), 0); }),
+            "");
 }
 
 // qwen2moe's q/k/v projections have biases: without them it must fail.
 TEST(GoldenLocalBug, Qwen2moeWithoutQkvBiasesFails) {
   if (!has_case("qwen2moe-f32")) GTEST_SKIP() << "no qwen2moe-f32 case in " << golden_dir();
-  EXPECT_NE(broken_violations("qwen2moe-f32", {"attn_q.bias", "attn_k.bias", "attn_v.bias"}), "");
+  EXPECT_NE(broken_violations("qwen2moe-f32",
+                              [](const std::string& g) {
+                                for (const char* s : {"attn_q.bias", "attn_k.bias", "attn_v.bias"})
+                                  EXPECT_GT(zero_tensors(g, s), 0) << s;
+                              }),
+            "");
+}
+
+// lfm2moe's short convolution with its taps in the wrong order (tap 0 on the
+// current token instead of tap L-1) must fail.
+TEST(GoldenLocalBug, Lfm2moeWithReversedConvTapsFails) {
+  if (!has_case("lfm2moe-f32")) GTEST_SKIP() << "no lfm2moe-f32 case in " << golden_dir();
+  EXPECT_NE(broken_violations("lfm2moe-f32",
+                              [](const std::string& g) { EXPECT_GT(reverse_rows(g, "shortconv.conv.weight"), 0); }),
+            "");
 }
 
 }  // namespace
