@@ -121,6 +121,43 @@ TEST_P(GoldenLocalTest, PrefillDecodeAndGreedyMatchLlamaCpp) {
   for (size_t i = 0; i < n_cmp; ++i) EXPECT_EQ(got[i], want[i]) << "greedy step " << i;
 }
 
+// What every architecture keeps (the engine's invariant): compute threads,
+// micro-batch size and expert residency give the same bits; a rollback
+// (truncate to a checkpoint, the recurrent layers' way back) then re-eval
+// gives the same bits as the first time; evaluating in pieces stays within
+// the case's tolerance.
+TEST_P(GoldenLocalTest, ThreadsUbatchResidencyAndRollbackKeepTheBits) {
+  const nlohmann::json c = read_case(GetParam());
+  TempDir dir;
+  const std::string gguf = synth_case(c, dir);
+  const auto tokens = c["tokens"].get<std::vector<int32_t>>();
+  auto m = load(gguf, golden_config());
+  const auto base = eval_all(*m, tokens);
+  for (int threads : {1, 3})
+    for (int ubatch : {1, 5, 512})
+      for (bool load_all : {false, true}) {
+        auto cfg = golden_config();
+        cfg.threads = threads;
+        cfg.ubatch = ubatch;
+        cfg.load_all = load_all;
+        auto v = load(gguf, cfg);
+        EXPECT_TRUE(same_bits(eval_all(*v, tokens), base))
+            << "threads " << threads << " ubatch " << ubatch << (load_all ? " load_all" : "");
+      }
+
+  const size_t nv = m->hparams().n_vocab, split = 10;
+  const std::span<const int32_t> all(tokens);
+  std::vector<float> pieces(tokens.size() * nv), again((tokens.size() - split) * nv);
+  m->reset();
+  m->eval(all.subspan(0, split), 0, pieces.data());
+  m->checkpoint();
+  m->eval(all.subspan(split), static_cast<int>(split), pieces.data() + split * nv);
+  ASSERT_EQ(m->truncate(static_cast<int>(split)), static_cast<int>(split));
+  m->eval(all.subspan(split), static_cast<int>(split), again.data());
+  EXPECT_TRUE(same_bits(again, std::vector<float>(pieces.begin() + static_cast<std::ptrdiff_t>(split * nv), pieces.end())));
+  EXPECT_EQ(check(c, pieces, "pieces"), "");
+}
+
 INSTANTIATE_TEST_SUITE_P(Cases, GoldenLocalTest, ::testing::ValuesIn(case_names()), [](const auto& info) {
   std::string s = info.param;
   for (char& ch : s)
