@@ -154,7 +154,8 @@ TEST_P(GoldenLocalTest, ThreadsUbatchResidencyAndRollbackKeepTheBits) {
   m->eval(all.subspan(split), static_cast<int>(split), pieces.data() + split * nv);
   ASSERT_EQ(m->truncate(static_cast<int>(split)), static_cast<int>(split));
   m->eval(all.subspan(split), static_cast<int>(split), again.data());
-  EXPECT_TRUE(same_bits(again, std::vector<float>(pieces.begin() + static_cast<std::ptrdiff_t>(split * nv), pieces.end())));
+  const std::vector<float> first(pieces.begin() + static_cast<std::ptrdiff_t>(split * nv), pieces.end());
+  EXPECT_TRUE(same_bits(again, first));
   EXPECT_EQ(check(c, pieces, "pieces"), "");
 }
 

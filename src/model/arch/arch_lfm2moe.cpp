@@ -42,9 +42,11 @@ ArchDesc describe_lfm2moe(const ArchReader& r) {
     for (uint32_t il = 0; il < hp.n_layer; ++il) {
       const int64_t h = (*a)[il];
       if (h < 0 || h > hp.n_head || (h > 0 && hp.n_head % h != 0))
-        r.bad(kvk, "layer " + std::to_string(il) + ": " + std::to_string(h) + " is neither 0 (short conv) nor a divisor of head_count " + std::to_string(hp.n_head));
+        r.bad(kvk, "layer " + std::to_string(il) + ": " + std::to_string(h) +
+                       " is neither 0 (short conv) nor a divisor of head_count " + std::to_string(hp.n_head));
       if (h > 0 && attn_kv > 0 && static_cast<uint32_t>(h) != attn_kv)
-        r.bad(kvk, "attention layers with different kv head counts (" + std::to_string(attn_kv) + ", " + std::to_string(h) + ") are not supported");
+        r.bad(kvk, "attention layers with different kv head counts (" + std::to_string(attn_kv) + ", " +
+                       std::to_string(h) + ") are not supported");
       if (h > 0) attn_kv = static_cast<uint32_t>(h);
       kv[il] = static_cast<uint32_t>(h);
     }

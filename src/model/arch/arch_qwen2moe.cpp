@@ -21,7 +21,8 @@ ArchDesc describe_qwen2moe(const ArchReader& r) {
   // llama.cpp's fallbacks for the two widths (load_arch_tensors).
   if (!r.model().metadata().has(r.key("expert_feed_forward_length"))) {
     d.hp.n_ff_exp = d.hp.n_ff / d.hp.n_expert_used;
-    if (d.hp.n_ff_exp == 0) r.bad("expert_feed_forward_length", "absent, and feed_forward_length / expert_used_count is 0");
+    if (d.hp.n_ff_exp == 0)
+      r.bad("expert_feed_forward_length", "absent, and feed_forward_length / expert_used_count is 0");
   }
   LayerDesc l;
   l.attn.q_bias = l.attn.k_bias = l.attn.v_bias = Need::Optional;
@@ -31,7 +32,8 @@ ArchDesc describe_qwen2moe(const ArchReader& r) {
   l.ffn.shared_expert = true;
   l.ffn.shared_gate = true;
   l.ffn.n_ff = r.u32("expert_shared_feed_forward_length", d.hp.n_ff);
-  if (l.ffn.n_ff == 0) r.bad("expert_shared_feed_forward_length", "must be > 0 (or feed_forward_length as its fallback)");
+  if (l.ffn.n_ff == 0)
+    r.bad("expert_shared_feed_forward_length", "must be > 0 (or feed_forward_length as its fallback)");
   d.layers.assign(d.hp.n_layer, l);
   d.tied_output = false;
   return d;
