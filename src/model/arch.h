@@ -35,6 +35,8 @@ enum class AttentionKind {
   DeltaNet,  // gated DeltaNet linear attention (HParams::deltanet; model/mixers/gated_deltanet.h):
              // attn_qkv, attn_gate, ssm_conv1d, ssm_dt.bias, ssm_a, ssm_alpha, ssm_beta, ssm_norm, ssm_out;
              // no KV rows, a recurrent state instead
+  ShortConv,  // LFM2's gated short convolution (model/mixers/short_conv.h): shortconv.in_proj, shortconv.conv,
+              // shortconv.out_proj; no KV rows, a recurrent state of conv_taps - 1 inputs
 };
 
 // Mla layers with DeepSeek's sparse attention (DSA, glm-dsa): a Full layer
@@ -72,6 +74,7 @@ struct AttentionDesc {
   bool v_from_k = false;
   bool v_norm = false;
   DsaIndexer indexer = DsaIndexer::None;  // Mla only
+  uint32_t conv_taps = 0;                 // ShortConv only: the conv's width L (shortconv.l_cache)
 };
 
 enum class RouterKind {
@@ -161,6 +164,7 @@ struct ArchDesc {
   // file that no block claims is an error.
   std::vector<std::string> ignored;
   bool tied_output = true;  // no output.weight: the lm head reuses token_embd
+  std::string output_norm = "output_norm";  // the final norm's tensor (LFM2: "token_embd_norm")
   // NextN/MTP heads after the trunk, in file order; their tensors are in
   // `ignored` (loaded only when MTP is asked for).
   std::vector<NextnDesc> nextn;

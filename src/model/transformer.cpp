@@ -306,6 +306,8 @@ void Transformer::forward_layer(int il, int T, std::span<const RowSegment> segs,
     } else if (d.attn.kind == AttentionKind::DeltaNet) {
       RecurrentState& rs = st.recurrent(st_layer);
       deltanet_.run(L.dn, hp_, xn, sg.n, {rs.conv(), rs.matrices()}, out, pool_, act_);
+    } else if (d.attn.kind == AttentionKind::ShortConv) {
+      short_conv_.run(L.sc, hp_, xn, sg.n, st.recurrent(st_layer).conv(), out, pool_, act_);
     } else {
       const AttentionOptions opt{d.attn.window, L.sinks, hp_.attn_scale, false};
       gqa_.run(L.gqa, opt, hp_, xn, sg.n, sg.pos0, il, st.kv(st_layer), rope_, act_, pool_, out);

@@ -16,6 +16,7 @@
 #include "model/mixers/gqa_attention.h"
 #include "model/mixers/dsa_attention.h"
 #include "model/mixers/mla_attention.h"
+#include "model/mixers/short_conv.h"
 #include "model/ffn.h"
 #include "model/matmul.h"
 #include "model/mixers/gated_deltanet.h"
@@ -101,6 +102,7 @@ class Transformer final : public Model {
     MlaWeights mla;
     DsaIndexerWeights dsa;  // Mla with a Full DSA indexer
     DeltaNetWeights dn;
+    ShortConvWeights sc;
     const float* bo = nullptr;     // attention output bias
     const float* sinks = nullptr;  // attention sinks
     bool moe = false;
@@ -223,6 +225,7 @@ class Transformer final : public Model {
   MlaAttention mla_;
   DsaAttention dsa_;
   GatedDeltaNet deltanet_;
+  ShortConv short_conv_;
   Gemma4Attention gemma4_attn_;
   std::vector<float> g4_mlp_;  // Gemma 4: the dense MLP's rows
   QuantizedRows act_;

@@ -19,7 +19,7 @@ void Transformer::bind_weights(const std::vector<gguf::LayerExpertParts>& expert
     throw Error("unsupported tensor type " + std::string(ggml_type_name(token_embd_->type)) +
                 " in tensor token_embd.weight");
   token_embd_data_ = static_cast<const uint8_t*>(dense_->data(*token_embd_));
-  output_norm_ = b.vector("output_norm.weight", n_embd);
+  output_norm_ = b.vector(desc_.output_norm + ".weight", n_embd);
   // Tied embeddings: no output.weight means the lm head reuses token_embd.
   if (!b.find("output.weight") && !desc_.tied_output) fail(file, "missing tensor output.weight");
   output_ = b.find("output.weight") ? b.matrix("output.weight", n_embd, hp_.n_vocab)
@@ -59,6 +59,8 @@ void Transformer::bind_layer(Binder& b, uint32_t il, const LayerDesc& d,
     if (d.attn.indexer == DsaIndexer::Full) L.dsa = bind_dsa_indexer(b, p, hp_);
   } else if (d.attn.kind == AttentionKind::DeltaNet) {
     L.dn = bind_deltanet(b, p, hp_);
+  } else if (d.attn.kind == AttentionKind::ShortConv) {
+    L.sc = bind_short_conv(b, p, hp_, d.attn.conv_taps);
   } else {
     L.gqa = bind_gqa(b, p, d.attn, hp_);
   }

@@ -231,12 +231,16 @@ ModelInfo model_info(const gguf::GgufModel& model, uint64_t kv_context) {
   if (desc) {
     std::string attention;
     size_t n_attention = 0;
-    for (size_t il = 0; il < desc->layers.size(); ++il)
-      if (desc->layers[il].attn.kind != model::AttentionKind::DeltaNet)
+    const char* recurrent = "gated-deltanet";  // the recurrent mixer of a hybrid stack
+    for (size_t il = 0; il < desc->layers.size(); ++il) {
+      const model::AttentionKind k = desc->layers[il].attn.kind;
+      if (k == model::AttentionKind::ShortConv) recurrent = "short-conv";
+      if (k != model::AttentionKind::DeltaNet && k != model::AttentionKind::ShortConv)
         attention += (n_attention++ ? ", " : "") + std::to_string(il);
+    }
     const size_t n_delta = desc->layers.size() - n_attention;
     if (n_delta > 0)
-      info.layer_mixers = "gated-deltanet x" + std::to_string(n_delta) + ", attention x" +
+      info.layer_mixers = std::string(recurrent) + " x" + std::to_string(n_delta) + ", attention x" +
                           std::to_string(n_attention) + (n_attention ? " (blk " + attention + ")" : "");
     if (n_delta == 0) info.layer_mixers = window_mixers(*desc);
   }

@@ -7,44 +7,11 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "golden_rule.h"
 #include "model_test_support.h"
 
 namespace sluice::test {
 namespace {
-
-struct GoldenResult {
-  double mean_abs = 0, std = 0, worst = 0, frac_over = 0, argmax_agree = 0;
-};
-
-GoldenResult compare(const std::vector<float>& ref, const std::vector<float>& got, int n_tokens, int n_vocab,
-                     double pos_limit) {
-  GoldenResult r;
-  double sum = 0, sum2 = 0, sum_abs = 0;
-  int over = 0, agree = 0;
-  for (int t = 0; t < n_tokens; ++t) {
-    double pos_max = 0;
-    int ra = 0, ga = 0;
-    for (int v = 0; v < n_vocab; ++v) {
-      const size_t i = static_cast<size_t>(t) * n_vocab + v;
-      const double d = std::fabs(static_cast<double>(ref[i]) - got[i]);
-      sum_abs += d;
-      pos_max = std::max(pos_max, d);
-      sum += ref[i];
-      sum2 += static_cast<double>(ref[i]) * ref[i];
-      if (ref[i] > ref[static_cast<size_t>(t) * n_vocab + ra]) ra = v;
-      if (got[i] > got[static_cast<size_t>(t) * n_vocab + ga]) ga = v;
-    }
-    r.worst = std::max(r.worst, pos_max);
-    if (pos_max > pos_limit) ++over;
-    if (ra == ga) ++agree;
-  }
-  const double n = static_cast<double>(n_tokens) * n_vocab;
-  r.mean_abs = sum_abs / n;
-  r.std = std::sqrt(sum2 / n - (sum / n) * (sum / n));
-  r.frac_over = static_cast<double>(over) / n_tokens;
-  r.argmax_agree = static_cast<double>(agree) / n_tokens;
-  return r;
-}
 
 class GoldenTest : public ::testing::TestWithParam<std::string> {};
 

@@ -55,6 +55,11 @@ LayerStateSpec layer_state_spec(const LayerDesc& d, const HParams& hp, int n_ctx
                static_cast<int>(p.n_v_heads), static_cast<int>(p.state_size)};
       break;
     }
+    case AttentionKind::ShortConv:
+      // The last conv_taps - 1 conv inputs over n_embd channels; no matrices.
+      s.kind = StateKind::Recurrent;
+      s.rec = {static_cast<int>(d.attn.conv_taps > 0 ? d.attn.conv_taps - 1 : 0), static_cast<int>(hp.n_embd), 0, 0};
+      break;
   }
   return s;
 }

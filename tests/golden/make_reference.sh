@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Regenerates the golden cases of tests/golden/ with llama.cpp (see README.md):
+# for each case `sluice synth` writes the tiny GGUF, tools/llama_logits.cpp
+# (compiled here against LLAMA_CPP's headers and build/bin/libllama.so) runs
+# llama.cpp on it, tools/make_case.py writes NAME.json + NAME.logits.f32.
+#
+# Usage: tests/golden/make_reference.sh [CASE...]   (default: every case below)
+#        tests/golden/make_reference.sh --synth-args "ARGS" --name NAME [--quantized]
+#          one ad-hoc case (e.g. another --seed) written to $WORK/out instead of tests/golden/
+# Environment: LLAMA_CPP (a built llama.cpp checkout, default /work/llama.cpp),
+#   LLAMA_CPP_VERSION (recorded in NAME.json, default b10573), SLUICE (default
+#   build/sluice), WORK (GGUFs and scratch, default build/golden-ref; never the repo).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+LLAMA_CPP=${LLAMA_CPP:-/work/llama.cpp}
+LLAMA_CPP_VERSION=${LLAMA_CPP_VERSION:-b10573}
+SLUICE=${SLUICE:-build/sluice}
+WORK=${WORK:-build/golden-ref}
+PROMPT_LEN=8
+N_GEN=16
+
+# NAME | arch | f32 or quant | sluice synth arguments (without -o)
+cases() {
+  cat <<'EOF'
+qwen2moe-f32|qwen2moe|f32|--preset tiny --arch qwen2moe --type f32 --dense-type f32 --seed 1
+qwen2moe-q8_0|qwen2moe|quant|--preset tiny --arch qwen2moe --type q8_0 --dense-type q8_0 --seed 2
+lfm2moe-f32|lfm2moe|f32|--preset tiny --arch lfm2moe --type f32 --dense-type f32 --seed 3
+lfm2moe-q8_0|lfm2moe|quant|--preset tiny --arch lfm2moe --type q8_0 --dense-type q8_0 --seed 4
+EOF
+}
+
+# 24 tokens: BOS, then 23 byte tokens (ids 0..255, normal tokens of every
+# vocabulary synth writes), a fixed pseudo-random draw.
+TOKENS=$(python3 -c 'import random; r = random.Random(24); print(",".join(["bos"] + [str(r.randrange(256)) for _ in range(23)]))')
+
+mkdir -p "$WORK"
+tool="$WORK/llama_logits"
+if [[ ! -x "$tool" || tests/golden/tools/llama_logits.cpp -nt "$tool" ]]; then
+  g++ -std=c++17 -O2 -I"$LLAMA_CPP/include" -I"$LLAMA_CPP/ggml/include" tests/golden/tools/llama_logits.cpp \
+    -L"$LLAMA_CPP/build/bin" -lllama -Wl,-rpath,"$LLAMA_CPP/build/bin" -o "$tool"
+fi
+
+# make_one NAME ARCH KIND "SYNTH ARGS" OUT_DIR
+make_one() {
+  local name=$1 arch=$2 kind=$3 args=$4 out=$5
+  local gguf="$WORK/$name.gguf" run="$WORK/$name.run"
+  mkdir -p "$run" "$out"
+  # shellcheck disable=SC2086  # the synth arguments are words
+  "$SLUICE" synth -q --force $args -o "$gguf"
+  timeout 600 "$tool" "$gguf" "$run" "$TOKENS" "$PROMPT_LEN" "$N_GEN"
+  local q=()
+  [[ $kind == quant ]] && q=(--quantized)
+  python3 tests/golden/tools/make_case.py --name "$name" --arch "$arch" --synth-args "$args" --gguf "$gguf" \
+    --work "$run" --tokens "$(cat "$run/tokens.txt" | tr ' ' ,)" --prompt-len "$PROMPT_LEN" \
+    --llama-cpp "$LLAMA_CPP_VERSION" --out "$out" "${q[@]}"
+}
+
+if [[ "${1:-}" == --synth-args ]]; then
+  args=$2; name=$4; kind=f32
+  [[ "${5:-}" == --quantized ]] && kind=quant
+  arch=$(sed -n 's/.*--arch \([^ ]*\).*/\1/p' <<<"$args")
+  make_one "$name" "$arch" "$kind" "$args" "$WORK/out"
+  exit 0
+fi
+
+want=" $* "
+while IFS='|' read -r name arch kind args; do
+  [[ $# -gt 0 && "$want" != *" $name "* ]] && continue
+  make_one "$name" "$arch" "$kind" "$args" tests/golden
+done < <(cases)
