@@ -35,6 +35,8 @@ enum class AttentionKind {
   DeltaNet,  // gated DeltaNet linear attention (HParams::deltanet; model/mixers/gated_deltanet.h):
              // attn_qkv, attn_gate, ssm_conv1d, ssm_dt.bias, ssm_a, ssm_alpha, ssm_beta, ssm_norm, ssm_out;
              // no KV rows, a recurrent state instead
+  Dsv4,      // DeepSeek V4 (HParams::dsv4; model/mixers/dsv4_attention.h): one K = V head over a
+             // sliding window plus compressed blocks (compress_ratio), sinks, grouped output LoRA
 };
 
 // Mla layers with DeepSeek's sparse attention (DSA, glm-dsa): a Full layer
@@ -72,12 +74,17 @@ struct AttentionDesc {
   bool v_from_k = false;
   bool v_norm = false;
   DsaIndexer indexer = DsaIndexer::None;  // Mla only
+  // Dsv4: 0 (window only), 4 (overlapping compressed blocks + lightning
+  // indexer top-k) or 128 (every compressed block).
+  uint32_t compress_ratio = 0;
 };
 
 enum class RouterKind {
   SoftmaxAll,       // weights = softmax over all experts, top-k of them (qwen3moe, Mixtral)
   SoftmaxSelected,  // top-k of the raw logits, weights = softmax over the k selected (gpt-oss)
   SigmoidBiased,    // sigmoid; selection by sigmoid + exp_probs_b, weights the unbiased sigmoids (glm4moe, DeepSeek-V3)
+  SqrtSoftplus,     // sqrt(softplus); selection by it + exp_probs_b, weights the unbiased scores (DeepSeek V4)
+  HashSqrtSoftplus, // experts by token id (ffn_gate_tid2eid), weights their sqrt(softplus) scores (DeepSeek V4)
 };
 const char* router_kind_name(RouterKind k);
 
@@ -104,6 +111,7 @@ enum class Activation {
   SwiGlu,     // silu(gate) * up
   SwiGluOai,  // g = min(gate, 7), u = clamp(up, -7, 7): g * sigmoid(1.702 g) * (u + 1) (gpt-oss)
   GeluTanh,   // gelu(gate) * up, tanh approximation, exact in F32 (Gemma 4)
+  SwiGluClamped,  // silu(min(gate, L)) * clamp(up, -L, L), L = FfnDesc::clamp (DeepSeek V4)
 };
 const char* activation_name(Activation a);
 
@@ -123,12 +131,16 @@ struct FfnDesc {
   // ffn_gate_inp_shexp.weight a vector {n_embd} (Qwen3.5/3.6).
   bool shared_gate = false;
   RouterDesc router;
+  // SwiGluClamped: L of the routed experts and of the shared expert.
+  float clamp = 0.0f;
+  float clamp_shexp = 0.0f;
 };
 
 // How a layer's blocks are composed (model/transformer.h).
 enum class BlockKind {
   PreNorm,  // x += Mixer(norm(x)); x += FFN(norm(x))
   Gemma4,   // Gemma 4's post-normed block with a dense MLP beside the routed experts (transformer_gemma4.cpp)
+  Dsv4,     // DeepSeek V4: both sublayers wrapped in hyper-connections (transformer_dsv4.cpp)
 };
 
 struct LayerDesc {
