@@ -98,7 +98,7 @@ ArchDesc describe_deepseek4(const ArchReader& r) {
   x.o_lora_rank = r.u32("attention.output_lora_rank");
   if (x.o_lora_rank == 0 || x.o_lora_rank > (1u << 20))
     r.bad("attention.output_lora_rank", "must be in [1, 2^20]");
-  x.hash_layers = r.u32("hash_layer_count", 0);
+  x.hash_layers = r.u32("hash_layer_count");
   if (x.hash_layers > hp.n_layer) r.bad("hash_layer_count", "exceeds the trunk's layers");
 
   // RoPE: window-only layers at rope.freq_base without scaling; compressed
