@@ -25,7 +25,8 @@ void add_bias(float* x, const float* b, int64_t n) {
 
 void apply_activation(Activation act, float* g, const float* u, int64_t n, float clamp) {
   if (act == Activation::SwiGluClamped && clamp > 1e-6f) {
-    std::vector<float> uc(u, u + n);
+    thread_local std::vector<float> uc;  // the clamped up values (u is the caller's)
+    uc.assign(u, u + n);
     for (int64_t i = 0; i < n; ++i) {
       g[i] = std::min(g[i], clamp);
       uc[i] = std::clamp(uc[i], -clamp, clamp);

@@ -47,11 +47,12 @@ const float* row_at(const KvRows& kv, int pos, std::vector<float>& buf) {
 
 // One compressed entry of width n: the per-channel softmax pooling of block b
 // (ratio R) from the rows' compressor kv (offset kv_off) and scores (sc_off),
-// each of width `c`. Overlapping (R = 4, c = 2n): the previous block's tokens
-// in channels [0, n), the block's own in [n, 2n); else c = n, own tokens only.
+// each 2n wide when overlapping, else n. Overlapping (R = 4): the previous
+// block's tokens in channels [0, n), the block's own in [n, 2n) (block 0: its
+// own only); else the block's own tokens in [0, n).
 // Then RMSNorm * norm and RoPE at position bR.
-void compress_block(const KvRows& kv, int b, int R, int kv_off, int sc_off, int c, int n,
-                    bool overlap, const float* norm, float eps, RopeAngles& rope, float* out) {
+void compress_block(const KvRows& kv, int b, int R, int kv_off, int sc_off, int n, bool overlap,
+                    const float* norm, float eps, RopeAngles& rope, float* out) {
   std::vector<const float*> rows_kv, rows_sc;
   std::vector<int> half;  // which half of the channels a token contributes
   std::vector<std::vector<float>> bufs;
@@ -65,7 +66,6 @@ void compress_block(const KvRows& kv, int b, int R, int kv_off, int sc_off, int 
     rows_sc.push_back(r + sc_off);
     half.push_back(overlap && j < b * R ? 0 : (overlap ? 1 : 0));
   }
-  (void)c;
   std::vector<float> p(static_cast<size_t>(n_tok));
   for (int ch = 0; ch < n; ++ch) {
     float mx = -INFINITY;
@@ -225,9 +225,9 @@ void Dsv4Attention::run(const Dsv4AttnWeights& w, const AttentionDesc& d, const 
       const int b = (pos + 1) / R - 1;
       const float* r = row_at(kv, pos, buf);
       std::copy_n(r, L.total, row_.data());
-      compress_block(kv, b, R, L.ckv, L.csc, L.c, hd, R == 4, w.c_norm, eps, crope, &row_[L.comp]);
+      compress_block(kv, b, R, L.ckv, L.csc, hd, R == 4, w.c_norm, eps, crope, &row_[L.comp]);
       if (R == 4)
-        compress_block(kv, b, R, L.ikv, L.isc, 2 * D, D, true, w.i_norm, eps, crope, &row_[L.ik]);
+        compress_block(kv, b, R, L.ikv, L.isc, D, true, w.i_norm, eps, crope, &row_[L.ik]);
       kv.store(pos, row_.data(), nullptr);
     }
   }
