@@ -7,7 +7,10 @@
 // and shared expert). Trailing NextN/MTP blocks (nextn_predict_layers) are
 // ignored: no MTP for deepseek4 yet.
 #include <cmath>
+#include <cstdint>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "model/arch.h"
 #include "model/arch/tensor_plan.h"
@@ -160,13 +163,155 @@ ArchDesc describe_deepseek4(const ArchReader& r) {
 
 namespace {
 
-void plan_deepseek4(const ArchSizes&, PlanBuilder&) {
-  throw Error(
-      "--arch deepseek4: sluice synth cannot write deepseek4 files yet (loading and evaluating "
-      "them works)");
+// Fixed parts of a synthetic deepseek4 file (ArchSizes has no fields for
+// them): 4 streams, 20 Sinkhorn rounds, 2 output groups of rank q_lora / 2,
+// compress ratios 4, 128, 0 repeating over the blocks, no hash-routed layers
+// (their I32 table is not synthesised), SwiGLU clamp 10.
+constexpr uint32_t kHc = 4, kSinkhorn = 20, kGroups = 2;
+constexpr uint32_t kRatios[] = {4, 128, 0};
+
+// The keys and tensors of shared/golden/deepseek4-f32.gguf, shapes from the
+// sizes; matrices in cfg.attn_type (experts cfg.expert_type), norms, the
+// hyper-connection tensors and the compressors' ape F32, as llama.cpp's
+// converter writes DeepSeek-V4.
+void plan_deepseek4(const ArchSizes& cfg, PlanBuilder& p) {
+  reject_nextn(cfg);
+  if (cfg.n_expert == 0) fail("--experts", "deepseek4 needs experts (every layer is MoE)");
+  if (cfg.n_head % kGroups != 0)
+    fail("--heads", "deepseek4's 2 output groups need an even head count");
+  if (cfg.q_lora_rank < 2) fail("--q-lora-rank", "deepseek4 needs a q LoRA (the indexer reads it)");
+  const uint32_t n_rot = cfg.n_rot ? cfg.n_rot : cfg.head_dim;
+  if (n_rot % 2 != 0 || n_rot > cfg.head_dim || n_rot > cfg.dsa_head_dim)
+    fail("--head-dim", "deepseek4's rope dims must be even and fit the head and indexer dims");
+  const std::string a = cfg.arch;
+  p.general(cfg);
+  p.md(a + ".block_count", gguf::Value::from_u32(cfg.n_layer));
+  p.md(a + ".context_length", gguf::Value::from_u32(cfg.context_length));
+  p.md(a + ".embedding_length", gguf::Value::from_u32(cfg.n_embd));
+  p.md(a + ".feed_forward_length", gguf::Value::from_u32(cfg.n_ff_exp));
+  p.md(a + ".attention.head_count", gguf::Value::from_u32(cfg.n_head));
+  p.md(a + ".attention.head_count_kv", gguf::Value::from_u32(1));
+  p.md(a + ".attention.key_length", gguf::Value::from_u32(cfg.head_dim));
+  p.md(a + ".attention.value_length", gguf::Value::from_u32(cfg.head_dim));
+  p.md(a + ".attention.layer_norm_rms_epsilon", gguf::Value::from_f32(cfg.rms_eps));
+  p.md(a + ".attention.q_lora_rank", gguf::Value::from_u32(cfg.q_lora_rank));
+  p.md(a + ".attention.sliding_window", gguf::Value::from_u32(cfg.n_swa));
+  p.md(a + ".attention.output_group_count", gguf::Value::from_u32(kGroups));
+  p.md(a + ".attention.output_lora_rank", gguf::Value::from_u32(cfg.q_lora_rank / 2));
+  std::vector<int32_t> ratios;
+  for (uint32_t l = 0; l < cfg.n_layer; ++l) ratios.push_back(static_cast<int32_t>(kRatios[l % 3]));
+  p.md(a + ".attention.compress_ratios", gguf::Value::from_i32s(ratios));
+  p.md(a + ".attention.compress_rope_freq_base", gguf::Value::from_f32(160000.0f));
+  p.md(a + ".attention.indexer.head_count", gguf::Value::from_u32(cfg.dsa_n_head));
+  p.md(a + ".attention.indexer.key_length", gguf::Value::from_u32(cfg.dsa_head_dim));
+  p.md(a + ".attention.indexer.top_k", gguf::Value::from_u32(cfg.dsa_top_k));
+  p.md(a + ".rope.dimension_count", gguf::Value::from_u32(n_rot));
+  p.md(a + ".rope.freq_base", gguf::Value::from_f32(cfg.rope_theta));
+  if (cfg.rope_scaling_factor > 1.0f) {
+    p.md(a + ".rope.scaling.type", gguf::Value::from_string("yarn"));
+    p.md(a + ".rope.scaling.factor", gguf::Value::from_f32(cfg.rope_scaling_factor));
+    p.md(a + ".rope.scaling.original_context_length", gguf::Value::from_u32(cfg.rope_orig_ctx));
+  }
+  p.md(a + ".expert_count", gguf::Value::from_u32(cfg.n_expert));
+  p.md(a + ".expert_used_count", gguf::Value::from_u32(cfg.n_expert_used));
+  p.md(a + ".expert_feed_forward_length", gguf::Value::from_u32(cfg.n_ff_exp));
+  p.md(a + ".expert_shared_count", gguf::Value::from_u32(cfg.n_expert_shared));
+  p.md(a + ".expert_weights_scale", gguf::Value::from_f32(cfg.expert_weights_scale));
+  p.md(a + ".expert_weights_norm", gguf::Value::from_bool(cfg.expert_weights_norm));
+  p.md(a + ".expert_gating_func", gguf::Value::from_u32(4));
+  p.md(a + ".swiglu_clamp_exp", gguf::Value::from_f32(10.0f));
+  p.md(a + ".swiglu_clamp_shexp", gguf::Value::from_f32(10.0f));
+  p.md(a + ".hyper_connection.count", gguf::Value::from_u32(kHc));
+  p.md(a + ".hyper_connection.sinkhorn_iterations", gguf::Value::from_u32(kSinkhorn));
+  p.md(a + ".hyper_connection.epsilon", gguf::Value::from_f32(1e-6f));
+  p.md(a + ".hash_layer_count", gguf::Value::from_u32(0));
+  p.file_type(cfg);
+  const uint64_t V = p.tokenizer();
+
+  const uint64_t E = cfg.n_embd, H = cfg.n_head, HD = cfg.head_dim, QR = cfg.q_lora_rank,
+                 R = QR / 2;
+  const uint64_t IH = cfg.dsa_n_head, ID = cfg.dsa_head_dim, X = cfg.n_expert, F = cfg.n_ff_exp;
+  const uint64_t FS = F * cfg.n_expert_shared, M = (2 + kHc) * kHc;
+  const GgmlType f32 = GgmlType::F32, at = cfg.attn_type;
+  auto mat = [&](const std::string& name, uint64_t n_in, uint64_t n_out, uint32_t l) {
+    p.add(name, quantize_fallback(at, n_in), {n_in, n_out}, Init::Projection, l, "--dense-type");
+  };
+  p.add("token_embd.weight", quantize_fallback(cfg.embd_type, E), {E, V}, Init::Embedding, 0,
+        "--embd-type");
+  p.add("output_hc_fn.weight", f32, {kHc * E, kHc}, Init::Projection, 0, "--n-embd");
+  p.add("output_hc_base.weight", f32, {kHc}, Init::Bias, 0, "--n-embd");
+  p.add("output_hc_scale.weight", f32, {1}, Init::Norm, 0, "--n-embd");
+  p.add("output_norm.weight", f32, {E}, Init::Norm, 0, "--n-embd");
+  p.add("output.weight", quantize_fallback(cfg.output_type, E), {E, V}, Init::Projection, 0,
+        "--dense-type");
+  for (uint32_t l = 0; l < cfg.n_layer; ++l) {
+    const std::string b = "blk." + std::to_string(l) + ".";
+    const uint32_t ratio = kRatios[l % 3];
+    p.add(b + "attn_norm.weight", f32, {E}, Init::Norm, l, "--n-embd");
+    p.add(b + "attn_sinks.weight", f32, {H}, Init::Bias, l, "--heads");
+    mat(b + "attn_q_a.weight", E, QR, l);
+    p.add(b + "attn_q_a_norm.weight", f32, {QR}, Init::Norm, l, "--q-lora-rank");
+    mat(b + "attn_q_b.weight", QR, H * HD, l);
+    mat(b + "attn_kv.weight", E, HD, l);
+    p.add(b + "attn_kv_a_norm.weight", f32, {HD}, Init::Norm, l, "--head-dim");
+    mat(b + "attn_output_a.weight", H * HD / kGroups, R * kGroups, l);
+    mat(b + "attn_output_b.weight", kGroups * R, E, l);
+    for (const char* site : {"hc_attn", "hc_ffn"}) {
+      p.add(b + site + "_fn.weight", f32, {kHc * E, M}, Init::Projection, l, "--n-embd");
+      p.add(b + site + "_base.weight", f32, {M}, Init::Bias, l, "--n-embd");
+      p.add(b + site + "_scale.weight", f32, {3}, Init::Norm, l, "--n-embd");
+    }
+    if (ratio != 0) {
+      const uint64_t C = (ratio == 4 ? 2 : 1) * HD;
+      mat(b + "attn_compressor_kv.weight", E, C, l);
+      mat(b + "attn_compressor_gate.weight", E, C, l);
+      p.add(b + "attn_compressor_ape.weight", f32, {C, ratio}, Init::Bias, l, "--head-dim");
+      p.add(b + "attn_compressor_norm.weight", f32, {HD}, Init::Norm, l, "--head-dim");
+    }
+    if (ratio == 4) {
+      mat(b + "indexer.proj.weight", E, IH, l);
+      mat(b + "indexer.attn_q_b.weight", QR, IH * ID, l);
+      mat(b + "indexer_compressor_kv.weight", E, 2 * ID, l);
+      mat(b + "indexer_compressor_gate.weight", E, 2 * ID, l);
+      p.add(b + "indexer_compressor_ape.weight", f32, {2 * ID, 4}, Init::Bias, l, "--n-embd");
+      p.add(b + "indexer_compressor_norm.weight", f32, {ID}, Init::Norm, l, "--n-embd");
+    }
+    p.add(b + "ffn_norm.weight", f32, {E}, Init::Norm, l, "--n-embd");
+    p.add(b + "ffn_gate_inp.weight", f32, {E, X}, Init::Router, l, "--experts");
+    p.add(b + "exp_probs_b.bias", f32, {X}, Init::Bias, l, "--experts");
+    p.add(b + "ffn_gate_exps.weight", cfg.expert_type, {E, F, X}, Init::Projection, l, "--type");
+    p.add(b + "ffn_up_exps.weight", cfg.expert_type, {E, F, X}, Init::Projection, l, "--type");
+    p.add(b + "ffn_down_exps.weight", cfg.down_type, {F, E, X}, Init::Projection, l, "--type");
+    mat(b + "ffn_gate_shexp.weight", E, FS, l);
+    mat(b + "ffn_up_shexp.weight", E, FS, l);
+    mat(b + "ffn_down_shexp.weight", FS, E, l);
+  }
 }
 
-void tiny_deepseek4(ArchSizes& cfg) { cfg.arch = "deepseek4"; }
+// The shapes of shared/golden/deepseek4-f32 (DeepSeek-V4-like, tiny), with
+// expert FFN 32 so that every row fits the default Q4_0/Q8_0 blocks.
+void tiny_deepseek4(ArchSizes& c) {
+  c.n_layer = 3;
+  c.n_embd = 128;
+  c.n_head = 4;
+  c.n_head_kv = 1;
+  c.head_dim = 128;
+  c.n_rot = 16;
+  c.q_lora_rank = 64;
+  c.n_expert = 8;
+  c.n_expert_used = 2;
+  c.n_ff_exp = 32;
+  c.n_expert_shared = 1;
+  c.expert_weights_scale = 1.5f;
+  c.dsa_n_head = 16;
+  c.dsa_head_dim = 64;
+  c.dsa_top_k = 8;
+  c.n_swa = 32;
+  c.rope_theta = 10000.0f;
+  c.rope_scaling_factor = 16.0f;
+  c.rope_orig_ctx = 4096;
+  c.rms_eps = 1e-6f;
+}
 
 }  // namespace
 
