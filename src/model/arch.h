@@ -37,6 +37,8 @@ enum class AttentionKind {
              // no KV rows, a recurrent state instead
   ShortConv,  // LFM2's gated short convolution (model/mixers/short_conv.h): shortconv.in_proj, shortconv.conv,
               // shortconv.out_proj; no KV rows, a recurrent state of conv_taps - 1 inputs
+  Dsv4,      // DeepSeek V4 (HParams::dsv4; model/mixers/dsv4_attention.h): one K = V head over a
+             // sliding window plus compressed blocks (compress_ratio), sinks, grouped output LoRA
 };
 
 // Mla layers with DeepSeek's sparse attention (DSA, glm-dsa): a Full layer
@@ -75,12 +77,17 @@ struct AttentionDesc {
   bool v_norm = false;
   DsaIndexer indexer = DsaIndexer::None;  // Mla only
   uint32_t conv_taps = 0;                 // ShortConv only: the conv's width L (shortconv.l_cache)
+  // Dsv4: 0 (window only), 4 (overlapping compressed blocks + lightning
+  // indexer top-k) or 128 (every compressed block).
+  uint32_t compress_ratio = 0;
 };
 
 enum class RouterKind {
   SoftmaxAll,       // weights = softmax over all experts, top-k of them (qwen3moe, Mixtral)
   SoftmaxSelected,  // top-k of the raw logits, weights = softmax over the k selected (gpt-oss)
   SigmoidBiased,    // sigmoid; selection by sigmoid + exp_probs_b, weights the unbiased sigmoids (glm4moe, DeepSeek-V3)
+  SqrtSoftplus,     // sqrt(softplus); selection by it + exp_probs_b, weights the unbiased scores (DeepSeek V4)
+  HashSqrtSoftplus, // experts by token id (ffn_gate_tid2eid), weights their sqrt(softplus) scores (DeepSeek V4)
 };
 const char* router_kind_name(RouterKind k);
 
@@ -107,6 +114,7 @@ enum class Activation {
   SwiGlu,     // silu(gate) * up
   SwiGluOai,  // g = min(gate, 7), u = clamp(up, -7, 7): g * sigmoid(1.702 g) * (u + 1) (gpt-oss)
   GeluTanh,   // gelu(gate) * up, tanh approximation, exact in F32 (Gemma 4)
+  SwiGluClamped,  // silu(min(gate, L)) * clamp(up, -L, L), L = FfnDesc::clamp (DeepSeek V4)
 };
 const char* activation_name(Activation a);
 
@@ -126,12 +134,16 @@ struct FfnDesc {
   // ffn_gate_inp_shexp.weight a vector {n_embd} (Qwen3.5/3.6).
   bool shared_gate = false;
   RouterDesc router;
+  // SwiGluClamped: L of the routed experts and of the shared expert.
+  float clamp = 0.0f;
+  float clamp_shexp = 0.0f;
 };
 
 // How a layer's blocks are composed (model/transformer.h).
 enum class BlockKind {
   PreNorm,  // x += Mixer(norm(x)); x += FFN(norm(x))
   Gemma4,   // Gemma 4's post-normed block with a dense MLP beside the routed experts (transformer_gemma4.cpp)
+  Dsv4,     // DeepSeek V4: both sublayers wrapped in hyper-connections (transformer_dsv4.cpp)
 };
 
 struct LayerDesc {

@@ -32,6 +32,8 @@ const char* router_kind_name(RouterKind k) {
     case RouterKind::SoftmaxAll: return "softmax";
     case RouterKind::SoftmaxSelected: return "softmax over the selected";
     case RouterKind::SigmoidBiased: return "sigmoid + selection bias";
+    case RouterKind::SqrtSoftplus: return "sqrt-softplus + selection bias";
+    case RouterKind::HashSqrtSoftplus: return "hash by token id, sqrt-softplus weights";
   }
   return "?";
 }
@@ -43,6 +45,7 @@ const char* activation_name(Activation a) {
     case Activation::SwiGlu: return "swiglu";
     case Activation::SwiGluOai: return "swiglu-oai";
     case Activation::GeluTanh: return "geglu-tanh";
+    case Activation::SwiGluClamped: return "swiglu-clamped";
   }
   return "?";
 }

@@ -112,6 +112,18 @@ class Binder {
   uint64_t packed_bytes_ = 0;
 
  public:
+  // Block g's matrix (rows [g n_out, (g+1) n_out)) of a 2-D tensor
+  // {n_in, n_out * n_blocks}, which is laid out exactly as {n_in, n_out, n_blocks}.
+  std::vector<WeightMatrix> row_blocks(const std::string& name, uint64_t n_in, uint64_t n_out, uint64_t n_blocks) {
+    const gguf::TensorInfo& t = shaped(name, {n_in, n_out * n_blocks});
+    const uint8_t* base = static_cast<const uint8_t*>(dw_.data(t));
+    const uint64_t slice = t.bytes / n_blocks;
+    std::vector<WeightMatrix> out;
+    for (uint64_t g = 0; g < n_blocks; ++g)
+      out.push_back(resident(t, make_weight(base + g * slice, t.type, static_cast<int64_t>(n_in),
+                                            static_cast<int64_t>(n_out), name + " (group " + std::to_string(g) + ")")));
+    return out;
+  }
   // Head h's matrix of a 3-D per-head tensor {n_in, n_out, n_head}.
   std::vector<WeightMatrix> per_head(const std::string& name, uint64_t n_in, uint64_t n_out, uint64_t n_head) {
     const gguf::TensorInfo& t = shaped(name, {n_in, n_out, n_head});

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "kernels/ops.h"
 
@@ -22,8 +23,18 @@ void add_bias(float* x, const float* b, int64_t n) {
 
 }  // namespace
 
-void apply_activation(Activation act, float* g, const float* u, int64_t n) {
-  if (act == Activation::SwiGlu) {
+void apply_activation(Activation act, float* g, const float* u, int64_t n, float clamp) {
+  if (act == Activation::SwiGluClamped && clamp > 1e-6f) {
+    thread_local std::vector<float> uc;  // the clamped up values (u is the caller's)
+    uc.assign(u, u + n);
+    for (int64_t i = 0; i < n; ++i) {
+      g[i] = std::min(g[i], clamp);
+      uc[i] = std::clamp(uc[i], -clamp, clamp);
+    }
+    kernels::ops().swiglu(g, uc.data(), n);
+    return;
+  }
+  if (act == Activation::SwiGlu || act == Activation::SwiGluClamped) {
     kernels::ops().swiglu(g, u, n);
     return;
   }
@@ -45,7 +56,8 @@ void apply_activation(Activation act, float* g, const float* u, int64_t n) {
 }
 
 void SwiGlu::run(const FfnMatrices& m, Activation act, const FfnBiases& bias, std::span<const void* const> act_gate,
-                 std::span<const void* const> act_up, float* out, int64_t out_stride, ThreadPool& pool) {
+                 std::span<const void* const> act_up, float* out, int64_t out_stride, ThreadPool& pool,
+                 float clamp) {
   const int64_t n = static_cast<int64_t>(act_gate.size());
   const int64_t n_ff = m.gate.n_out;
   g_.resize(static_cast<size_t>(n * n_ff));
@@ -66,7 +78,7 @@ void SwiGlu::run(const FfnMatrices& m, Activation act, const FfnBiases& bias, st
       if (bias.gate) add_bias(&g_[i * n_ff], bias.gate, n_ff);
       if (bias.up) add_bias(&u_[i * n_ff], bias.up, n_ff);
     }
-    apply_activation(act, &g_[p0 * n_ff], &u_[p0 * n_ff], (p1 - p0) * n_ff);
+    apply_activation(act, &g_[p0 * n_ff], &u_[p0 * n_ff], (p1 - p0) * n_ff, clamp);
     hidden_q_.convert_rows(g_.data(), n_ff, p0, p1);
   };
   // Tile-GEMM weights (AMX) re-lay the positions once for all row ranges.
@@ -79,7 +91,7 @@ void SwiGlu::run(const FfnMatrices& m, Activation act, const FfnBiases& bias, st
     for (int64_t i = 0; i < n; ++i) {
       if (bias.gate) add_bias(&g_[i * n_ff + r0], bias.gate + r0, r1 - r0);
       if (bias.up) add_bias(&u_[i * n_ff + r0], bias.up + r0, r1 - r0);
-      apply_activation(act, &g_[i * n_ff + r0], &u_[i * n_ff + r0], r1 - r0);
+      apply_activation(act, &g_[i * n_ff + r0], &u_[i * n_ff + r0], r1 - r0, clamp);
     }
   };
   const int64_t work = 2 * n * n_ff * m.gate.n_in;

@@ -4,6 +4,8 @@
 //   SwiGluOai: act(g, u) = g' * sigmoid(1.702 g') * (u' + 1) with g' = min(g, 7),
 //              u' = clamp(u, -7, 7) (gpt-oss; llama.cpp's swiglu_oai)
 //   GeluTanh:  act(g, u) = gelu_tanh(g) * u (Gemma 4)
+//   SwiGluClamped: act(g, u) = silu(min(g, L)) * clamp(u, -L, L) (DeepSeek V4;
+//              `clamp` L; off, i.e. SwiGlu, when L <= 1e-6 as in llama.cpp)
 // Biases are optional (null: none).
 #pragma once
 
@@ -29,7 +31,7 @@ struct FfnBiases {
 };
 
 // The activation in place over n hidden units: g[i] = act(g[i], u[i]).
-void apply_activation(Activation act, float* g, const float* u, int64_t n);
+void apply_activation(Activation act, float* g, const float* u, int64_t n, float clamp = 0.0f);
 
 // Reusable scratch for SwiGLU evaluations; not thread-safe (one per model).
 class SwiGlu {
@@ -38,7 +40,8 @@ class SwiGlu {
   // vec_dot_type. Writes n = act_gate.size() rows of down.n_out floats to out
   // (row i at out + i * out_stride).
   void run(const FfnMatrices& m, Activation act, const FfnBiases& bias, std::span<const void* const> act_gate,
-           std::span<const void* const> act_up, float* out, int64_t out_stride, ThreadPool& pool);
+           std::span<const void* const> act_up, float* out, int64_t out_stride, ThreadPool& pool,
+           float clamp = 0.0f);
 
  private:
   std::vector<float> g_, u_;

@@ -66,6 +66,22 @@ struct DsaParams {
   uint32_t top_k = 0;     // attention.indexer.top_k
 };
 
+// DeepSeek V4 (deepseek4; model/mixers/dsv4_attention.h, model/transformer_dsv4.cpp):
+// hyper-connections (hc_count residual streams mixed by Sinkhorn-normalised
+// matrices around every sublayer), the grouped low-rank output projection, the
+// compressed-KV rope base, hash-routed leading layers. The indexer of ratio-4
+// layers is HParams::dsa.
+struct Dsv4Params {
+  uint32_t hc_count = 0;          // hyper_connection.count (0: not deepseek4)
+  uint32_t sinkhorn_iters = 0;    // hyper_connection.sinkhorn_iterations
+  float hc_eps = 0.0f;            // hyper_connection.epsilon
+  uint32_t q_lora_rank = 0;       // attention.q_lora_rank
+  uint32_t o_groups = 0;          // attention.output_group_count
+  uint32_t o_lora_rank = 0;       // attention.output_lora_rank
+  uint32_t hash_layers = 0;       // hash_layer_count: layers [0, n) route by token id
+  RopeParams compress_rope;       // compressed layers: compress_rope_freq_base + the file's YaRN
+};
+
 struct HParams {
   std::string arch;
   uint32_t n_embd = 0;
@@ -92,6 +108,7 @@ struct HParams {
   float embd_scale = 0.0f;
   float logit_softcap = 0.0f;
   DsaParams dsa;            // set where any layer has a DSA indexer (AttentionDesc::indexer)
+  Dsv4Params dsv4;          // deepseek4
 
   bool is_moe() const { return n_expert > 0; }
   uint32_t q_dim() const { return n_head * head_dim; }

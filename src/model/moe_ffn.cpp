@@ -71,7 +71,7 @@ void MoeFfn::compute_expert(size_t i, const moe::ExpertView& view, int layer, co
   if (tmpl.gate_bias) bias.gate = tmpl.gate_bias + e * static_cast<size_t>(m.gate.n_out);
   if (tmpl.up_bias) bias.up = tmpl.up_bias + e * static_cast<size_t>(m.up.n_out);
   if (tmpl.down_bias) bias.down = tmpl.down_bias + e * static_cast<size_t>(n_out);
-  swiglu_.run(m, tmpl.act, bias, rows_gate_, rows_up_, expert_out_.data(), n_out, pool);
+  swiglu_.run(m, tmpl.act, bias, rows_gate_, rows_up_, expert_out_.data(), n_out, pool, tmpl.clamp);
   for (size_t j = 0; j < u.size(); ++j) {
     const size_t entry = row_start_[u[j].position] + static_cast<size_t>(u[j].slot);
     std::memcpy(&slot_out_[entry * n_out], &expert_out_[j * n_out], sizeof(float) * n_out);

@@ -27,6 +27,7 @@ namespace sluice::model {
 struct ExpertTemplate {
   FfnMatrices m;  // gate/up/down with data == nullptr
   Activation act = Activation::SwiGlu;
+  float clamp = 0.0f;                // SwiGluClamped: L (FfnDesc::clamp)
   const float* gate_bias = nullptr;  // [n_expert][n_ff], or null
   const float* up_bias = nullptr;    // [n_expert][n_ff], or null
   const float* down_bias = nullptr;  // [n_expert][n_embd], or null

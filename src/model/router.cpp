@@ -5,6 +5,8 @@
 #include <iterator>
 #include <numeric>
 
+#include "util/error.h"
+
 namespace sluice::model {
 
 namespace {
@@ -68,6 +70,28 @@ void limit_groups(float* score, int n_expert, uint32_t n_group, uint32_t n_used)
 
 }  // namespace
 
+float sqrt_softplus(float x) { return std::sqrt(x > 20.0f ? x : std::log(1.0f + std::exp(x))); }
+
+void route_by_token(const RouterDesc& router, const int32_t* table, const int32_t* tokens, const float* logits,
+                    int n_tokens, int n_expert, int k, Routing& out) {
+  out.n_tokens = n_tokens;
+  out.k = k;
+  out.experts.assign(static_cast<size_t>(n_tokens) * k, 0);
+  out.weights.assign(static_cast<size_t>(n_tokens) * k, 0.0f);
+  for (int t = 0; t < n_tokens; ++t) {
+    const float* l = logits + static_cast<int64_t>(t) * n_expert;
+    int32_t* ex = &out.experts[static_cast<size_t>(t) * k];
+    float* w = &out.weights[static_cast<size_t>(t) * k];
+    const int32_t* row = table + static_cast<int64_t>(tokens[t]) * k;
+    for (int s = 0; s < k; ++s) {
+      ex[s] = row[s];
+      w[s] = sqrt_softplus(l[row[s]]);
+    }
+    if (router.normalize) renormalize(w, k);
+    sort_slots(ex, w, k);
+  }
+}
+
 void route_topk(const RouterDesc& router, const float* selection_bias, const float* logits, int n_tokens,
                 int n_expert, int k, Routing& out) {
   out.n_tokens = n_tokens;
@@ -128,6 +152,22 @@ void route_topk(const RouterDesc& router, const float* selection_bias, const flo
         sort_slots(ex, w, k);
         break;
       }
+      case RouterKind::SqrtSoftplus: {
+        for (int e = 0; e < n_expert; ++e) {
+          prob[e] = sqrt_softplus(l[e]);
+          score[e] = prob[e] + (selection_bias ? selection_bias[e] : 0.0f);
+        }
+        top_k_indices(score.data(), n_expert, k, order);
+        for (int s = 0; s < k; ++s) {
+          ex[s] = order[s];
+          w[s] = prob[order[s]];
+        }
+        if (router.normalize) renormalize(w, k);
+        sort_slots(ex, w, k);
+        break;
+      }
+      case RouterKind::HashSqrtSoftplus:
+        throw Error("internal: hash routing needs the token ids (route_by_token)");
     }
   }
 }

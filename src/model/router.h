@@ -10,6 +10,8 @@
 //                  group's score: the sum of its two best biased scores); the
 //                  weights are the UNBIASED p of the chosen, optionally
 //                  renormalised (glm4moe, DeepSeek-V3).
+//  SqrtSoftplus    as SigmoidBiased with sqrt(softplus(logit)) for the sigmoid
+//                  and no groups (DeepSeek V4); HashSqrtSoftplus: route_by_token.
 // Ties go to the lower expert id. Slot order is descending weight (ties: lower
 // id), and the MoE output is accumulated in this slot order. weights_scale is
 // not applied here (MoeFfn scales the routed sum).
@@ -33,6 +35,15 @@ struct Routing {
   int32_t expert(int t, int slot) const { return experts[static_cast<size_t>(t) * k + slot]; }
   float weight(int t, int slot) const { return weights[static_cast<size_t>(t) * k + slot]; }
 };
+
+// sqrt(softplus(x)) as ggml computes it (softplus(x) = x above 20).
+float sqrt_softplus(float x);
+
+// HashSqrtSoftplus: token t's experts are row tokens[t] of `table` ({k, n_vocab}
+// I32, ids checked by the caller), weighted by their sqrt-softplus scores of
+// `logits` (renormalised when router.normalize); slots as route_topk's.
+void route_by_token(const RouterDesc& router, const int32_t* table, const int32_t* tokens, const float* logits,
+                    int n_tokens, int n_expert, int k, Routing& out);
 
 // logits: n_tokens rows of n_expert router logits (any logit bias already
 // added). selection_bias: n_expert floats (SigmoidBiased; null = zeros).

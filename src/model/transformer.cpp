@@ -232,7 +232,8 @@ void Transformer::run_ubatch(std::span<const int32_t> tokens, int pos0, int firs
                              float* hidden_out) {
   const int T = static_cast<int>(tokens.size());
   const int64_t n_embd = hp_.n_embd;
-  x_.resize(static_cast<size_t>(T) * n_embd);
+  x_.resize(static_cast<size_t>(T) * x_width());
+  row_tokens_.resize(static_cast<size_t>(T));
   for (int t = 0; t < T; ++t) embed_row(tokens[t], t);
   state_->begin_append(T);
   const RowSegment seg{0, T, pos0, state_.get()};
@@ -243,11 +244,10 @@ void Transformer::run_ubatch(std::span<const int32_t> tokens, int pos0, int firs
   if (hidden_out) {
     // Every row's state after output_norm (rows are independent: the logits'
     // rows are the same values either way).
-    rms_norm_rows(x_.data(), output_norm_, T, n_embd, hp_.rms_eps, hidden_out);
+    final_norm_rows(x_.data(), T, hidden_out);
     if (n_out > 0) matmul_f32(output_, hidden_out + static_cast<int64_t>(first_row) * n_embd, n_out, logits_out, pool_, act_);
   } else if (n_out > 0) {
-    rms_norm_rows(&x_[static_cast<size_t>(first_row) * n_embd], output_norm_, n_out, n_embd, hp_.rms_eps,
-                  xn_.data());
+    final_norm_rows(&x_[static_cast<size_t>(first_row * x_width())], n_out, xn_.data());
     matmul_f32(output_, xn_.data(), n_out, logits_out, pool_, act_);
   }
   if (n_out > 0) softcap_logits(logits_out, n_out);
@@ -262,7 +262,7 @@ void Transformer::router_logits(const Layer& L, const float* xn, int T, std::vec
     for (int t = 0; t < T; ++t) kernels::ops().add(&logits[static_cast<size_t>(t) * n_expert], L.router_bias, n_expert);
 }
 
-void Transformer::dense_ffn(const FfnMatrices& m, Activation act, int T, float* out) {
+void Transformer::dense_ffn(const FfnMatrices& m, Activation act, int T, float* out, float clamp) {
   const int64_t n_embd = hp_.n_embd;
   QuantizedRows& gate_act = act_;
   gate_act.quantize(m.gate.kern->vec_dot_type, xn_.data(), T, n_embd, n_embd, &pool_);
@@ -274,13 +274,14 @@ void Transformer::dense_ffn(const FfnMatrices& m, Activation act, int T, float* 
     up_act.quantize(m.up.kern->vec_dot_type, xn_.data(), T, n_embd, n_embd, &pool_);
     for (int t = 0; t < T; ++t) rows_up[t] = up_act.row(t);
   }
-  swiglu_.run(m, act, FfnBiases{}, rows_gate, rows_up, out, n_embd, pool_);
+  swiglu_.run(m, act, FfnBiases{}, rows_gate, rows_up, out, n_embd, pool_, clamp);
 }
 
 void Transformer::forward_layer(int il, int T, std::span<const RowSegment> segs, int st_layer) {
   const Layer& L = layers_[il];
   const LayerDesc& d = *L.desc;
   if (d.block == BlockKind::Gemma4) return forward_gemma4_layer(il, T, segs, st_layer);
+  if (d.block == BlockKind::Dsv4) return forward_dsv4_layer(il, T, segs, st_layer);
   const int64_t n_embd = hp_.n_embd;
   const float eps = hp_.rms_eps;
   const kernels::OpsKernels& ops = kernels::ops();
@@ -362,6 +363,9 @@ void Transformer::routed_experts(int il, int T, std::span<const RowSegment> segs
       std::copy_n(replay_->experts(tok, il), moe_k_, &routing_.experts[static_cast<size_t>(t) * moe_k_]);
       std::copy_n(replay_->weights(tok, il), moe_k_, &routing_.weights[static_cast<size_t>(t) * moe_k_]);
     }
+    trim_stats_ += trim_routing(routing_, cfg_.trims, is_cached, routes_, &drops_);
+  } else if (d.ffn.router.kind == RouterKind::HashSqrtSoftplus) {
+    route_dsv4_hash(il, T);
     trim_stats_ += trim_routing(routing_, cfg_.trims, is_cached, routes_, &drops_);
   } else {
     trim_stats_ += route_layer(d.ffn.router, selection_bias, router_logits_.data(), T,

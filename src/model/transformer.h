@@ -7,6 +7,7 @@
 // (`output.weight`, or the tied token_embd.weight where the architecture allows).
 #pragma once
 
+#include <algorithm>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -15,6 +16,7 @@
 #include "model/attention.h"
 #include "model/mixers/gqa_attention.h"
 #include "model/mixers/dsa_attention.h"
+#include "model/mixers/dsv4_attention.h"
 #include "model/mixers/mla_attention.h"
 #include "model/mixers/short_conv.h"
 #include "model/ffn.h"
@@ -45,6 +47,15 @@ struct Gemma4Norms {
   const float* post_ffw = nullptr;        // after MLP + experts
   const float* router_scale = nullptr;    // ffn_gate_inp.scale {n_embd}
   const float* layer_output_scale = nullptr;  // {1}, or null (optional)
+};
+
+// One hyper-connection site of DeepSeek V4 (transformer_dsv4.cpp): hc_*_fn
+// {hc n_embd -> (2 + hc) hc}, base, scale {3}; the output head's fn is
+// {hc n_embd -> hc} with one scale.
+struct HcWeights {
+  WeightMatrix fn;
+  const float* base = nullptr;
+  const float* scale = nullptr;
 };
 
 class Transformer final : public Model {
@@ -90,6 +101,8 @@ class Transformer final : public Model {
   moe::ExpertUsage expert_usage() const override;
   // DSA (glm-dsa): sees every selection a Full indexer layer makes (tests).
   void set_dsa_observer(DsaSelectionObserver f) { dsa_.set_observer(std::move(f)); }
+  // deepseek4: sees every CSA layer's selected compressed blocks (tests).
+  void set_dsv4_observer(Dsv4SelectionObserver f) { dsv4_attn_.set_observer(std::move(f)); }
 
  private:
   // One layer's bound weights; optional inputs are null when absent.
@@ -116,6 +129,9 @@ class Transformer final : public Model {
     FfnMatrices dense;                     // !moe; BlockKind::Gemma4: the dense GELU MLP
     Gemma4Norms g4;                        // BlockKind::Gemma4
     Gemma4AttnWeights g4attn;              // BlockKind::Gemma4
+    Dsv4AttnWeights dsv4;                  // BlockKind::Dsv4
+    HcWeights hc_attn, hc_ffn;             // BlockKind::Dsv4
+    const int32_t* tid2eid = nullptr;      // HashSqrtSoftplus: ffn_gate_tid2eid {k, n_vocab}
   };
 
   // transformer_setup.cpp: the flags (Error naming the flag), then the model
@@ -142,7 +158,7 @@ class Transformer final : public Model {
                             ExpertTemplate& x);
   // Router logits (+ logit bias) of layer L for T rows of xn into `logits`.
   void router_logits(const Layer& L, const float* xn, int T, std::vector<float>& logits);
-  void dense_ffn(const FfnMatrices& m, Activation act, int T, float* out);
+  void dense_ffn(const FfnMatrices& m, Activation act, int T, float* out, float clamp = 0.0f);
   // Rows [row0, row0 + n) of a forward pass belong to one sequence at
   // positions pos0.. whose state is `st` (its mixers run on it alone).
   struct RowSegment {
@@ -177,6 +193,17 @@ class Transformer final : public Model {
   void bind_gemma4_layer(Binder& b, uint32_t il, const LayerDesc& d,
                          const std::vector<gguf::LayerExpertParts>& experts);
   void forward_gemma4_layer(int il, int n_tokens, std::span<const RowSegment> segs, int st_layer);
+  // BlockKind::Dsv4 layers (transformer_dsv4.cpp): binding, the block, the
+  // hyper-connection head before output_norm, hash routing.
+  void bind_dsv4_layer(Binder& b, uint32_t il, const LayerDesc& d, const std::vector<gguf::LayerExpertParts>& experts);
+  void forward_dsv4_layer(int il, int n_tokens, std::span<const RowSegment> segs, int st_layer);
+  void route_dsv4_hash(int il, int n_tokens);
+  // Floats per row of x_: n_embd, times the hyper-connection streams.
+  int64_t x_width() const { return static_cast<int64_t>(hp_.n_embd) * std::max<uint32_t>(1, hp_.dsv4.hc_count); }
+  // The rows' final hidden state after output_norm (n rows of x_ from `x`,
+  // n_embd each into out): RMSNorm * output_norm, after the hyper-connection
+  // head where the model has streams.
+  void final_norm_rows(const float* x, int n, float* out);
   // The routed experts of MoE layer il over rows xn_ (routed by router_logits_,
   // which the caller filled) into tmp_: replay, trims, prefetch, traces, usage.
   void routed_experts(int il, int n_tokens, std::span<const RowSegment> segs, const float* selection_bias);
@@ -228,6 +255,10 @@ class Transformer final : public Model {
   ShortConv short_conv_;
   Gemma4Attention gemma4_attn_;
   std::vector<float> g4_mlp_;  // Gemma 4: the dense MLP's rows
+  Dsv4Attention dsv4_attn_;
+  HcWeights hc_head_;          // deepseek4: output_hc_*
+  std::vector<float> hc_mix_, hc_u_;  // deepseek4 scratch
+  std::vector<int32_t> row_tokens_;   // the token of each row of x_ (hash routing)
   QuantizedRows act_;
   RopeAngles rope_;
   SwiGlu swiglu_;

@@ -34,11 +34,13 @@ void Transformer::slot_reset(int slot) {
 }
 
 void Transformer::embed_row(int32_t token, int row) {
-  const int64_t n_embd = hp_.n_embd;
-  kernels::dequantize_row(token_embd_->type, token_embd_data_ + token_embd_->row_bytes() * token,
-                          &x_[static_cast<size_t>(row) * n_embd], n_embd);
+  const int64_t n_embd = hp_.n_embd, width = x_width();
+  float* x = &x_[static_cast<size_t>(row * width)];
+  kernels::dequantize_row(token_embd_->type, token_embd_data_ + token_embd_->row_bytes() * token, x, n_embd);
   if (hp_.embd_scale != 0.0f)  // Gemma 4: the input scaled by sqrt(n_embd)
-    for (int64_t i = 0; i < n_embd; ++i) x_[static_cast<size_t>(row) * n_embd + i] *= hp_.embd_scale;
+    for (int64_t i = 0; i < n_embd; ++i) x[i] *= hp_.embd_scale;
+  for (int64_t s = n_embd; s < width; s += n_embd) std::copy_n(x, n_embd, x + s);  // every hyper-connection stream
+  if (static_cast<size_t>(row) < row_tokens_.size()) row_tokens_[static_cast<size_t>(row)] = token;
 }
 
 void Transformer::run_trunk(int T, std::span<const RowSegment> segs) {
@@ -93,7 +95,7 @@ void Transformer::eval_batch(std::span<const SequenceEval> seqs) {
     check_eval(s.tokens, st.n_past(), st, "eval_batch");
   }
   const auto t_eval = std::chrono::steady_clock::now();
-  const int64_t n_vocab = hp_.n_vocab, n_embd = hp_.n_embd;
+  const int64_t n_vocab = hp_.n_vocab;
   const int S = cfg_.ubatch;
   std::vector<size_t> done(seqs.size(), 0);  // tokens of each sequence evaluated so far
   std::vector<int> start(seqs.size());
@@ -117,7 +119,8 @@ void Transformer::eval_batch(std::span<const SequenceEval> seqs) {
         T += n;
       }
       if (T == 0) break;
-      x_.resize(static_cast<size_t>(T) * n_embd);
+      x_.resize(static_cast<size_t>(T) * x_width());
+      row_tokens_.resize(static_cast<size_t>(T));
       for (size_t k = 0; k < segs.size(); ++k)
         for (int r = 0; r < segs[k].n; ++r)
           embed_row(seqs[seg_seq[k]].tokens[done[seg_seq[k]] + static_cast<size_t>(r)],
@@ -136,8 +139,7 @@ void Transformer::eval_batch(std::span<const SequenceEval> seqs) {
         float* out = s.all_rows ? s.logits_out + static_cast<int64_t>(done[seg_seq[k]]) * n_vocab
                                 : s.logits_out;
         const int n_out = sg.n - first;
-        rms_norm_rows(&x_[static_cast<size_t>(sg.row0 + first) * n_embd], output_norm_, n_out,
-                      n_embd, hp_.rms_eps, xn_.data());
+        final_norm_rows(&x_[static_cast<size_t>((sg.row0 + first) * x_width())], n_out, xn_.data());
         matmul_f32(output_, xn_.data(), n_out, out, pool_, act_);
         softcap_logits(out, n_out);
       }

@@ -25,6 +25,12 @@ void Transformer::bind_weights(const std::vector<gguf::LayerExpertParts>& expert
   output_ = b.find("output.weight") ? b.matrix("output.weight", n_embd, hp_.n_vocab)
                                     : b.matrix("token_embd.weight", n_embd, hp_.n_vocab);
 
+  if (hp_.dsv4.hc_count > 0) {  // the hyper-connection head in front of output_norm
+    const uint64_t hc = hp_.dsv4.hc_count;
+    hc_head_.fn = b.matrix("output_hc_fn.weight", hc * n_embd, hc);
+    hc_head_.base = b.vector("output_hc_base.weight", hc);
+    hc_head_.scale = b.vector("output_hc_scale.weight", 1);
+  }
   layers_.resize(hp_.n_layer + (mtp_layer_ >= 0 ? 1 : 0));
   for (uint32_t il = 0; il < hp_.n_layer; ++il) bind_layer(b, il, desc_.layers[il], experts);
   if (mtp_layer_ >= 0) bind_mtp_head(b, experts);
@@ -49,6 +55,7 @@ void Transformer::bind_layer(Binder& b, uint32_t il, const LayerDesc& d,
   Layer& L = layers_[il];
   L.desc = &d;
   if (d.block == BlockKind::Gemma4) return bind_gemma4_layer(b, il, d, experts);
+  if (d.block == BlockKind::Dsv4) return bind_dsv4_layer(b, il, d, experts);
   const std::string p = "blk." + std::to_string(il) + ".";
   L.attn_norm = b.vector(p + "attn_norm.weight", n_embd);
   L.ffn_norm = b.vector(p + d.ffn_norm + ".weight", n_embd);
@@ -106,6 +113,7 @@ void Transformer::bind_expert_matrices(Binder& b, uint32_t il, const gguf::Layer
   x.m.up = b.expert(lp, gguf::kUp, n_embd, hp_.n_ff_exp);
   x.m.down = b.expert(lp, gguf::kDown, hp_.n_ff_exp, n_embd);
   x.act = d.ffn.act;
+  x.clamp = d.ffn.clamp;
   x.weights_scale = d.ffn.router.weights_scale;
 }
 

@@ -21,6 +21,12 @@ int Transformer::resolve_prefetch() const {
     say("prefetch: off (dense model: no routed experts to read ahead)");
     return 0;
   }
+  if (hp_.dsv4.hc_count > 0) {
+    // The prediction reads one stream of n_embd per row; hyper-connection
+    // rows hold several, and the MoE input is their learned mix.
+    say("prefetch: off (deepseek4's hyper-connections: no prediction of the next layer's experts yet)");
+    return 0;
+  }
   if (cfg_.load_all) {
     say("prefetch: off (--load-all keeps every expert resident)");
     return 0;

@@ -168,7 +168,30 @@ Sizing compute_sizing(const ModelInfo& info, uint64_t kv_context, const model::A
 // "sliding-window x4 (window 8; 2 kv heads x 64), full attention x2 (blk 2, 5;
 // 1 kv head x 128)"; the geometry only where a layer declares its own. ""
 // when no layer has a window.
+// deepseek4: the window and, per compress ratio, the layers that attend compressed blocks.
+std::string dsv4_mixers(const model::ArchDesc& d) {
+  std::string by_ratio[3];  // 0, 4, 128
+  size_t n[3] = {0, 0, 0};
+  for (size_t il = 0; il < d.layers.size(); ++il) {
+    const uint32_t r = d.layers[il].attn.compress_ratio;
+    const int k = r == 0 ? 0 : r == 4 ? 1 : 2;
+    by_ratio[k] += (n[k]++ ? ", " : "") + std::to_string(il);
+  }
+  static constexpr const char* kNames[] = {"window only", "CSA ratio 4 + indexer top-",
+                                           "HCA ratio 128"};
+  std::string s =
+      "sliding-window " + std::to_string(d.layers.empty() ? 0 : d.layers[0].attn.window) + " +";
+  for (int k = 0; k < 3; ++k) {
+    if (n[k] == 0) continue;
+    s += std::string(k == 0 || s.back() == '+' ? " " : ", ") + kNames[k] +
+         (k == 1 ? std::to_string(d.hp.dsa.top_k) : "") + " x" + std::to_string(n[k]) + " (blk " +
+         by_ratio[k] + ")";
+  }
+  return s + "; " + std::to_string(d.hp.dsv4.hc_count) + " hyper-connection streams";
+}
+
 std::string window_mixers(const model::ArchDesc& d) {
+  if (d.hp.dsv4.hc_count > 0) return dsv4_mixers(d);
   size_t n_swa = 0, n_full = 0;
   std::string full_blocks;
   const model::AttentionDesc* swa = nullptr;

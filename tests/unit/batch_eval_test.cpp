@@ -188,7 +188,8 @@ TEST_P(BatchEvalTest, BadBatchesAreErrorsThatChangeNothing) {
 
 INSTANTIATE_TEST_SUITE_P(Cases, BatchEvalTest,
                          ::testing::Values("qwen3moe-f32", "qwen3moe-kquants", "deepseek2-f32",
-                                           "qwen35moe-f32", "gpt-oss-mxfp4", "llama-dense-f16", "gemma4-f32", "glm-dsa-f32"),
+                                           "qwen35moe-f32", "gpt-oss-mxfp4", "llama-dense-f16", "gemma4-f32", "glm-dsa-f32",
+                                           "deepseek4-f32"),
                          CaseName());
 
 }  // namespace

@@ -63,7 +63,7 @@ INSTANTIATE_TEST_SUITE_P(Cases, GoldenTest,
                                            "glm4moe-f32", "glm4moe-q8_0", "deepseek2-f32", "deepseek2-q4_k",
                                            "deepseek2-mtp-f32", "qwen35moe-f32", "qwen35moe-kquants",
                                            "qwen35moe-mtp-f32", "gemma4-f32", "gemma4-kquants", "gemma4-split-q8_0",
-                                           "glm-dsa-f32", "glm-dsa-kquants"),
+                                           "glm-dsa-f32", "glm-dsa-kquants", "deepseek4-f32", "deepseek4-mxfp4"),
                          [](const auto& info) {
                            std::string s = info.param;
                            for (char& ch : s)

@@ -154,7 +154,8 @@ TEST_P(RollbackTest, InspectStateBytesAreTheAllocatedBytes) {
 INSTANTIATE_TEST_SUITE_P(Cases, RollbackTest,
                          ::testing::Values("qwen3moe-f32", "llama-moe-f32", "llama-dense-f16", "gpt-oss-mxfp4",
                                            "glm4moe-f32", "deepseek2-f32", "deepseek2-mtp-f32", "qwen35moe-f32",
-                                           "qwen35moe-kquants", "qwen35moe-mtp-f32", "gemma4-f32", "glm-dsa-f32"),
+                                           "qwen35moe-kquants", "qwen35moe-mtp-f32", "gemma4-f32", "glm-dsa-f32",
+                                           "deepseek4-f32"),
                          CaseName());
 
 // The NextN head keeps its own KV rows, truncated explicitly like the trunk's.

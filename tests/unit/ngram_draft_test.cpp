@@ -92,7 +92,9 @@ TEST_P(NgramGolden, GreedyOutputIsIdenticalToDecodingWithoutDrafts) {
     const Generated drafted = generate(path, prompt, 16, ngram, 3);
     EXPECT_EQ(drafted.ids, plain.ids) << "--ngram " << ngram;
     EXPECT_EQ(drafted.counters.ngram, ngram);
-    if (ngram == 1) EXPECT_EQ(drafted.counters.plain_steps, 0u) << "every token occurred earlier";
+    if (ngram == 1) {
+      EXPECT_EQ(drafted.counters.plain_steps, 0u) << "every token occurred earlier";
+    }
   }
 }
 

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "model/arch.h"
+#include "model/mixers/dsv4_attention.h"
 #include "util/error.h"
 
 namespace sluice::model {
@@ -46,6 +47,12 @@ LayerStateSpec layer_state_spec(const LayerDesc& d, const HParams& hp, int n_ctx
       s.kind = StateKind::KvRows;
       s.kv = {1, static_cast<int>(hp.head_dim), 0, n_ctx};
       if (d.attn.indexer == DsaIndexer::Full) s.kv.index_dim = static_cast<int>(hp.dsa.head_dim);
+      break;
+    case AttentionKind::Dsv4:
+      // One row per position (kv, compressor inputs, finished blocks:
+      // mixers/dsv4_attention.h); not a ring, the compressor reads a whole block back.
+      s.kind = StateKind::KvRows;
+      s.kv = {1, dsv4_row_layout(d.attn.compress_ratio, hp).total, 0, n_ctx};
       break;
     case AttentionKind::DeltaNet: {
       // The last K-1 conv inputs and one S x S matrix per value head; no rows.

@@ -1,0 +1,153 @@
+// deepseek4 (hyper-connections, compressed KV of ratios 4 and 128, the
+// lightning indexer's top-k over CSA blocks, hash routing) against llama.cpp
+// (shared/golden/deepseek4-*): every CSA position's selected blocks equal the
+// ones llama.cpp selected (NAME.json sparse_selection), in one call and token
+// by token; the logits pass the golden rule token by token (GoldenTest checks
+// them in one call); micro-batches and rollback change no bit (160 tokens: the
+// indexer selects from position 35 on, the first 128-block joins at 127).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "model/transformer.h"
+#include "model_test_support.h"
+
+namespace sluice::test {
+namespace {
+
+class Deepseek4Test : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    const std::string json = shared_path("golden/" + GetParam() + ".json");
+    if (!exists(json)) GTEST_SKIP() << GetParam() << " not found";
+    std::ifstream jf(json);
+    json_ = nlohmann::json::parse(jf);
+    gguf_ = shared_path("golden/" + json_["gguf"].get<std::string>());
+    tokens_ = json_["tokens"].get<std::vector<int32_t>>();
+  }
+  std::unique_ptr<model::Model> model(int ubatch, int threads = 2) const {
+    auto cfg = golden_config();
+    cfg.ubatch = ubatch;
+    cfg.threads = threads;
+    return load(gguf_, cfg);
+  }
+  using Selections = std::map<int, std::map<int, std::vector<int>>>;  // layer -> position -> blocks
+  static void observe(model::Model& m, Selections& out) {
+    auto* t = dynamic_cast<model::Transformer*>(&m);
+    ASSERT_NE(t, nullptr);
+    t->set_dsv4_observer(
+        [&out](int layer, int pos, const std::vector<int>& blocks) { out[layer][pos] = blocks; });
+  }
+  nlohmann::json json_;
+  std::string gguf_;
+  std::vector<int32_t> tokens_;
+};
+
+TEST_P(Deepseek4Test, SelectionEqualsLlamaCppInPrefillAndDecode) {
+  for (int ubatch : {512, 1}) {
+    auto m = model(ubatch);
+    Selections got;
+    observe(*m, got);
+    eval_all(*m, tokens_);
+    const auto& layers = json_["sparse_selection"]["layers"];
+    ASSERT_EQ(got.size(), layers.size()) << "ubatch " << ubatch << ": CSA layers";
+    for (const auto& [name, l] : layers.items()) {
+      const int layer = std::stoi(name.substr(4));  // "blk.N"
+      const auto want = l["selected"].get<std::vector<std::vector<int>>>();
+      ASSERT_TRUE(got.count(layer)) << name;
+      int wrong = 0;
+      for (size_t p = 0; p < want.size(); ++p) {
+        const auto it = got.at(layer).find(static_cast<int>(p));
+        const std::vector<int> g = it == got.at(layer).end() ? std::vector<int>{} : it->second;
+        if (g != want[p] && wrong++ < 5)
+          ADD_FAILURE() << "ubatch " << ubatch << " " << name << " position " << p;
+      }
+      EXPECT_EQ(wrong, 0) << "ubatch " << ubatch << " " << name
+                          << ": positions with another selection";
+    }
+  }
+}
+
+// The golden rule (check_golden.py 1-3) token by token, and bit-identical to
+// the one-call logits.
+TEST_P(Deepseek4Test, TokenByTokenPassesTheGoldenRuleAndEqualsPrefill) {
+  const auto ref = read_f32_file(shared_path("golden/" + json_["logits_file"].get<std::string>()));
+  auto m = model(1);
+  const size_t nv = m->hparams().n_vocab, n = tokens_.size();
+  std::vector<float> got(n * nv);
+  for (size_t i = 0; i < n; ++i)
+    m->eval(std::span(tokens_).subspan(i, 1), static_cast<int>(i), &got[i * nv]);
+  ASSERT_EQ(ref.size(), got.size());
+  const auto& tol = json_["tolerance"];
+  double sum_abs = 0, sum = 0, sum2 = 0;
+  int over = 0, agree = 0;
+  for (size_t t = 0; t < n; ++t) {
+    double pos_max = 0;
+    size_t ra = 0, ga = 0;
+    for (size_t v = 0; v < nv; ++v) {
+      const size_t i = t * nv + v;
+      const double d = std::fabs(static_cast<double>(ref[i]) - got[i]);
+      sum_abs += d, sum += ref[i], sum2 += static_cast<double>(ref[i]) * ref[i];
+      pos_max = std::max(pos_max, d);
+      if (ref[i] > ref[t * nv + ra]) ra = v;
+      if (got[i] > got[t * nv + ga]) ga = v;
+    }
+    over += pos_max > tol["position_max_abs_diff"].get<double>();
+    agree += ra == ga;
+  }
+  const double cnt = static_cast<double>(n * nv),
+               std_ = std::sqrt(sum2 / cnt - (sum / cnt) * (sum / cnt));
+  std::printf("[golden] %-20s token by token: mean|d|/std %.3g  over %d  argmax %d/%zu\n",
+              GetParam().c_str(), sum_abs / cnt / std_, over, agree, n);
+  EXPECT_LE(sum_abs / cnt, tol["mean_abs_diff"].get<double>());
+  EXPECT_LE(static_cast<double>(over) / n,
+            tol["max_fraction_positions_exceeding"].get<double>() + 1e-12);
+  EXPECT_GE(static_cast<double>(agree) / n, tol["argmax_agreement_min"].get<double>());
+  auto whole = model(512);
+  EXPECT_TRUE(same_bits(eval_all(*whole, tokens_), got));
+}
+
+TEST_P(Deepseek4Test, ThreadsAndMicroBatchesChangeNoBit) {
+  auto base = model(512, 2);
+  const std::vector<float> want = eval_all(*base, tokens_);
+  for (auto [threads, ubatch] : {std::pair{1, 7}, std::pair{3, 33}, std::pair{2, 128}}) {
+    auto m = model(ubatch, threads);
+    EXPECT_TRUE(same_bits(eval_all(*m, tokens_), want))
+        << "threads " << threads << " ubatch " << ubatch;
+  }
+}
+
+// eval(A + C); truncate(|A|); eval(B) == the tail of eval(A + B), with the cut
+// inside a CSA block and B completing the first HCA block.
+TEST_P(Deepseek4Test, RollbackIsExact) {
+  const std::vector<int32_t>& t = tokens_;
+  auto m = model(16);
+  const size_t nv = m->hparams().n_vocab;
+  const std::vector<float> whole = eval_all(*m, t);
+  const size_t a = 42;
+  const std::vector<int32_t> A(t.begin(), t.begin() + a), B(t.begin() + a, t.end());
+  std::vector<int32_t> AC = A;
+  for (int i = 0; i < 50; ++i) AC.push_back(static_cast<int32_t>(3 + (i * 41) % 500));
+  m->reset();
+  std::vector<float> rows(AC.size() * nv);
+  m->eval(AC, 0, rows.data());
+  ASSERT_EQ(m->truncate(static_cast<int>(a)), static_cast<int>(a));
+  std::vector<float> b(B.size() * nv);
+  m->eval(B, static_cast<int>(a), b.data());
+  EXPECT_TRUE(same_bits(
+      b, std::vector<float>(whole.begin() + static_cast<std::ptrdiff_t>(a * nv), whole.end())));
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, Deepseek4Test,
+                         ::testing::Values("deepseek4-f32", "deepseek4-mxfp4"),
+                         [](const auto& info) {
+                           std::string s = info.param;
+                           for (char& ch : s)
+                             if (ch == '-') ch = '_';
+                           return s;
+                         });
+
+}  // namespace
+}  // namespace sluice::test
