@@ -75,6 +75,7 @@ class Transformer final : public Model {
   int n_past() const override { return state_->n_past(); }
   int truncate(int n) override { return state_->truncate(n); }
   void checkpoint() override { state_->checkpoint(); }
+  void checkpoint_rows(int n) override { state_->capture_rows(n); }
   StateBytes state_bytes() const override;
   ModelStats stats() const override;
   uint64_t expert_bytes(int layer) const override;
