@@ -39,7 +39,8 @@ void append(ModelState& st, const std::vector<int>& tokens) {
   RecurrentState& r = st.recurrent(0);
   const uint64_t n = r.spec().floats();
   for (size_t i = 0; i < tokens.size(); ++i) {
-    for (uint64_t j = 0; j < n; ++j) r.conv()[j] = r.conv()[j] * 0.5f + static_cast<float>(tokens[i]) + j;
+    for (uint64_t j = 0; j < n; ++j)
+      r.conv()[j] = r.conv()[j] * 0.5f + static_cast<float>(tokens[i]) + j;
     if (float* dst = st.row_capture(0, static_cast<int>(i))) std::copy_n(r.conv(), n, dst);
   }
   st.commit_append();
@@ -60,7 +61,7 @@ TEST(RowCheckpoints, TruncatingVerifyRowsRestoresTheirStateExactly) {
   ModelState st({rec_spec()}, KvType::F32, 32);
   append(st, {1, 2, 3});
   st.checkpoint();
-  st.capture_rows(2);      // a verify batch [t, d1, d2]: rows t and d1 captured
+  st.capture_rows(2);  // a verify batch [t, d1, d2]: rows t and d1 captured
   append(st, {7, 8, 9});
   EXPECT_EQ(st.checkpoint_positions(), (std::vector<int>{3, 4, 5}));
   EXPECT_EQ(st.checkpoint_bytes(), 3 * st.bytes().recurrent);
@@ -125,7 +126,8 @@ TEST(RowCheckpoints, RejectedDraftsOnQwen35moeReEvaluateNoTrunkToken) {
   const std::vector<int32_t> want = generate(path, 0, recomputed, mtp);
   for (int depth : {1, 2, 3}) {
     EXPECT_EQ(generate(path, depth, recomputed, mtp), want) << depth;
-    EXPECT_GT(mtp.drafted, mtp.accepted) << depth << ": no draft was rejected, the check would be empty";
+    EXPECT_GT(mtp.drafted, mtp.accepted)
+        << depth << ": no draft was rejected, the check would be empty";
     EXPECT_EQ(recomputed, 0u) << depth;
   }
 }
