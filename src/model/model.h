@@ -275,6 +275,10 @@ class Model {
   // at or after this position needs no recomputation from 0. A no-op for a
   // model whose layers all keep KV rows. A few are kept, oldest dropped first.
   virtual void checkpoint() {}
+  // Also checkpoints the recurrent layers at the end of each of the next
+  // eval's first n rows (MTP verification), so truncating a rejected draft
+  // re-evaluates nothing. A no-op where checkpoint() is one.
+  virtual void checkpoint_rows(int n) { (void)n; }
   // Bytes of the state allocated at load (KV rows and recurrent state of the
   // trunk and, when loaded, of the NextN head).
   virtual StateBytes state_bytes() const { return {}; }

@@ -87,6 +87,14 @@ class Transformer final : public Model {
   int n_past() const override { return state_->n_past(); }
   int truncate(int n) override { return state_->truncate(n); }
   void checkpoint() override { state_->checkpoint(); }
+  // Only the DeltaNet mixer writes row captures; with any other recurrent
+  // mixer (lfm2moe's short convolution) a rejected draft falls back to the
+  // checkpoint() taken before the batch instead (correct, with recomputation).
+  void checkpoint_rows(int n) override {
+    for (const LayerDesc& l : desc_.layers)
+      if (l.attn.kind == AttentionKind::ShortConv) return;
+    state_->capture_rows(n);
+  }
   StateBytes state_bytes() const override;
   ModelStats stats() const override;
   uint64_t expert_bytes(int layer) const override;

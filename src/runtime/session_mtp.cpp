@@ -184,8 +184,12 @@ GenerationStats Session::generate_mtp(std::span<const int32_t> prompt, int n_pre
     recorder_.begin(*model_);
     sync_model();
     // A verify batch with j of k drafts accepted is truncated back to P + 1 + j:
-    // a recurrent model then falls back to this checkpoint at worst.
-    if (k > 0) model_->checkpoint();
+    // a recurrent model restores the row checkpoint there (P + 1 .. P + k), or
+    // falls back to the one at P when the eval was split and missed it.
+    if (k > 0) {
+      model_->checkpoint();
+      model_->checkpoint_rows(k);
+    }
     model_->eval_hidden(batch, P, verify_logits_.data(), verify_hidden_.data(), true);
     // Every draft costs its verify row, accepted or not.
     mtp_counters_.drafted += static_cast<uint64_t>(k);

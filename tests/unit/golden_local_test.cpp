@@ -27,6 +27,8 @@
 
 #include "golden_rule.h"
 #include "model_test_support.h"
+#include "runtime/sampler.h"
+#include "runtime/session.h"
 
 namespace sluice::test {
 namespace {
@@ -157,6 +159,40 @@ TEST_P(GoldenLocalTest, ThreadsUbatchResidencyAndRollbackKeepTheBits) {
   const std::vector<float> first(pieces.begin() + static_cast<std::ptrdiff_t>(split * nv), pieces.end());
   EXPECT_TRUE(same_bits(again, first));
   EXPECT_EQ(check(c, pieces, "pieces"), "");
+}
+
+// --ngram 1 drafts at every step (the prompt holds every token id), so the
+// verify loop accepts and rejects drafts and rolls the recurrent layers back;
+// greedy output must equal decoding without drafts, token for token.
+TEST_P(GoldenLocalTest, NgramDraftsKeepTheGreedyTokens) {
+  const nlohmann::json c = read_case(GetParam());
+  TempDir dir;
+  const std::string gguf = synth_case(c, dir);
+  const int n_vocab = c["n_vocab"].get<int>();
+  std::vector<int32_t> prompt;
+  for (int32_t i = 0; i < n_vocab; ++i) prompt.push_back(static_cast<int32_t>((int64_t{i} * 97) % n_vocab));
+  auto cfg = golden_config();
+  cfg.n_ctx = n_vocab + 64;
+  auto generate = [&](int ngram, telemetry::MtpCounters* counters) {
+    runtime::Session s = runtime::Session::open(gguf, cfg);
+    runtime::MtpOptions o;
+    o.ngram = ngram;
+    o.depth = ngram > 0 ? 3 : 0;
+    s.set_mtp(o);
+    runtime::Sampler greedy_sampler(runtime::SamplerConfig{});
+    std::vector<int32_t> ids;
+    s.generate(prompt, 16, greedy_sampler, [&](int32_t id) {
+      ids.push_back(id);
+      return true;
+    });
+    if (counters) *counters = s.mtp_counters();
+    return ids;
+  };
+  const std::vector<int32_t> plain = generate(0, nullptr);
+  ASSERT_EQ(plain.size(), 16u);
+  telemetry::MtpCounters counters;
+  EXPECT_EQ(generate(1, &counters), plain);
+  EXPECT_GT(counters.drafted, 0u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, GoldenLocalTest, ::testing::ValuesIn(case_names()), [](const auto& info) {

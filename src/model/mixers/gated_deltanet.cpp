@@ -54,7 +54,11 @@ void GatedDeltaNet::run(const DeltaNetWeights& w, const HParams& hp, const float
 
   // Causal conv through the cached taps, one token at a time (the same bits
   // however the sequence is split), then SiLU.
-  for (int t = 0; t < T; ++t) ops.conv_step(state.conv, &qkv_[t * C], w.conv_w.data(), K, C, &conv_[t * C]);
+  const size_t conv_floats = static_cast<size_t>(deltanet_conv_floats(p));
+  for (int t = 0; t < T; ++t) {
+    ops.conv_step(state.conv, &qkv_[t * C], w.conv_w.data(), K, C, &conv_[t * C]);
+    if (t < state.n_row_dst) std::copy_n(state.conv, conv_floats, state.row_dst[t]);
+  }
   for (float& x : conv_) x = x / (1.0f + std::exp(-x));
   // q and k L2-normalised per head (ggml_l2_norm: x / max(||x||, eps)); q
   // also takes the 1/sqrt(S) output scale.
@@ -89,6 +93,7 @@ void GatedDeltaNet::run(const DeltaNetWeights& w, const HParams& hp, const float
         const size_t i = static_cast<size_t>(t) * nv + h;
         ops.delta_step(M, row + kh * S, row + (nk + kh) * S, row + 2 * nk * S + h * S, decay_[i], beta_[i], S,
                        u.data(), &o_[t * inner + h * S]);
+        if (t < state.n_row_dst) std::copy_n(M, S * S, state.row_dst[t] + conv_floats + h * S * S);
       }
     }
   });

@@ -34,6 +34,10 @@ namespace sluice::model {
 struct DeltaNetStateView {
   float* conv = nullptr;      // [(K-1)][channels], oldest tap first; zero at a sequence start
   float* matrices = nullptr;  // [n_v][S][S] (row = key dim), zero at a sequence start
+  // Row checkpoints (ModelState::row_capture): for t < n_row_dst, row_dst[t]
+  // receives the state at the end of row t, conv taps then matrices.
+  float* const* row_dst = nullptr;
+  int n_row_dst = 0;
 };
 
 // Sizes of that state, in floats.

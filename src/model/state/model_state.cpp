@@ -54,16 +54,38 @@ void ModelState::begin_append(int n_tokens) {
   for (Layer& l : layers_)
     if (l.kv) l.kv->set_filled(n_past_ + n_tokens);
   appending_ = n_tokens;
+  pending_.clear();
+  const int rows = n_recurrent_ > 0 ? std::min(capture_next_, n_tokens) : 0;
+  capture_next_ = 0;
+  pending_.resize(static_cast<size_t>(std::max(rows, 0)));
+  for (int r = 0; r < rows; ++r) {
+    Checkpoint& c = pending_[static_cast<size_t>(r)];
+    c.pos = n_past_ + 1 + r;
+    c.values.resize(layers_.size());
+    for (size_t i = 0; i < layers_.size(); ++i)
+      if (layers_[i].rec) c.values[i].resize(layers_[i].rec->spec().floats());
+  }
 }
 
 void ModelState::commit_append() {
   n_past_ += appending_;
   appending_ = 0;
+  for (Checkpoint& c : pending_) keep(std::move(c));
+  pending_.clear();
+}
+
+void ModelState::capture_rows(int n) { capture_next_ = std::max(n, 0); }
+
+float* ModelState::row_capture(int layer, int row) {
+  if (row < 0 || static_cast<size_t>(row) >= pending_.size()) return nullptr;
+  std::vector<float>& v = pending_[static_cast<size_t>(row)].values.at(static_cast<size_t>(layer));
+  return v.empty() ? nullptr : v.data();
 }
 
 int ModelState::abort_append() {
   if (appending_ == 0) return n_past_;
   appending_ = 0;
+  pending_.clear();
   for (Layer& l : layers_)
     if (l.kv) l.kv->set_filled(n_past_);
   // A recurrent layer may hold a partly updated value: only a checkpoint is
@@ -134,6 +156,12 @@ void ModelState::checkpoint() {
   checkpoints_.push_back(std::move(c));
 }
 
+void ModelState::keep(Checkpoint c) {
+  if (!checkpoints_.empty() && checkpoints_.back().pos >= c.pos) checkpoints_.pop_back();
+  if (static_cast<int>(checkpoints_.size()) >= max_checkpoints_) checkpoints_.erase(checkpoints_.begin());
+  checkpoints_.push_back(std::move(c));
+}
+
 std::vector<int> ModelState::checkpoint_positions() const {
   std::vector<int> out;
   for (const Checkpoint& c : checkpoints_) out.push_back(c.pos);
@@ -142,6 +170,8 @@ std::vector<int> ModelState::checkpoint_positions() const {
 
 void ModelState::reset() {
   appending_ = 0;
+  capture_next_ = 0;
+  pending_.clear();
   n_past_ = 0;
   checkpoints_.clear();
   for (Layer& l : layers_) {

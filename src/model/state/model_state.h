@@ -23,6 +23,12 @@
 // (nothing to copy when no layer is recurrent: then it is a no-op). At most
 // max_checkpoints are kept, the oldest dropped first; a truncate drops those
 // past the position it rolls back to.
+//
+// Row checkpoints (MTP verification): capture_rows(n) before an append makes
+// the state at the end of each of that append's first n rows a checkpoint
+// once it commits (positions n_past()+1 .. n_past()+n), so a truncate to any
+// of them restores it exactly instead of re-evaluating tokens. The layers
+// write those values during the append, through row_capture().
 #pragma once
 
 #include <memory>
@@ -63,6 +69,12 @@ class ModelState {
   // See the contract above. Error for n outside [0, n_past()] (names both).
   int truncate(int n);
   void checkpoint();
+  // Arms row checkpoints for the next append only (n <= 0: none); see above.
+  void capture_rows(int n);
+  // Where recurrent layer `layer` writes its values (RecurrentState::save's
+  // layout: conv taps, then matrices) as they stand at the end of row `row`
+  // of the open append; nullptr when that row is not captured.
+  float* row_capture(int layer, int row);
   std::vector<int> checkpoint_positions() const;
   // Forgets every position and checkpoint (recurrent layers back to zero).
   void reset();
@@ -86,6 +98,8 @@ class ModelState {
   int fall_back(int n);
   // Whether every ring still holds the keys a token at position n reads.
   bool rings_hold(int n) const;
+  // Appends c (its position past every kept one), dropping the oldest when full.
+  void keep(Checkpoint c);
 
   std::vector<LayerStateSpec> specs_;
   KvType kv_type_;
@@ -97,6 +111,8 @@ class ModelState {
   int appending_ = 0;  // tokens of the open append (0: none)
   std::vector<Layer> layers_;
   std::vector<Checkpoint> checkpoints_;  // ascending positions
+  int capture_next_ = 0;                 // rows the next append captures
+  std::vector<Checkpoint> pending_;      // the open append's row checkpoints
 };
 
 }  // namespace sluice::model
