@@ -136,27 +136,18 @@ void route_topk(const RouterDesc& router, const float* selection_bias, const flo
         for (int s = 0; s < k; ++s) w[s] *= inv;
         break;
       }
-      case RouterKind::SigmoidBiased: {
-        for (int e = 0; e < n_expert; ++e) {
-          prob[e] = 1.0f / (1.0f + std::exp(-l[e]));
-          score[e] = prob[e] + (selection_bias ? selection_bias[e] : 0.0f);
-        }
-        if (router.n_group_used > 0 && router.n_group_used < router.n_group)
-          limit_groups(score.data(), n_expert, router.n_group, router.n_group_used);
-        top_k_indices(score.data(), n_expert, k, order);
-        for (int s = 0; s < k; ++s) {
-          ex[s] = order[s];
-          w[s] = prob[order[s]];
-        }
-        if (router.normalize) renormalize(w, k);
-        sort_slots(ex, w, k);
-        break;
-      }
+      case RouterKind::SigmoidBiased:
       case RouterKind::SqrtSoftplus: {
+        // Weights from the gate function; selection by weight + bias, within
+        // the best groups where the router has them (sigmoid: DeepSeek V3,
+        // GLM; sqrt-softplus: DeepSeek V4).
+        const bool sigmoid = router.kind == RouterKind::SigmoidBiased;
         for (int e = 0; e < n_expert; ++e) {
-          prob[e] = sqrt_softplus(l[e]);
+          prob[e] = sigmoid ? 1.0f / (1.0f + std::exp(-l[e])) : sqrt_softplus(l[e]);
           score[e] = prob[e] + (selection_bias ? selection_bias[e] : 0.0f);
         }
+        if (sigmoid && router.n_group_used > 0 && router.n_group_used < router.n_group)
+          limit_groups(score.data(), n_expert, router.n_group, router.n_group_used);
         top_k_indices(score.data(), n_expert, k, order);
         for (int s = 0; s < k; ++s) {
           ex[s] = order[s];

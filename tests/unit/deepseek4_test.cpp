@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/transformer.h"
+#include "golden_rule.h"
 #include "model_test_support.h"
 
 namespace sluice::test {
@@ -81,30 +82,11 @@ TEST_P(Deepseek4Test, TokenByTokenPassesTheGoldenRuleAndEqualsPrefill) {
     m->eval(std::span(tokens_).subspan(i, 1), static_cast<int>(i), &got[i * nv]);
   ASSERT_EQ(ref.size(), got.size());
   const auto& tol = json_["tolerance"];
-  double sum_abs = 0, sum = 0, sum2 = 0;
-  int over = 0, agree = 0;
-  for (size_t t = 0; t < n; ++t) {
-    double pos_max = 0;
-    size_t ra = 0, ga = 0;
-    for (size_t v = 0; v < nv; ++v) {
-      const size_t i = t * nv + v;
-      const double d = std::fabs(static_cast<double>(ref[i]) - got[i]);
-      sum_abs += d, sum += ref[i], sum2 += static_cast<double>(ref[i]) * ref[i];
-      pos_max = std::max(pos_max, d);
-      if (ref[i] > ref[t * nv + ra]) ra = v;
-      if (got[i] > got[t * nv + ga]) ga = v;
-    }
-    over += pos_max > tol["position_max_abs_diff"].get<double>();
-    agree += ra == ga;
-  }
-  const double cnt = static_cast<double>(n * nv),
-               std_ = std::sqrt(sum2 / cnt - (sum / cnt) * (sum / cnt));
-  std::printf("[golden] %-20s token by token: mean|d|/std %.3g  over %d  argmax %d/%zu\n",
-              GetParam().c_str(), sum_abs / cnt / std_, over, agree, n);
-  EXPECT_LE(sum_abs / cnt, tol["mean_abs_diff"].get<double>());
-  EXPECT_LE(static_cast<double>(over) / n,
-            tol["max_fraction_positions_exceeding"].get<double>() + 1e-12);
-  EXPECT_GE(static_cast<double>(agree) / n, tol["argmax_agreement_min"].get<double>());
+  const GoldenResult r = compare(ref, got, static_cast<int>(n), static_cast<int>(nv),
+                                 tol["position_max_abs_diff"].get<double>());
+  std::printf("[golden] %-20s token by token: mean|d|/std %.3g  over %.3f  argmax %.3f\n", GetParam().c_str(),
+              r.mean_abs / r.std, r.frac_over, r.argmax_agree);
+  EXPECT_EQ(golden_violations(r, tol), "");
   auto whole = model(512);
   EXPECT_TRUE(same_bits(eval_all(*whole, tokens_), got));
 }
