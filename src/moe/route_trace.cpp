@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -68,7 +70,13 @@ std::vector<float> get_weights(const json& j, size_t n, const LineError& at, con
   out.reserve(n);
   for (const json& w : j) {
     if (!w.is_number()) at.fail(std::string("\"") + key + "\" holds '" + w.dump() + "', not a number");
-    out.push_back(w.get<float>());
+    // A weight beyond float range would become inf, which the writer cannot
+    // store (JSON has no inf): reject it here, naming the value.
+    const double d = w.get<double>();
+    if (!std::isfinite(d) || std::fabs(d) > std::numeric_limits<float>::max()) {
+      at.fail(std::string("\"") + key + "\" holds " + w.dump() + ", outside the range of a float");
+    }
+    out.push_back(static_cast<float>(d));
   }
   return out;
 }
