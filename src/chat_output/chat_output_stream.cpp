@@ -52,7 +52,7 @@ void OutputParser::Channel::add(std::string_view s, bool trim, std::string& out)
 }
 
 OutputParser::OutputParser(OutputFormat format, bool starts_in_reasoning)
-    : format_(format), tagged_(tagged_syntax(format)) {
+    : tagged_(tagged_syntax(format)) {
   if (tagged_) {
     const bool think = starts_in_reasoning && !tagged_->think_open.empty();
     mode_ = think ? Mode::Reasoning : Mode::Content;

@@ -55,7 +55,6 @@ class OutputParser {
     std::string held;
   };
 
-  OutputFormat format_;
   const TaggedSyntax* tagged_;  // null: Plain or Harmony
   Mode mode_;
   std::string pending_;      // text not yet routed (a possible marker start)
