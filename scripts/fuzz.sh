@@ -10,11 +10,15 @@
 # templates in ../shared/data/chat-templates (read from there, never copied
 # into the repository; skipped with a note when ../shared is absent). It
 # prints libFuzzer's final stats (execs, exec/s, cov, ft).
+# The mutation seed is fixed (FUZZ_SEED, default 1) so a CI gate replays the
+# same mutation sequence for the same code; fuzz longer, and with other seeds
+# (FUZZ_SEED=0 lets libFuzzer pick one), to search beyond it.
 # A crash stops the script with the reproducer saved under build-fuzz/crashes/
 # (rerun it: build-fuzz/fuzz/<name>_fuzz build-fuzz/crashes/<file>).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-60}
+seed=${FUZZ_SEED:-1}
 shift || true
 all=(gguf tokenizer route_trace model_load json_prefix chat_template request chat_output gguf_roundtrip)
 targets=("$@")
@@ -43,10 +47,10 @@ for t in "${targets[@]}"; do
     request) dict=(-dict=fuzz/request.dict) ;;
     chat_output) dict=(-dict=fuzz/chat_output.dict) ;;
   esac
-  echo "== ${t}_fuzz: ${seconds} s, $(ls "$work" | wc -l) seeds"
+  echo "== ${t}_fuzz: ${seconds} s, $(ls "$work" | wc -l) seed inputs, mutation seed $seed"
   log=build-fuzz/crashes/$t.log
   status=0
-  ./build-fuzz/fuzz/"${t}"_fuzz "${dict[@]}" -max_total_time="$seconds" -rss_limit_mb=2048 \
+  ./build-fuzz/fuzz/"${t}"_fuzz "${dict[@]}" -max_total_time="$seconds" -seed="$seed" -rss_limit_mb=2048 \
     -timeout=10 -max_len=65536 -print_final_stats=1 -artifact_prefix=build-fuzz/crashes/"$t"- "$work" \
     >"$log" 2>&1 || status=$?
   rm -rf "$work"
