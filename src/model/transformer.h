@@ -288,6 +288,7 @@ class Transformer final : public Model {
   std::vector<uint64_t> usage_;  // [n_layer][n_expert]: positions routed (after trims), trunk layers
   std::optional<PrefetchedExperts> prefetch_;
   std::vector<float> pf_xn_, pf_logits_;
+  std::vector<float> batch_logits_;  // eval_batch(): the decoding sequences' logits, stacked
   Routing pf_routing_;
   uint64_t dense_packed_bytes_ = 0;  // dense bytes re-laid at load (ModelStats)
   bool experts_packed_ = false;      // the store re-lays experts as they become resident

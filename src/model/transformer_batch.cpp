@@ -130,6 +130,13 @@ void Transformer::eval_batch(std::span<const SequenceEval> seqs) {
       run_trunk(T, segs);
       for (const RowSegment& sg : segs) sg.st->commit_append();
       // Logits: each sequence's wanted rows (all, or its very last one).
+      // The single last rows of decoding sequences go through the output
+      // matrix together (it is read once per step, not once per sequence:
+      // in RAM it is a large share of a decode step's bytes); a sequence
+      // that wants all its rows gets them straight into its buffer.
+      const int64_t n_embd = hp_.n_embd;
+      struct LastRow { float* out; int row; };
+      std::vector<LastRow> last_rows;
       for (size_t k = 0; k < segs.size(); ++k) {
         const SequenceEval& s = seqs[seg_seq[k]];
         const RowSegment& sg = segs[k];
@@ -139,9 +146,29 @@ void Transformer::eval_batch(std::span<const SequenceEval> seqs) {
         float* out = s.all_rows ? s.logits_out + static_cast<int64_t>(done[seg_seq[k]]) * n_vocab
                                 : s.logits_out;
         const int n_out = sg.n - first;
+        if (n_out == 1 && !s.all_rows) {
+          last_rows.push_back({out, sg.row0 + first});
+          continue;
+        }
         final_norm_rows(&x_[static_cast<size_t>((sg.row0 + first) * x_width())], n_out, xn_.data());
         matmul_f32(output_, xn_.data(), n_out, out, pool_, act_);
         softcap_logits(out, n_out);
+      }
+      if (last_rows.size() == 1) {
+        const LastRow& lr = last_rows.front();
+        final_norm_rows(&x_[static_cast<size_t>(lr.row * x_width())], 1, xn_.data());
+        matmul_f32(output_, xn_.data(), 1, lr.out, pool_, act_);
+        softcap_logits(lr.out, 1);
+      } else if (last_rows.size() > 1) {
+        const int n = static_cast<int>(last_rows.size());
+        for (int i = 0; i < n; ++i)  // xn_ holds T >= n rows
+          final_norm_rows(&x_[static_cast<size_t>(last_rows[static_cast<size_t>(i)].row * x_width())], 1,
+                          &xn_[static_cast<size_t>(i * n_embd)]);
+        batch_logits_.resize(static_cast<size_t>(n * n_vocab));
+        matmul_f32(output_, xn_.data(), n, batch_logits_.data(), pool_, act_);
+        softcap_logits(batch_logits_.data(), n);
+        for (int i = 0; i < n; ++i)
+          std::copy_n(&batch_logits_[static_cast<size_t>(i * n_vocab)], n_vocab, last_rows[static_cast<size_t>(i)].out);
       }
       for (size_t k = 0; k < segs.size(); ++k) done[seg_seq[k]] += static_cast<size_t>(segs[k].n);
       tokens_evaluated_ += static_cast<uint64_t>(T);
