@@ -10,6 +10,7 @@
 
 #include "model/model.h"
 #include "model_test_support.h"
+#include "moe/cache_budget.h"
 #include "util/error.h"
 
 namespace sluice::test {
@@ -85,6 +86,24 @@ TEST(LazySlots, TheStateBudgetIsCheckedAgainstMemoryAndNamesTheFlag) {
   // A budget below one slot loads (the server answers each request 503).
   cfg.slot_state_budget = 1;
   EXPECT_EQ(load(stories(), cfg)->slot_state_budget(), 1u);
+}
+
+TEST(LazySlots, CacheMbAutoLeavesTheStateBudgetFree) {
+  // --cache-mb auto takes off the slots' budget, not what they hold now (nothing, at load).
+  std::vector<std::string> lines;
+  auto cfg = config(4, true);
+  cfg.cache_auto = true;
+  cfg.cache_meminfo = "MemTotal: 99999999 kB\nMemAvailable: 67108864 kB\n";  // 64 GiB
+  cfg.log = [&lines](const std::string& l) { lines.push_back(l); };
+  const uint64_t slot = load(stories(), cfg)->slot_state_bytes().total();
+  ASSERT_FALSE(lines.empty());
+  EXPECT_NE(lines[0].find("- KV " + moe::format_mib(4 * slot) + " -"), std::string::npos)
+      << lines[0];
+  lines.clear();
+  cfg.slot_state_budget = uint64_t{100} << 20;  // --state-mb 100
+  load(stories(), cfg);
+  ASSERT_FALSE(lines.empty());
+  EXPECT_NE(lines[0].find("- KV 100 MiB -"), std::string::npos) << lines[0];
 }
 
 }  // namespace
