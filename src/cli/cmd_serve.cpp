@@ -26,6 +26,7 @@ struct ServeOptions {
   SamplerFlags sampling;  // request defaults; -s -1 (default): a random seed per request
   int64_t max_body_mb = static_cast<int64_t>(server::kDefaultMaxBodyBytes >> 20);
   int parallel = 4;  // sequence slots
+  int64_t state_mb = 0;  // --state-mb: the slots' state budget (0: --parallel slots' worth)
 };
 
 void run_serve(ServeOptions& o) {
@@ -41,6 +42,9 @@ void run_serve(ServeOptions& o) {
     throw Error("--parallel: must be 1.." + std::to_string(model::kMaxSlots) + " (got " + std::to_string(o.parallel) +
                 ")");
   if (o.server.max_queue < 0 || o.server.max_queue > 100000) throw Error("--max-queue: must be 0..100000");
+  if (o.state_mb < 0 || o.state_mb > (int64_t{1} << 30))
+    throw Error("--state-mb: must be 0..1073741824 MiB (0: --parallel slots' worth; got " + std::to_string(o.state_mb) +
+                ")");
   if (!o.server.slot_save_path.empty() && !std::filesystem::is_directory(o.server.slot_save_path))
     throw Error("--slot-save-path: " + o.server.slot_save_path + " is not a directory");
   // A stored model's id is the name it was asked for ("qwen3:30b-a3b"), not its blob's file name.
@@ -50,6 +54,8 @@ void run_serve(ServeOptions& o) {
                             : std::filesystem::path(o.engine.model_path).filename().string();
   model::ModelConfig cfg = o.engine.to_model_config();
   cfg.n_slots = o.parallel;
+  cfg.lazy_slots = true;  // a slot's state is allocated when a request runs in it (server/slot_memory.h)
+  cfg.slot_state_budget = static_cast<uint64_t>(o.state_mb) << 20;
   cfg.on_dense_progress = tty_load_progress("sluice: loading dense weights");
   runtime::Session session = runtime::Session::open(o.engine.model_path, cfg);
   // The model's chat template renders /v1/chat/completions (the plain
@@ -70,8 +76,15 @@ void run_serve(ServeOptions& o) {
       session.gguf().architecture(), session.gguf().metadata().get_string("tokenizer.chat_template").value_or(""));
   server::Server srv(session, o.server);
   const model::StateBytes slot = session.model().slot_state_bytes();
-  std::fprintf(stderr, "sluice: %d slots (--parallel) x %.1f MiB of model state (-c %d)\n", o.parallel,
-               static_cast<double>(slot.total()) / (1024.0 * 1024.0), session.model().n_ctx());
+  const uint64_t budget = session.model().slot_state_budget();
+  std::fprintf(stderr,
+               "sluice: %d slots (--parallel) x %.1f MiB of model state (-c %d), allocated as requests need them "
+               "within %.1f MiB (--state-mb)\n",
+               o.parallel, static_cast<double>(slot.total()) / (1024.0 * 1024.0), session.model().n_ctx(),
+               static_cast<double>(budget) / (1024.0 * 1024.0));
+  if (budget < slot.total())
+    std::fprintf(stderr, "sluice: warning: --state-mb is below one slot's state: every generation request will be "
+                         "answered 503; raise --state-mb or lower -c\n");
   const int port = srv.bind();
   std::printf("sluice: serving %s on http://%s:%d\n", o.server.model_id.c_str(), o.server.host.c_str(), port);
   std::fflush(stdout);
@@ -99,7 +112,14 @@ void register_serve(CLI::App& app) {
                   "requests generated at once, batched: each step evaluates every active request together, so a MoE "
                   "layer reads each expert once for all of them. Each slot holds its own model state: the KV rows "
                   "of -c positions (and recurrent state) that `sluice inspect` reports as state bytes, checked "
-                  "against memory like one")
+                  "against memory like one. A slot's state is allocated when a request is scheduled onto it and "
+                  "kept for prefix reuse while --state-mb allows")
+      ->capture_default_str();
+  cmd->add_option("--state-mb", opts->state_mb,
+                  "memory in MiB the slots' model state may hold at once (0: --parallel slots' worth). It is "
+                  "checked against memory at load and --cache-mb auto leaves it free. A request that finds it "
+                  "full waits for a running request to end (an idle slot's cached state gives way first); when "
+                  "nothing runs and it still cannot fit (below one slot's state) the request is answered 503")
       ->capture_default_str();
   cmd->add_option("--max-queue", opts->server.max_queue,
                   "requests that may wait for a slot; more are answered 429")

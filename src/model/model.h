@@ -127,6 +127,15 @@ struct ModelConfig {
   // eval_batch() evaluates several slots in one forward. The NextN head's
   // state (--mtp) belongs to slot 0 only.
   int n_slots = 1;
+  // Lazy slot state (`sluice serve`): every slot's state starts released and
+  // holds memory only between slot_allocate() and slot_release(); the caller
+  // (server::Scheduler) keeps what is allocated within slot_state_budget().
+  // Off: every slot is allocated at load, as the single-sequence API needs.
+  bool lazy_slots = false;
+  // lazy_slots: the bytes the slots' states may hold at once (--state-mb;
+  // 0: n_slots slots' worth). The one figure the load-time memory check and
+  // --cache-mb auto take off for the slots (the NextN head's rows besides).
+  uint64_t slot_state_budget = 0;
 };
 
 // One sequence of an eval_batch(): `tokens` appended to slot `slot` at its
@@ -295,6 +304,16 @@ class Model {
   virtual void slot_reset(int slot);
   // Bytes of one slot's trunk state (every slot is alike).
   virtual StateBytes slot_state_bytes() const { return state_bytes(); }
+  // Lazy slot state (ModelConfig::lazy_slots): allocate() gives a released
+  // slot its memory, empty (std::bad_alloc when there is none: the slot stays
+  // released); release() frees it (the slot is then empty); evaluating a
+  // released slot is an Error. Without lazy_slots every slot stays allocated.
+  virtual void slot_allocate(int slot) { (void)slot; }
+  virtual void slot_release(int slot) { slot_reset(slot); }
+  virtual bool slot_allocated(int slot) const { return true; }
+  // The bytes the slots' states may hold at once: n_slots() slots' worth
+  // unless ModelConfig::slot_state_budget set it.
+  virtual uint64_t slot_state_budget() const { return static_cast<uint64_t>(n_slots()) * slot_state_bytes().total(); }
   // A slot's whole trunk state as bytes (model/state/state_io.h): positions,
   // KV rows, recurrent state; slot_load() replaces a slot's state with such
   // bytes (Error naming the field when they do not fit this model; the slot

@@ -64,8 +64,12 @@ Transformer::Transformer(std::shared_ptr<const gguf::GgufModel> gguf, const Mode
   });
   bind_weights(experts);
   try {
-    state_ = std::make_unique<ModelState>(specs, cfg.kv_type, n_ctx);
-    for (int i = 1; i < cfg.n_slots; ++i) extra_slots_.push_back(std::make_unique<ModelState>(specs, cfg.kv_type, n_ctx));
+    const bool now = !cfg.lazy_slots;  // lazy: slot_allocate() gives a slot its memory
+    state_ = std::make_unique<ModelState>(specs, cfg.kv_type, n_ctx, ModelState::kDefaultMaxCheckpoints, now);
+    for (int i = 1; i < cfg.n_slots; ++i)
+      extra_slots_.push_back(
+          std::make_unique<ModelState>(specs, cfg.kv_type, n_ctx, ModelState::kDefaultMaxCheckpoints, now));
+    slot_state_budget_ = plan.slot_budget;
     if (mtp_layer_ >= 0)
       mtp_.state = std::make_unique<ModelState>(std::vector<LayerStateSpec>{plan.nextn}, cfg.kv_type, n_ctx);
   } catch (const std::bad_alloc&) {
@@ -89,7 +93,7 @@ Transformer::Transformer(std::shared_ptr<const gguf::GgufModel> gguf, const Mode
     }
     const std::vector<moe::MoeLayerShape> shapes =
         moe::moe_layer_shapes(experts, static_cast<int>(hp_.n_expert_used));
-    sc.cache_bytes = resolve_cache_bytes(cfg, shapes, dense_->bytes(), state_bytes().total(),
+    sc.cache_bytes = resolve_cache_bytes(cfg, shapes, dense_->bytes(), plan.bytes.total(),
                                          prefetch_depth_for_batch(prefetch_setting_, moe_k_, 1));
     // Resident experts (cache on or --load-all) are packed as they arrive;
     // streamed ones only where a fetch asks (kMinUsesToPackStreamed).

@@ -72,6 +72,10 @@ class Transformer final : public Model {
   void slot_checkpoint(int slot) override { slot_state(slot).checkpoint(); }
   void slot_reset(int slot) override;
   StateBytes slot_state_bytes() const override { return state_->bytes(); }
+  void slot_allocate(int slot) override { slot_state(slot).allocate(); }
+  void slot_release(int slot) override;
+  bool slot_allocated(int slot) const override { return slot_state(slot).allocated(); }
+  uint64_t slot_state_budget() const override { return slot_state_budget_; }
   void slot_save(int slot, std::string& out) const override { write_state(slot_state(slot), out); }
   void slot_load(int slot, std::string_view in) override {
     read_state(slot_state(slot), in);
@@ -150,7 +154,8 @@ class Transformer final : public Model {
   struct StatePlan {
     std::vector<LayerStateSpec> specs;  // one slot's trunk
     LayerStateSpec nextn;               // --mtp
-    StateBytes bytes;                   // all slots and the head
+    StateBytes bytes;                   // all slots (lazy_slots: their budget) and the head
+    uint64_t slot_budget = 0;           // what the slots' states may hold at once
   };
   StatePlan plan_state(int n_ctx) const;
   static uint64_t resolve_cache_bytes(const ModelConfig& cfg, std::span<const moe::MoeLayerShape> layers,
@@ -237,6 +242,7 @@ class Transformer final : public Model {
   std::unique_ptr<moe::ExpertStore> store_;  // null for dense models
   std::unique_ptr<ModelState> state_;  // the trunk's layers (slot 0)
   std::vector<std::unique_ptr<ModelState>> extra_slots_;  // slots 1.. (ModelConfig::n_slots)
+  uint64_t slot_state_budget_ = 0;                         // StatePlan::slot_budget
   BatchCounters batch_;                                   // eval_batch() accounting
   std::vector<uint32_t> batch_seen_;  // count_batch_experts scratch: per expert, last marker
   uint32_t batch_mark_ = 0;

@@ -33,6 +33,11 @@ void Transformer::slot_reset(int slot) {
   if (slot == 0 && mtp_.state) mtp_.state->reset();
 }
 
+void Transformer::slot_release(int slot) {
+  slot_state(slot).release();
+  if (slot == 0 && mtp_.state) mtp_.state->reset();
+}
+
 void Transformer::embed_row(int32_t token, int row) {
   const int64_t n_embd = hp_.n_embd, width = x_width();
   float* x = &x_[static_cast<size_t>(row * width)];

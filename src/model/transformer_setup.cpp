@@ -118,6 +118,16 @@ Transformer::StatePlan Transformer::plan_state(int n_ctx) const {
   } else {
     need.reset();
   }
+  const bool budgeted = cfg_.lazy_slots && cfg_.slot_state_budget > 0;
+  if (need) {
+    plan.slot_budget = static_cast<uint64_t>(cfg_.n_slots) * slot_need->total();
+    if (budgeted) {  // --state-mb: the slots take their budget, whatever its split between kinds
+      need->kv -= static_cast<uint64_t>(cfg_.n_slots) * slot_need->kv;
+      need->recurrent -= static_cast<uint64_t>(cfg_.n_slots) * slot_need->recurrent;
+      need->kv += cfg_.slot_state_budget;
+      plan.slot_budget = cfg_.slot_state_budget;
+    }
+  }
   if (!need || (cfg_.memory_bytes > 0 && need->total() > cfg_.memory_bytes)) {
     uint64_t kv_values = 0;  // per position, over every KV layer
     int kv_layers = 0;
@@ -128,9 +138,9 @@ Transformer::StatePlan Transformer::plan_state(int n_ctx) const {
                 std::to_string(kv_layers) + " layers x " + std::to_string(n_ctx) + " positions, " +
                 std::to_string(kv_values) + " " + kv_type_name(cfg_.kv_type) + " values per position" +
                 (need && need->recurrent ? "; recurrent state " + moe::format_mib(need->recurrent) : "") +
-                ")" + (cfg_.n_slots > 1 ? " for " + std::to_string(cfg_.n_slots) + " slots (--parallel)" : std::string()) +
-                ", more than the " + moe::format_mib(cfg_.memory_bytes) + " of memory available; lower -c" +
-                (cfg_.n_slots > 1 ? " or --parallel" : ""));
+                ")" + (cfg_.n_slots > 1 && !budgeted ? " for " + std::to_string(cfg_.n_slots) + " slots (--parallel)" : std::string()) +
+                ", more than the " + moe::format_mib(cfg_.memory_bytes) + " of memory available; lower " +
+                (budgeted ? "--state-mb" : cfg_.n_slots > 1 ? "-c or --parallel" : "-c"));
   }
   plan.bytes = *need;
   return plan;

@@ -35,6 +35,18 @@ std::string prometheus_text(const EngineMetrics& m) {
   add(o, "sluice_slots", "gauge", "Sequence slots (--parallel).", m.slots);
   add(o, "sluice_slots_busy", "gauge", "Slots running a request now.", m.slots_busy);
   add(o, "sluice_slots_free", "gauge", "Slots free now.", m.slots - m.slots_busy);
+  add(o, "sluice_slot_state_bytes", "gauge",
+      "Slots' model state allocated now (KV rows, recurrent state): running requests and idle slots kept for "
+      "prefix reuse.",
+      static_cast<double>(m.state_bytes));
+  add(o, "sluice_slot_state_busy_bytes", "gauge", "Of sluice_slot_state_bytes, the slots running a request.",
+      static_cast<double>(m.state_busy_bytes));
+  add(o, "sluice_slot_state_budget_bytes", "gauge",
+      "What the slots' states may hold at once (--state-mb; --cache-mb auto leaves it free).",
+      static_cast<double>(m.state_budget));
+  add(o, "sluice_requests_rejected_memory_total", "counter",
+      "Requests answered 503 because no memory for a slot's state could be had (--state-mb).",
+      static_cast<double>(m.requests_rejected_memory));
   add(o, "sluice_prompt_tokens_recomputed_total", "counter",
       "Reused prefix tokens evaluated again (a recurrent slot's checkpoint lay before the shared prefix's end).",
       static_cast<double>(m.recomputed_tokens));

@@ -1,6 +1,7 @@
 #include "server/scheduler.h"
 
 #include <algorithm>
+#include <new>
 #include <random>
 
 #include "grammar/json_prefix.h"
@@ -53,7 +54,9 @@ Scheduler::Scheduler(runtime::Session& session, const tokenizer::Tokenizer& tok,
       tok_(tok),
       max_queue_(static_cast<size_t>(std::max(0, max_queue))),
       prefill_chunk_(std::max(1, prefill_chunk)),
-      n_ctx_(session.model().n_ctx()) {
+      n_ctx_(session.model().n_ctx()),
+      memory_{session.model().slot_state_bytes().total(), session.model().slot_state_budget(),
+              session.model().n_ctx()} {
   // The session's own history is not kept in step with slot 0: start clean.
   session_.reset();
   for (int i = 0; i < model_.n_slots(); ++i) {
@@ -61,6 +64,8 @@ Scheduler::Scheduler(runtime::Session& session, const tokenizer::Tokenizer& tok,
     model_.slot_reset(i);
   }
   metrics_.slots = model_.n_slots();
+  metrics_.state_budget = memory_.budget;
+  count_state();
   metrics_.run = session_.summary();
   thread_ = std::thread([this] { loop(); });
 }
@@ -80,6 +85,10 @@ void Scheduler::submit_group(const std::vector<std::shared_ptr<Job>>& jobs) {
   {
     std::lock_guard lk(mu_);
     if (stop_) throw Error("serve: the server is stopping");
+    if (memory_.slots_that_fit() == 0) {  // never fits, whatever ends: refused before it queues
+      ++metrics_.requests_rejected_memory;
+      throw MemoryBudgetError(memory_.refusal(0));
+    }
     const size_t free = static_cast<size_t>(metrics_.slots - metrics_.slots_busy);
     if (queue_.size() + jobs.size() > free + max_queue_) {
       ++metrics_.requests_rejected;
@@ -116,6 +125,23 @@ void Scheduler::with_free_slot(int slot, const std::function<void(model::Model&,
       Slot& sl = *slots_[static_cast<size_t>(slot)];
       try {
         if (sl.job) throw SlotBusyError("slot " + std::to_string(slot) + " is processing a request; retry when it is idle");
+        if (!model_.slot_allocated(slot)) {  // a restore needs its memory; a save of an empty slot too
+          std::lock_guard lk(mu_);
+          std::string why;
+          const int had = slot_with_state(slot, why);
+          if (had < 0) throw MemoryBudgetError(memory_.refusal(state_in_use(), why));
+          if (had != slot) {  // an idle slot's cached state gives way to this one
+            model_.slot_release(had);
+            slots_[static_cast<size_t>(had)]->cached.clear();
+            try {
+              model_.slot_allocate(slot);
+            } catch (const std::bad_alloc&) {
+              count_state();
+              throw MemoryBudgetError(memory_.refusal(state_in_use(), "the system had no memory for it"));
+            }
+          }
+          count_state();
+        }
         try {
           fn(model_, sl.cached);
         } catch (...) {
@@ -221,13 +247,63 @@ void Scheduler::admit() {
     }
     if (best < 0) return;
     if (2 * best_len < slots_[static_cast<size_t>(best)]->cached.size()) best = lru;
+    std::string why;
+    best = slot_with_state(best, why);
+    if (best < 0) {
+      if (metrics_.slots_busy > 0) return;  // waits (and so does the queue behind it): a running request frees memory
+      // Nothing runs and it still cannot have a state: the 503.
+      queue_.erase(queue_.begin() + static_cast<std::ptrdiff_t>(q));
+      metrics_.queue_depth = queue_.size();
+      ++metrics_.requests_rejected_memory;
+      job->ended = true;  // its followers evaluate the prompt themselves (and meet the same answer)
+      std::lock_guard jl(job->mu);
+      job->error = std::make_exception_ptr(MemoryBudgetError(memory_.refusal(state_in_use(), why)));
+      job->done = true;
+      job->cv.notify_all();
+      continue;
+    }
     slots_[static_cast<size_t>(best)]->last_used = ++admitted_;
     queue_.erase(queue_.begin() + static_cast<std::ptrdiff_t>(q));
     metrics_.queue_depth = queue_.size();
     ++metrics_.slots_busy;
     slots_[static_cast<size_t>(best)]->job = job;
+    count_state();
     start(best, std::move(job));
   }
+}
+
+uint64_t Scheduler::state_in_use() const {
+  uint64_t n = 0;
+  for (size_t s = 0; s < slots_.size(); ++s) n += model_.slot_allocated(static_cast<int>(s));
+  return n * memory_.slot_bytes;
+}
+
+void Scheduler::count_state() {
+  uint64_t all = 0, busy = 0;
+  for (size_t s = 0; s < slots_.size(); ++s)
+    if (model_.slot_allocated(static_cast<int>(s))) ++all, busy += slots_[s]->job != nullptr;
+  metrics_.state_bytes = all * memory_.slot_bytes;
+  metrics_.state_busy_bytes = busy * memory_.slot_bytes;
+}
+
+int Scheduler::slot_with_state(int s, std::string& why) {
+  if (model_.slot_allocated(s)) return s;
+  if (memory_.fits(state_in_use())) {
+    try {
+      model_.slot_allocate(s);
+      return s;
+    } catch (const std::bad_alloc&) {
+      why = "the system had no memory for it";
+    }
+  }
+  // Every slot's state is alike: the least recently used idle one serves as well.
+  int victim = -1;
+  for (size_t v = 0; v < slots_.size(); ++v) {
+    const Slot& sl = *slots_[v];
+    if (sl.job || !model_.slot_allocated(static_cast<int>(v))) continue;
+    if (victim < 0 || sl.last_used < slots_[static_cast<size_t>(victim)]->last_used) victim = static_cast<int>(v);
+  }
+  return victim;
 }
 
 void Scheduler::start(int s, std::shared_ptr<Job> job) {
@@ -450,8 +526,8 @@ void Scheduler::finish(int s, const char* reason) {
 void Scheduler::fail(int s, std::exception_ptr e) {
   Slot& sl = *slots_[static_cast<size_t>(s)];
   sl.job->error = std::move(e);
-  // The state is unknown: start the slot over.
-  model_.slot_reset(s);
+  // The state is unknown: start the slot over, and give its memory back.
+  model_.slot_release(s);
   sl.cached.clear();
   release(s);
 }
@@ -468,6 +544,7 @@ void Scheduler::release(int s) {
     const telemetry::RunSummary summary = session_.summary();
     std::lock_guard lk(mu_);
     --metrics_.slots_busy;
+    count_state();
     ++metrics_.requests;
     if (job->error)
       ++metrics_.requests_failed;

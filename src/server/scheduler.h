@@ -35,6 +35,7 @@
 #include "runtime/logprobs.h"
 #include "runtime/session.h"
 #include "server/request.h"
+#include "server/slot_memory.h"
 #include "tokenizer/tokenizer.h"
 
 namespace sluice::server {
@@ -113,6 +114,7 @@ struct SchedulerMetrics {
   uint64_t requests_failed = 0;     // ended by an engine error
   uint64_t requests_cancelled = 0;  // the client went away
   uint64_t requests_rejected = 0;   // 429: the queue was full
+  uint64_t requests_rejected_memory = 0;  // 503: no memory for a slot's state (server/slot_memory.h)
   uint64_t prompt_tokens = 0;
   uint64_t cached_prompt_tokens = 0;
   uint64_t recomputed_tokens =
@@ -121,6 +123,9 @@ struct SchedulerMetrics {
   uint64_t queue_depth = 0;  // requests waiting for a slot now
   int slots = 0;
   int slots_busy = 0;
+  uint64_t state_bytes = 0;       // slots' model state allocated now (running and cached for reuse)
+  uint64_t state_busy_bytes = 0;  // of that, the slots running a request
+  uint64_t state_budget = 0;      // what the slots' states may hold at once (--state-mb)
   model::BatchCounters batch;  // the model's eval_batch figures after the last step
   telemetry::RunSummary run;     // the session's summary as of the last finished request
 };
@@ -135,7 +140,8 @@ class Scheduler {
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;
 
-  // Queues `job` (QueueFullError when max_queue requests already wait).
+  // Queues `job` (QueueFullError when max_queue requests already wait;
+  // MemoryBudgetError when not even one slot's state fits the budget).
   void submit(std::shared_ptr<Job> job);
   // Queues every job of `jobs` (a request's choices), or none (QueueFullError).
   void submit_group(const std::vector<std::shared_ptr<Job>>& jobs);
@@ -165,6 +171,14 @@ class Scheduler {
   void fail(int s, std::exception_ptr e);
   // Hands the job its end and frees the slot (counters under mu_).
   void release(int s);
+  // Gives slot s a state within the budget: s's own when allocated, else a
+  // new one, else the least recently used idle slot's (returned instead of s;
+  // its cache gives way). -1 when none can be had (mu_ held; `why` gets a
+  // failed allocation's reason).
+  int slot_with_state(int s, std::string& why);
+  // Allocated state bytes, and the running slots' share (scheduler thread).
+  void count_state();  // into metrics_ (mu_ held)
+  uint64_t state_in_use() const;
 
   runtime::Session& session_;
   model::Model& model_;
@@ -172,6 +186,7 @@ class Scheduler {
   const size_t max_queue_;
   const int prefill_chunk_;
   const int n_ctx_;
+  const SlotMemory memory_;
   std::vector<std::unique_ptr<Slot>> slots_;  // scheduler thread only
   uint64_t admitted_ = 0;                     // requests admitted so far (Slot::last_used)
 

@@ -195,6 +195,8 @@ void Server::Impl::routes() {
       send_error(res, 400, e.what());
     } catch (const QueueFullError& e) {
       send_error(res, 429, e.what());
+    } catch (const MemoryBudgetError& e) {
+      send_error(res, 503, e.what());
     } catch (const runtime::SlotFileError& e) {
       send_error(res, 400, e.what());
     } catch (const SlotBusyError& e) {
@@ -296,6 +298,9 @@ void Server::Impl::routes() {
     } catch (const QueueFullError& e) {
       res.status = 429;
       send_json(res, {{"type", "error"}, {"error", {{"type", "rate_limit_error"}, {"message", e.what()}}}});
+    } catch (const MemoryBudgetError& e) {
+      res.status = 503;
+      send_json(res, {{"type", "error"}, {"error", {{"type", "api_error"}, {"message", e.what()}}}});
     }
   });
   http.Get("/slots", [this](const httplib::Request&, httplib::Response& res) {

@@ -26,11 +26,15 @@ inline std::string model_path() {
 
 // A Session and a Server on a free port, serving from a thread until destroyed.
 struct LiveServer {
-  // n_slots: the model's sequence slots (`sluice serve --parallel`).
-  explicit LiveServer(server::ServerConfig cfg, int n_slots = 1) {
+  // n_slots: the model's sequence slots (`sluice serve --parallel`), their
+  // state allocated lazily as `sluice serve` does; state_budget: --state-mb
+  // in bytes (0: n_slots slots' worth).
+  explicit LiveServer(server::ServerConfig cfg, int n_slots = 1, uint64_t state_budget = 0) {
     model::ModelConfig mc;
     mc.odirect = false;
     mc.n_slots = n_slots;
+    mc.lazy_slots = true;
+    mc.slot_state_budget = state_budget;
     session = std::make_unique<runtime::Session>(runtime::Session::open(model_path(), mc));
     cfg.host = "127.0.0.1";
     cfg.port = 0;

@@ -3,14 +3,18 @@
 #include <algorithm>
 #include <string>
 
+#if defined(__GLIBC__)
+#include <malloc.h>  // malloc_trim
+#endif
+
 #include "util/error.h"
 
 namespace sluice::model {
 
-ModelState::ModelState(std::vector<LayerStateSpec> specs, KvType kv_type, int n_ctx, int max_checkpoints)
+ModelState::ModelState(std::vector<LayerStateSpec> specs, KvType kv_type, int n_ctx, int max_checkpoints,
+                       bool allocate_now)
     : specs_(std::move(specs)), kv_type_(kv_type), n_ctx_(n_ctx), max_checkpoints_(std::max(max_checkpoints, 1)) {
   if (n_ctx <= 0) throw Error("context size must be > 0 (got " + std::to_string(n_ctx) + ")");
-  layers_.resize(specs_.size());
   for (size_t i = 0; i < specs_.size(); ++i) {
     const LayerStateSpec& s = specs_[i];
     if (s.kind == StateKind::KvRows) {
@@ -20,13 +24,41 @@ ModelState::ModelState(std::vector<LayerStateSpec> specs, KvType kv_type, int n_
         throw Error("model state: layer " + std::to_string(i) + " holds " + std::to_string(s.kv.capacity) +
                     " KV rows" + (s.kv.ring ? " as a ring for a window of " + std::to_string(s.kv.window) : "") +
                     ", the context is " + std::to_string(n_ctx));
-      layers_[i].kv = std::make_unique<KvRows>(kv_type, s.kv.capacity, s.kv.k_dim(), s.kv.v_dim(), s.kv.ring);
       if (s.kv.ring) ++n_ring_;
     } else if (s.kind == StateKind::Recurrent) {
-      layers_[i].rec = std::make_unique<RecurrentState>(s.rec);
       ++n_recurrent_;
     }
   }
+  layers_.resize(specs_.size());
+  if (allocate_now) allocate();
+}
+
+void ModelState::allocate() {
+  if (allocated_) return;
+  std::vector<Layer> layers(specs_.size());  // all or nothing: a bad_alloc leaves the state released
+  for (size_t i = 0; i < specs_.size(); ++i) {
+    const LayerStateSpec& s = specs_[i];
+    if (s.kind == StateKind::KvRows)
+      layers[i].kv = std::make_unique<KvRows>(kv_type_, s.kv.capacity, s.kv.k_dim(), s.kv.v_dim(), s.kv.ring);
+    else if (s.kind == StateKind::Recurrent)
+      layers[i].rec = std::make_unique<RecurrentState>(s.rec);
+  }
+  layers_ = std::move(layers);
+  allocated_ = true;
+  reset();
+}
+
+void ModelState::release() {
+  reset();
+  layers_.clear();
+  layers_.resize(specs_.size());
+  checkpoints_.shrink_to_fit();
+  allocated_ = false;
+#if defined(__GLIBC__)
+  // glibc keeps freed blocks below its (adaptive) mmap threshold in the heap:
+  // hand their pages back so a released slot really lowers RSS.
+  malloc_trim(0);
+#endif
 }
 
 KvRows& ModelState::kv(int layer) {
@@ -48,6 +80,7 @@ RecurrentState& ModelState::recurrent(int layer) {
 void ModelState::begin_append(int n_tokens) {
   if (appending_ > 0) throw Error("model state: an append is already open");
   if (n_tokens <= 0) throw Error("model state: append of " + std::to_string(n_tokens) + " tokens");
+  if (!allocated_) throw Error("model state: its memory is released (allocate() first)");
   if (static_cast<int64_t>(n_past_) + n_tokens > n_ctx_)
     throw Error("context full: " + std::to_string(static_cast<int64_t>(n_past_) + n_tokens) +
                 " positions needed, context size is " + std::to_string(n_ctx_) + " (raise -c)");
@@ -139,7 +172,7 @@ int ModelState::fall_back(int n) {
 }
 
 void ModelState::checkpoint() {
-  if (n_recurrent_ == 0) return;  // KV rows roll back exactly: nothing to copy
+  if (n_recurrent_ == 0 || !allocated_) return;  // KV rows roll back exactly: nothing to copy
   if (appending_ > 0) throw Error("model state: checkpoint during an append");
   Checkpoint c;
   if (!checkpoints_.empty() && checkpoints_.back().pos == n_past_) {
@@ -181,14 +214,9 @@ void ModelState::reset() {
 }
 
 StateBytes ModelState::bytes() const {
-  StateBytes b;
-  for (size_t i = 0; i < layers_.size(); ++i) {
-    const Layer& l = layers_[i];
-    if (l.kv) b.kv += l.kv->bytes();
-    if (l.kv) b.indexer += uint64_t(specs_[i].kv.capacity) * uint64_t(specs_[i].kv.index_dim) * kv_type_bytes(kv_type_);
-    if (l.rec) b.recurrent += l.rec->bytes();
-  }
-  return b;
+  // The specs' rule, so a released state still says what allocating it takes
+  // (its layers were allocated by that rule, so nothing here can overflow).
+  return state_bytes(specs_, kv_type_).value_or(StateBytes{});
 }
 
 uint64_t ModelState::checkpoint_bytes() const {

@@ -19,6 +19,11 @@
 //     back to the newest checkpoint the rings still hold, else to 0.
 // Never silently wrong: n_past() is always what the state truly holds.
 //
+// Memory: a state may be released (its layers' buffers freed: the state is
+// then empty and begin_append is an Error) and allocated again, so a server
+// slot holds memory only while a request uses it or its cached prefix is
+// worth keeping. bytes() is what an allocated state holds either way.
+//
 // Checkpoints: checkpoint() copies every recurrent layer's values at n_past()
 // (nothing to copy when no layer is recurrent: then it is a no-op). At most
 // max_checkpoints are kept, the oldest dropped first; a truncate drops those
@@ -44,11 +49,19 @@ class ModelState {
  public:
   static constexpr int kDefaultMaxCheckpoints = 4;
 
-  // Allocates every layer's state (std::bad_alloc when memory runs out: the
-  // caller sizes with state_bytes() first). Error for n_ctx <= 0 or a KV
-  // layer whose capacity is not n_ctx (a ring: not between window and n_ctx).
+  // Allocates every layer's state unless !allocate_now (std::bad_alloc when
+  // memory runs out: the caller sizes with state_bytes() first). Error for
+  // n_ctx <= 0 or a KV layer whose capacity is not n_ctx (a ring: not
+  // between window and n_ctx).
   ModelState(std::vector<LayerStateSpec> specs, KvType kv_type, int n_ctx,
-             int max_checkpoints = kDefaultMaxCheckpoints);
+             int max_checkpoints = kDefaultMaxCheckpoints, bool allocate_now = true);
+
+  // See "Memory" above. allocate() on an allocated state and release() on a
+  // released one do nothing; both leave the state empty (n_past() 0).
+  // allocate() throws std::bad_alloc and stays released when memory runs out.
+  void allocate();
+  void release();
+  bool allocated() const { return allocated_; }
 
   int n_layers() const { return static_cast<int>(specs_.size()); }
   const LayerStateSpec& spec(int layer) const { return specs_.at(static_cast<size_t>(layer)); }
@@ -79,7 +92,7 @@ class ModelState {
   // Forgets every position and checkpoint (recurrent layers back to zero).
   void reset();
 
-  // Bytes allocated for the layers' states: equals state_bytes(specs, kv_type).
+  // Bytes the layers' states hold when allocated: equals state_bytes(specs, kv_type).
   StateBytes bytes() const;
   // Bytes held by checkpoints (copies of the recurrent layers).
   uint64_t checkpoint_bytes() const;
@@ -107,6 +120,7 @@ class ModelState {
   int max_checkpoints_;
   int n_recurrent_ = 0;
   int n_ring_ = 0;
+  bool allocated_ = false;
   int n_past_ = 0;
   int appending_ = 0;  // tokens of the open append (0: none)
   std::vector<Layer> layers_;
