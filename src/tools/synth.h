@@ -57,7 +57,9 @@ struct SynthConfig : model::ArchSizes {
 // ggml-org's MXFP4 GGUFs, ~12 / ~63 GB), "deepseek-v3", "kimi-k2" (deepseek2)
 // "glm-4.5-air" (glm4moe), "qwen3.6-35b-a3b" and "qwen3.5-397b-a17b"
 // (qwen35moe, without the MTP block unless n_nextn is set) with Q4_K_M mixes
-// (synth_presets.cpp says which files they model). `arch` ("" = the preset's own):
+// (synth_presets.cpp says which files they model), "deepseek-v4-flash"
+// (deepseek4, MXFP4 experts + Q8_0) and "glm-5" (glm-dsa, Q4_K_M; both in
+// synth_presets_sparse.cpp). `arch` ("" = the preset's own):
 // "tiny" takes any architecture; the real-model presets imply theirs and
 // reject another. Throws sluice::Error naming the flag if unknown/conflicting.
 SynthConfig synth_preset(const std::string& preset, const std::string& arch = "");

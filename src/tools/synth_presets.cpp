@@ -6,6 +6,7 @@
 
 #include "model/arch/tensor_plan.h"
 #include "tools/synth.h"
+#include "tools/synth_presets_sparse.h"
 #include "util/error.h"
 
 namespace sluice::tools {
@@ -277,7 +278,7 @@ std::string joined(const std::vector<std::string>& v) {
 
 std::vector<std::string> synth_preset_names() {
   return {"tiny", "qwen3-30b-a3b", "gpt-oss-20b", "gpt-oss-120b", "deepseek-v3", "kimi-k2", "glm-4.5-air",
-          "qwen3.6-35b-a3b", "qwen3.5-397b-a17b"};
+          "qwen3.6-35b-a3b", "qwen3.5-397b-a17b", "deepseek-v4-flash", "glm-5"};
 }
 
 SynthConfig synth_preset(const std::string& preset, const std::string& arch) {
@@ -296,6 +297,8 @@ SynthConfig synth_preset(const std::string& preset, const std::string& arch) {
   else if (preset == "glm-4.5-air") c = glm_45_air();
   else if (preset == "qwen3.6-35b-a3b") c = qwen36_35b_a3b();
   else if (preset == "qwen3.5-397b-a17b") c = qwen35_397b_a17b();
+  else if (preset == "deepseek-v4-flash") c = deepseek_v4_flash();
+  else if (preset == "glm-5") c = glm_5();
   else fail("--preset", "unknown preset '" + preset + "' (available: " + joined(synth_preset_names()) + ")");
   if (!arch.empty() && arch != c.arch)
     fail("--arch", "preset " + preset + " is a " + c.arch + " model; it cannot be written as " + arch);

@@ -5,8 +5,9 @@
 # llama.cpp on it, tools/make_case.py writes NAME.json + NAME.logits.f32.
 #
 # Usage: tests/golden/make_reference.sh [CASE...]   (default: every case below)
-#        tests/golden/make_reference.sh --synth-args "ARGS" --name NAME [--quantized]
-#          one ad-hoc case (e.g. another --seed) written to $WORK/out instead of tests/golden/
+#        tests/golden/make_reference.sh --synth-args "ARGS" --name NAME [--quantized] [--tokens N]
+#          one ad-hoc case (e.g. another --seed; N tokens, default 24) written to $WORK/out
+#          instead of tests/golden/
 # Environment: LLAMA_CPP (a built llama.cpp checkout, default /work/llama.cpp),
 #   LLAMA_CPP_VERSION (recorded in NAME.json, default b10573), SLUICE (default
 #   build/sluice), WORK (GGUFs and scratch, default build/golden-ref; never the repo).
@@ -19,19 +20,24 @@ WORK=${WORK:-build/golden-ref}
 PROMPT_LEN=8
 N_GEN=16
 
-# NAME | arch | f32 or quant | sluice synth arguments (without -o)
+# NAME | arch | f32 or quant | tokens | sluice synth arguments (without -o)
 cases() {
   cat <<'EOF'
-qwen2moe-f32|qwen2moe|f32|--preset tiny --arch qwen2moe --type f32 --dense-type f32 --seed 1
-qwen2moe-q8_0|qwen2moe|quant|--preset tiny --arch qwen2moe --type q8_0 --dense-type q8_0 --seed 2
-lfm2moe-f32|lfm2moe|f32|--preset tiny --arch lfm2moe --type f32 --dense-type f32 --seed 3
-lfm2moe-q8_0|lfm2moe|quant|--preset tiny --arch lfm2moe --type q8_0 --dense-type q8_0 --seed 4
+qwen2moe-f32|qwen2moe|f32|24|--preset tiny --arch qwen2moe --type f32 --dense-type f32 --seed 1
+qwen2moe-q8_0|qwen2moe|quant|24|--preset tiny --arch qwen2moe --type q8_0 --dense-type q8_0 --seed 2
+lfm2moe-f32|lfm2moe|f32|24|--preset tiny --arch lfm2moe --type f32 --dense-type f32 --seed 3
+lfm2moe-q8_0|lfm2moe|quant|24|--preset tiny --arch lfm2moe --type q8_0 --dense-type q8_0 --seed 4
+deepseek4-tiny-f32|deepseek4|f32|160|--preset tiny --arch deepseek4 --type f32 --dense-type f32 --seed 5
+glm-dsa-tiny-f32|glm-dsa|f32|48|--preset tiny --arch glm-dsa --type f32 --dense-type f32 --seed 8
 EOF
 }
 
-# 24 tokens: BOS, then 23 byte tokens (ids 0..255, normal tokens of every
-# vocabulary synth writes), a fixed pseudo-random draw.
-TOKENS=$(python3 -c 'import random; r = random.Random(24); print(",".join(["bos"] + [str(r.randrange(256)) for _ in range(23)]))')
+# N tokens: BOS, then N-1 byte tokens (ids 0..255, normal tokens of every
+# vocabulary synth writes), a fixed pseudo-random draw (one stream for every
+# N: a longer case's tokens extend a shorter one's).
+tokens() {
+  python3 -c 'import random, sys; n = int(sys.argv[1]); r = random.Random(24); print(",".join(["bos"] + [str(r.randrange(256)) for _ in range(n - 1)]))' "$1"
+}
 
 mkdir -p "$WORK"
 tool="$WORK/llama_logits"
@@ -40,14 +46,14 @@ if [[ ! -x "$tool" || tests/golden/tools/llama_logits.cpp -nt "$tool" ]]; then
     -L"$LLAMA_CPP/build/bin" -lllama -Wl,-rpath,"$LLAMA_CPP/build/bin" -o "$tool"
 fi
 
-# make_one NAME ARCH KIND "SYNTH ARGS" OUT_DIR
+# make_one NAME ARCH KIND N_TOKENS "SYNTH ARGS" OUT_DIR
 make_one() {
-  local name=$1 arch=$2 kind=$3 args=$4 out=$5
+  local name=$1 arch=$2 kind=$3 n_tokens=$4 args=$5 out=$6
   local gguf="$WORK/$name.gguf" run="$WORK/$name.run"
   mkdir -p "$run" "$out"
   # shellcheck disable=SC2086  # the synth arguments are words
   "$SLUICE" synth -q --force $args -o "$gguf"
-  timeout 600 "$tool" "$gguf" "$run" "$TOKENS" "$PROMPT_LEN" "$N_GEN"
+  timeout 600 "$tool" "$gguf" "$run" "$(tokens "$n_tokens")" "$PROMPT_LEN" "$N_GEN"
   local q=()
   [[ $kind == quant ]] && q=(--quantized)
   python3 tests/golden/tools/make_case.py --name "$name" --arch "$arch" --synth-args "$args" --gguf "$gguf" \
@@ -56,15 +62,22 @@ make_one() {
 }
 
 if [[ "${1:-}" == --synth-args ]]; then
-  args=$2; name=$4; kind=f32
-  [[ "${5:-}" == --quantized ]] && kind=quant
+  args=$2; name=$4; kind=f32; n_tokens=24
+  shift 4
+  while [[ $# -gt 0 ]]; do
+    case $1 in
+      --quantized) kind=quant; shift ;;
+      --tokens) n_tokens=$2; shift 2 ;;
+      *) echo "make_reference.sh: unknown option $1" >&2; exit 2 ;;
+    esac
+  done
   arch=$(sed -n 's/.*--arch \([^ ]*\).*/\1/p' <<<"$args")
-  make_one "$name" "$arch" "$kind" "$args" "$WORK/out"
+  make_one "$name" "$arch" "$kind" "$n_tokens" "$args" "$WORK/out"
   exit 0
 fi
 
 want=" $* "
-while IFS='|' read -r name arch kind args; do
+while IFS='|' read -r name arch kind n_tokens args; do
   [[ $# -gt 0 && "$want" != *" $name "* ]] && continue
-  make_one "$name" "$arch" "$kind" "$args" tests/golden
+  make_one "$name" "$arch" "$kind" "$n_tokens" "$args" tests/golden
 done < <(cases)

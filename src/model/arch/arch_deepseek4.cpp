@@ -164,11 +164,20 @@ ArchDesc describe_deepseek4(const ArchReader& r) {
 namespace {
 
 // Fixed parts of a synthetic deepseek4 file (ArchSizes has no fields for
-// them): 4 streams, 20 Sinkhorn rounds, 2 output groups of rank q_lora / 2,
-// compress ratios 4, 128, 0 repeating over the blocks, no hash-routed layers
-// (their I32 table is not synthesised), SwiGLU clamp 10.
-constexpr uint32_t kHc = 4, kSinkhorn = 20, kGroups = 2;
+// them): 4 streams, 20 Sinkhorn rounds, no hash-routed layers (their I32
+// table is not synthesised), SwiGLU clamp 10, compress RoPE base 160000 (as
+// DeepSeek-V4-Flash). Without the dsv4_* sizes: 2 output groups of rank
+// q_lora / 2 and compress ratios 4, 128, 0 repeating over the blocks.
+constexpr uint32_t kHc = 4, kSinkhorn = 20;
 constexpr uint32_t kRatios[] = {4, 128, 0};
+
+std::vector<int32_t> block_ratios(const ArchSizes& cfg) {
+  std::vector<int32_t> r;
+  for (uint32_t l = 0; l < cfg.n_layer; ++l)
+    r.push_back(cfg.dsv4_compress_ratios.empty() ? static_cast<int32_t>(kRatios[l % 3])
+                                                 : cfg.dsv4_compress_ratios.at(l));
+  return r;
+}
 
 // The keys and tensors of shared/golden/deepseek4-f32.gguf, shapes from the
 // sizes; matrices in cfg.attn_type (experts cfg.expert_type), norms, the
@@ -177,8 +186,13 @@ constexpr uint32_t kRatios[] = {4, 128, 0};
 void plan_deepseek4(const ArchSizes& cfg, PlanBuilder& p) {
   reject_nextn(cfg);
   if (cfg.n_expert == 0) fail("--experts", "deepseek4 needs experts (every layer is MoE)");
-  if (cfg.n_head % kGroups != 0)
-    fail("--heads", "deepseek4's 2 output groups need an even head count");
+  const uint32_t groups = cfg.dsv4_o_groups ? cfg.dsv4_o_groups : 2;
+  if (cfg.n_head % groups != 0)
+    fail("--heads", "deepseek4's " + std::to_string(groups) + " output groups must divide the head count");
+  if (!cfg.dsv4_compress_ratios.empty() && cfg.dsv4_compress_ratios.size() < cfg.n_layer)
+    fail("--layers", "the preset's compress ratios cover " + std::to_string(cfg.dsv4_compress_ratios.size()) +
+                         " blocks");
+  const std::vector<int32_t> ratios = block_ratios(cfg);
   if (cfg.q_lora_rank < 2) fail("--q-lora-rank", "deepseek4 needs a q LoRA (the indexer reads it)");
   const uint32_t n_rot = cfg.n_rot ? cfg.n_rot : cfg.head_dim;
   if (n_rot % 2 != 0 || n_rot > cfg.head_dim || n_rot > cfg.dsa_head_dim)
@@ -196,10 +210,9 @@ void plan_deepseek4(const ArchSizes& cfg, PlanBuilder& p) {
   p.md(a + ".attention.layer_norm_rms_epsilon", gguf::Value::from_f32(cfg.rms_eps));
   p.md(a + ".attention.q_lora_rank", gguf::Value::from_u32(cfg.q_lora_rank));
   p.md(a + ".attention.sliding_window", gguf::Value::from_u32(cfg.n_swa));
-  p.md(a + ".attention.output_group_count", gguf::Value::from_u32(kGroups));
-  p.md(a + ".attention.output_lora_rank", gguf::Value::from_u32(cfg.q_lora_rank / 2));
-  std::vector<int32_t> ratios;
-  for (uint32_t l = 0; l < cfg.n_layer; ++l) ratios.push_back(static_cast<int32_t>(kRatios[l % 3]));
+  p.md(a + ".attention.output_group_count", gguf::Value::from_u32(groups));
+  const uint64_t R = cfg.dsv4_o_lora_rank ? cfg.dsv4_o_lora_rank : cfg.q_lora_rank / 2;
+  p.md(a + ".attention.output_lora_rank", gguf::Value::from_u32(static_cast<uint32_t>(R)));
   p.md(a + ".attention.compress_ratios", gguf::Value::from_i32s(ratios));
   p.md(a + ".attention.compress_rope_freq_base", gguf::Value::from_f32(160000.0f));
   p.md(a + ".attention.indexer.head_count", gguf::Value::from_u32(cfg.dsa_n_head));
@@ -228,8 +241,7 @@ void plan_deepseek4(const ArchSizes& cfg, PlanBuilder& p) {
   p.file_type(cfg);
   const uint64_t V = p.tokenizer();
 
-  const uint64_t E = cfg.n_embd, H = cfg.n_head, HD = cfg.head_dim, QR = cfg.q_lora_rank,
-                 R = QR / 2;
+  const uint64_t E = cfg.n_embd, H = cfg.n_head, HD = cfg.head_dim, QR = cfg.q_lora_rank;
   const uint64_t IH = cfg.dsa_n_head, ID = cfg.dsa_head_dim, X = cfg.n_expert, F = cfg.n_ff_exp;
   const uint64_t FS = F * cfg.n_expert_shared, M = (2 + kHc) * kHc;
   const GgmlType f32 = GgmlType::F32, at = cfg.attn_type;
@@ -246,7 +258,7 @@ void plan_deepseek4(const ArchSizes& cfg, PlanBuilder& p) {
         "--dense-type");
   for (uint32_t l = 0; l < cfg.n_layer; ++l) {
     const std::string b = "blk." + std::to_string(l) + ".";
-    const uint32_t ratio = kRatios[l % 3];
+    const int32_t ratio = ratios[l];
     p.add(b + "attn_norm.weight", f32, {E}, Init::Norm, l, "--n-embd");
     p.add(b + "attn_sinks.weight", f32, {H}, Init::Bias, l, "--heads");
     mat(b + "attn_q_a.weight", E, QR, l);
@@ -254,8 +266,8 @@ void plan_deepseek4(const ArchSizes& cfg, PlanBuilder& p) {
     mat(b + "attn_q_b.weight", QR, H * HD, l);
     mat(b + "attn_kv.weight", E, HD, l);
     p.add(b + "attn_kv_a_norm.weight", f32, {HD}, Init::Norm, l, "--head-dim");
-    mat(b + "attn_output_a.weight", H * HD / kGroups, R * kGroups, l);
-    mat(b + "attn_output_b.weight", kGroups * R, E, l);
+    mat(b + "attn_output_a.weight", H * HD / groups, R * groups, l);
+    mat(b + "attn_output_b.weight", groups * R, E, l);
     for (const char* site : {"hc_attn", "hc_ffn"}) {
       p.add(b + site + "_fn.weight", f32, {kHc * E, M}, Init::Projection, l, "--n-embd");
       p.add(b + site + "_base.weight", f32, {M}, Init::Bias, l, "--n-embd");
@@ -265,7 +277,7 @@ void plan_deepseek4(const ArchSizes& cfg, PlanBuilder& p) {
       const uint64_t C = (ratio == 4 ? 2 : 1) * HD;
       mat(b + "attn_compressor_kv.weight", E, C, l);
       mat(b + "attn_compressor_gate.weight", E, C, l);
-      p.add(b + "attn_compressor_ape.weight", f32, {C, ratio}, Init::Bias, l, "--head-dim");
+      p.add(b + "attn_compressor_ape.weight", f32, {C, static_cast<uint64_t>(ratio)}, Init::Bias, l, "--head-dim");
       p.add(b + "attn_compressor_norm.weight", f32, {HD}, Init::Norm, l, "--head-dim");
     }
     if (ratio == 4) {

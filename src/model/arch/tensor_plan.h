@@ -76,6 +76,11 @@ struct ArchSizes {
   uint32_t dsa_head_dim = 64;
   uint32_t dsa_top_k = 16;
   uint32_t dsa_full_interval = 2;
+  // deepseek4: each trunk block's compress ratio (0, 4 or 128; empty: 4, 128,
+  // 0 repeating, the tiny shape), the output projection's groups and LoRA rank
+  // (0: 2 groups of q_lora_rank / 2).
+  std::vector<int32_t> dsv4_compress_ratios;
+  uint32_t dsv4_o_groups = 0, dsv4_o_lora_rank = 0;
   // qwen35moe (gated DeltaNet hybrid): the width of the sigmoid-gated shared
   // expert, the DeltaNet sizes (ssm.*: conv taps, key/value head dim, key
   // heads, value heads), the full-attention period and IMROPE's sections.

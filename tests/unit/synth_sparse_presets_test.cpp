@@ -1,0 +1,99 @@
+// synth's deepseek-v4-flash and glm-5 presets (tools/synth_presets_sparse.cpp):
+// the keys and sizes `sluice inspect` reads from zero-data --layers cuts
+// (header and tensor table only), against values computed by hand from the
+// published configs, and the whole models' sizes from the plan.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "synth_test_support.h"
+#include "tools/synth.h"
+
+namespace sluice::tools {
+namespace {
+
+namespace fs = std::filesystem;
+using test::sluice_cli;
+using test::TempFile;
+
+nlohmann::json inspect_cut(const std::string& args, const TempFile& out) {
+  auto [rc, log] = sluice_cli("synth -q --zero-data -o " + out.path.string() + " " + args);
+  EXPECT_EQ(rc, 0) << log;
+  std::tie(rc, log) = sluice_cli("inspect --json " + out.path.string());
+  EXPECT_EQ(rc, 0) << log.substr(0, 2000);
+  return nlohmann::json::parse(log);
+}
+
+uint64_t tensor_bytes(const nlohmann::json& j, const std::string& name) {
+  for (const auto& t : j["tensors"])
+    if (t["name"] == name) return t["bytes"].get<uint64_t>();
+  ADD_FAILURE() << "no tensor " << name;
+  return 0;
+}
+
+// The first 4 of V4-Flash's 43 blocks: window-only, window-only, CSA (ratio
+// 4 + indexer), HCA (ratio 128); 8 output groups of LoRA 1024; MXFP4 experts
+// of 3 x 4096 x 2048 (17 bytes per 32 values); top-6.
+TEST(SynthSparsePresets, DeepseekV4FlashCut) {
+  TempFile out("v4flash4.gguf");
+  const auto j = inspect_cut("--preset deepseek-v4-flash --layers 4", out);
+  const auto& m = j["metadata"];
+  EXPECT_EQ(j["architecture"], "deepseek4");
+  EXPECT_EQ(j["block_count"], 4);
+  EXPECT_EQ(j["runnable"], true) << j.value("not_runnable", "");
+  EXPECT_EQ(m["deepseek4.attention.compress_ratios"], nlohmann::json::array({0, 0, 4, 128}));
+  EXPECT_EQ(m["deepseek4.attention.output_group_count"], 8);
+  EXPECT_EQ(m["deepseek4.attention.output_lora_rank"], 1024);
+  EXPECT_EQ(m["deepseek4.attention.indexer.top_k"], 512);
+  EXPECT_EQ(m["deepseek4.attention.sliding_window"], 128);
+  EXPECT_EQ(m["deepseek4.expert_used_count"], 6);
+  const uint64_t expert = 3ull * 4096 * 2048 / 32 * 17;
+  EXPECT_EQ(tensor_bytes(j, "blk.2.ffn_gate_exps.weight"), 256 * expert / 3);
+  EXPECT_EQ(tensor_bytes(j, "blk.0.attn_output_a.weight"), 64ull * 512 / 8 * 1024 * 8 / 32 * 34);  // Q8_0
+  const auto& s = j["sizing"];
+  EXPECT_EQ(s["layers"][0]["per_expert_bytes"].get<uint64_t>(), expert);
+  EXPECT_EQ(s["token_demand_bytes"].get<uint64_t>(), 4 * 6 * expert);
+  // One row per position and layer (mixers/dsv4_attention.h): the 512-wide
+  // kv, plus 2 x C compressor inputs and the 512-wide block where compressed
+  // (C = 1024 at ratio 4, 512 at 128), plus the indexer's 2 x 256 + 128 at ratio 4.
+  const uint64_t row = 512 + 512 + (512 + 2 * 1024 + 512 + 2 * 256 + 128) + (512 + 2 * 512 + 512);
+  EXPECT_EQ(s["kv_context"], 4096);
+  EXPECT_EQ(s["kv_bytes"].get<uint64_t>(), 4096 * row * 2);
+  SynthConfig cfg = synth_preset("deepseek-v4-flash");
+  cfg.n_layer = 4;
+  EXPECT_EQ(fs::file_size(out.path), synth_sizes(cfg, 1).file_bytes);
+  // The whole model: 43 x 256 experts, 137 GiB of them.
+  EXPECT_EQ(synth_sizes(synth_preset("deepseek-v4-flash"), 1).file_bytes > 140ull << 30, true);
+}
+
+// GLM-5's first 4 blocks (3 dense, 1 MoE) and its NextN block: MLA latent rows
+// of 512 + 64 plus the indexer's 128-wide keys in every block, F16.
+TEST(SynthSparsePresets, Glm5Cut) {
+  TempFile out("glm5x4.gguf");
+  const auto j = inspect_cut("--preset glm-5 --layers 4", out);
+  const auto& m = j["metadata"];
+  EXPECT_EQ(j["architecture"], "glm-dsa");
+  EXPECT_EQ(j["block_count"], 5);
+  EXPECT_EQ(j["runnable"], true) << j.value("not_runnable", "");
+  EXPECT_EQ(m["glm-dsa.nextn_predict_layers"], 1);
+  EXPECT_EQ(m["glm-dsa.leading_dense_block_count"], 3);
+  EXPECT_EQ(m["glm-dsa.attention.indexer.top_k"], 2048);
+  EXPECT_EQ(m["glm-dsa.attention.indexer.head_count"], 32);
+  EXPECT_EQ(m["glm-dsa.expert_count"], 256);
+  EXPECT_EQ(m["glm-dsa.expert_used_count"], 8);
+  EXPECT_EQ(tensor_bytes(j, "blk.0.indexer.attn_q_b.weight"), 2048ull * 32 * 128 * 4);  // F32
+  const auto& s = j["sizing"];
+  EXPECT_EQ(s["kv_bytes"].get<uint64_t>(), 4ull * 4096 * (512 + 64 + 128) * 2);
+  EXPECT_EQ(s["not_loaded_bytes"].get<uint64_t>() > 0, true);
+  SynthConfig cfg = synth_preset("glm-5");
+  cfg.n_layer = 4;
+  EXPECT_EQ(fs::file_size(out.path), synth_sizes(cfg, 1).file_bytes);
+  EXPECT_EQ(synth_sizes(synth_preset("glm-5"), 1).file_bytes > 400ull << 30, true);
+}
+
+}  // namespace
+}  // namespace sluice::tools
