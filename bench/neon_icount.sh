@@ -41,8 +41,9 @@ for tier in plain sdot; do
     -o "$out/driver_$tier"
 done
 
-# Instructions executed between consecutive icount_mark calls: six numbers
-# (sluice Q4_K, ggml Q4_K, sluice Q5_K, ggml Q5_K, sluice Q6_K, ggml Q6_K).
+# Instructions executed between consecutive icount_mark calls: eight numbers
+# (sluice Q4_K, ggml Q4_K, sluice Q5_K, ggml Q5_K, sluice Q6_K, ggml Q6_K,
+# sluice Q4_K 4 columns, sluice Q6_K 4 columns).
 counts() {  # tier blocks
   local bin=$out/driver_$1 log=$out/trace_$1_$2.log mark
   mark=$(aarch64-linux-gnu-nm "$bin" | awk '$3 == "icount_mark" { print $1 }')
@@ -52,14 +53,14 @@ counts() {  # tier blocks
     /^Trace/ {
       split($0, a, "[][/]"); pc = a[3]; sub(/^0+/, "", pc); m = mark; sub(/^0+/, "", m)
       if (pc == m) { seg++; next }
-      if (seg >= 1 && seg <= 6) c[seg]++
+      if (seg >= 1 && seg <= 8) c[seg]++
     }
-    END { for (i = 1; i <= 6; i++) printf "%d ", c[i]; print "" }' "$log"
+    END { for (i = 1; i <= 8; i++) printf "%d ", c[i]; print "" }' "$log"
   rm -f "$log"
 }
 
-echo "| format | build | sluice instr / block | ggml instr / block | sluice / ggml |"
-echo "|---|---|---|---|---|"
+echo "| format | build | sluice instr / block | ggml instr / block | sluice / ggml | sluice, 4 columns: instr / block / column |"
+echo "|---|---|---|---|---|---|"
 for tier in plain sdot; do
   read -r -a short <<<"$(counts $tier 16)"
   read -r -a long <<<"$(counts $tier 32)"
@@ -67,7 +68,10 @@ for tier in plain sdot; do
   for f in 0 1 2; do
     ours=$(((long[2 * f] - short[2 * f]) / 16))
     theirs=$(((long[2 * f + 1] - short[2 * f + 1]) / 16))
-    awk -v f="${fmts[f]}" -v t="$tier" -v o="$ours" -v g="$theirs" \
-      'BEGIN { printf "| %s | %s | %d | %d | %.2f |\n", f, t, o, g, o / g }'
+    cols=-
+    [[ $f == 0 ]] && cols=$(((long[6] - short[6]) / 64))
+    [[ $f == 2 ]] && cols=$(((long[7] - short[7]) / 64))
+    awk -v f="${fmts[f]}" -v t="$tier" -v o="$ours" -v g="$theirs" -v c="$cols" \
+      'BEGIN { printf "| %s | %s | %d | %d | %.2f | %s |\n", f, t, o, g, o / g, c }'
   done
 done

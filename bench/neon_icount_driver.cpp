@@ -2,7 +2,7 @@
 // NEON K-quant dots (one build, argv[2]: plain | sdot) and ggml's
 // (whatever build of ggml's arch/arm/quants.c it was linked with) once each
 // on a row of argv[1] 256-value blocks, each call between two calls of
-// icount_mark(), so that an instruction trace of the run (qemu -singlestep
+// icount_mark(), then sluice's Q4_K and Q6_K vec_dot_cols on four rows, so that an instruction trace of the run (qemu -singlestep
 // -d exec) can be cut into one count per call. Prints the results, so the
 // calls cannot be dropped and sluice's and ggml's values can be eyeballed.
 #include <cstdio>
@@ -103,6 +103,14 @@ int main(int argc, char** argv) {
   icount_mark(5);
   ggml_vec_dot_q6_K_q8_K(n, &r[5], 0, q6.data(), 0, act.data(), 0, 1);
   icount_mark(6);
-  std::printf("q4_k %g %g q5_k %g %g q6_k %g %g\n", r[0], r[1], r[2], r[3], r[4], r[5]);
+  // Prefill: four activation rows per call (vec_dot_cols), here four times the same row.
+  const void* cols[4] = {act.data(), act.data(), act.data(), act.data()};
+  float c4[4], c6[4];
+  table[static_cast<uint32_t>(GgmlType::Q4_K)].vec_dot_cols(n, q4.data(), cols, 4, c4);
+  icount_mark(7);
+  table[static_cast<uint32_t>(GgmlType::Q6_K)].vec_dot_cols(n, q6.data(), cols, 4, c6);
+  icount_mark(8);
+  std::printf("q4_k %g %g q5_k %g %g q6_k %g %g cols q4_k %g q6_k %g\n", r[0], r[1], r[2], r[3], r[4], r[5], c4[3],
+              c6[3]);
   return 0;
 }

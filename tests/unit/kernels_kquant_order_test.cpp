@@ -1,9 +1,9 @@
-// Q4_K, Q5_K and Q6_K dot products give the same bits on every SIMD ISA: the
-// x86 kernels (AVX2, AVX-VNNI, AVX-512 VNNI; x86/kquant_x86_dot_body.h) and
-// both NEON builds (plain and sdot; arm/kquant_neon_body.h). Their integer
-// sums are exact, so the float order decides the bits; it is written out here
-// once (x86_order_k4 / x86_order_q6) and every SIMD vec_dot is compared with
-// it by memcmp. On x86 this checks that the written-out order is the kernels'
+// Q4_K, Q5_K and Q6_K dot products (vec_dot, and each column of vec_dot_cols)
+// give the same bits on every SIMD ISA: the x86 kernels (AVX2, AVX-VNNI,
+// AVX-512 VNNI; x86/kquant_x86_dot_body.h) and both NEON builds (plain and
+// sdot; arm/kquant_neon_body.h). Their integer sums are exact, so the float
+// order decides the bits; it is written out here once (x86_order_k4 /
+// x86_order_q6) and every SIMD dot is compared with it by memcmp. On x86 this checks that the written-out order is the kernels'
 // order; on AArch64 that NEON follows it, so a model has the same logits on
 // ARM and x86. AMX's Q4_K rounds its own way (quant.h) and is not compared.
 #include <gtest/gtest.h>
@@ -169,40 +169,66 @@ std::vector<BlockQ8K> activation_row(int64_t n, std::mt19937& rng, int fill = 0)
   return row;
 }
 
+// One weight row and kMaxDotCols activation rows (the columns of vec_dot_cols).
 struct Case {
   GgmlType type;
   int64_t n;
   std::vector<uint8_t> w;
-  std::vector<BlockQ8K> a;
+  std::vector<std::vector<BlockQ8K>> a;
 };
 
 // Random rows of several lengths plus the extremes: every weight byte 0xFF or
-// 0x00 (largest and smallest quants and scales) against all +127 / all -128.
+// 0x00 (largest and smallest quants and scales) against all +127 / all -128
+// (and random columns beside them).
 std::vector<Case> cases() {
   std::vector<Case> out;
   std::mt19937 rng(28);
   for (GgmlType t : kTypes) {
     for (int64_t n : {256, 512, 2816, 4096}) {
-      for (int rep = 0; rep < 3; ++rep) out.push_back({t, n, weight_row(t, n, rng), activation_row(n, rng)});
+      Case c{t, n, weight_row(t, n, rng), {}};
+      for (int j = 0; j < kMaxDotCols; ++j) c.a.push_back(activation_row(n, rng));
+      out.push_back(std::move(c));
     }
-    for (int fill : {0xFF, 0x00})
-      for (int act : {127, -128}) out.push_back({t, 512, weight_row(t, 512, rng, fill), activation_row(512, rng, act)});
+    for (int fill : {0xFF, 0x00}) {
+      Case c{t, 512, weight_row(t, 512, rng, fill), {}};
+      c.a.push_back(activation_row(512, rng, 127));
+      c.a.push_back(activation_row(512, rng, -128));
+      while (c.a.size() < static_cast<size_t>(kMaxDotCols)) c.a.push_back(activation_row(512, rng));
+      out.push_back(std::move(c));
+    }
   }
   return out;
 }
 
 std::string label(const Case& c) { return std::string(ggml_type_name(c.type)) + " n=" + std::to_string(c.n); }
 
-// Compares one vec_dot with the written-out order on every case; returns how
-// many it checked.
-int expect_x86_order(VecDotFn dot, GgmlType t, const std::string& who) {
+// Compares one entry's vec_dot (every column on its own) and, if it has one,
+// its vec_dot_cols (1, 3, 4, 5 and 8 columns at once) with the written-out
+// order on every case; returns how many dots it checked.
+int expect_x86_order(const TypeKernels& k, GgmlType t, const std::string& who) {
   int checked = 0;
   for (const Case& c : cases()) {
     if (c.type != t) continue;
-    const float want = x86_order_dot(t, c.n, c.w.data(), c.a.data());
-    const float got = dot(c.n, c.w.data(), c.a.data());
-    EXPECT_EQ(0, std::memcmp(&want, &got, sizeof(float))) << who << " " << label(c) << ": " << got << " vs " << want;
-    ++checked;
+    std::vector<float> want;
+    for (const auto& a : c.a) want.push_back(x86_order_dot(t, c.n, c.w.data(), a.data()));
+    for (size_t j = 0; j < c.a.size(); ++j) {
+      const float got = k.vec_dot(c.n, c.w.data(), c.a[j].data());
+      EXPECT_EQ(0, std::memcmp(&want[j], &got, sizeof(float)))
+          << who << " " << label(c) << " column " << j << ": " << got << " vs " << want[j];
+      ++checked;
+    }
+    if (!k.vec_dot_cols) continue;
+    std::vector<const void*> act;
+    for (const auto& a : c.a) act.push_back(a.data());
+    for (int m : {1, 3, 4, 5, kMaxDotCols}) {
+      std::vector<float> got(static_cast<size_t>(m));
+      k.vec_dot_cols(c.n, c.w.data(), act.data(), m, got.data());
+      for (int j = 0; j < m; ++j) {
+        EXPECT_EQ(0, std::memcmp(&want[j], &got[j], sizeof(float)))
+            << who << " cols " << label(c) << " m=" << m << " column " << j << ": " << got[j] << " vs " << want[j];
+        ++checked;
+      }
+    }
   }
   return checked;
 }
@@ -214,12 +240,14 @@ TEST(KquantX86Order, WrittenOutOrderIsTheDotProduct) {
   for (const Case& c : cases()) {
     std::vector<float> wf(static_cast<size_t>(c.n)), af(static_cast<size_t>(c.n));
     kernels_for(c.type, Isa::Scalar)->dequantize(c.w.data(), wf.data(), c.n);
-    kernels_for(GgmlType::Q8_K, Isa::Scalar)->dequantize(c.a.data(), af.data(), c.n);
-    double abs_sum = 0;
-    for (int64_t i = 0; i < c.n; ++i) abs_sum += std::fabs(static_cast<double>(wf[i]) * af[i]);
-    const float want = kernels_for(c.type, Isa::Scalar)->vec_dot(c.n, c.w.data(), c.a.data());
-    const float got = x86_order_dot(c.type, c.n, c.w.data(), c.a.data());
-    EXPECT_NEAR(got, want, 1e-5 * abs_sum) << label(c);
+    for (const auto& a : c.a) {
+      kernels_for(GgmlType::Q8_K, Isa::Scalar)->dequantize(a.data(), af.data(), c.n);
+      double abs_sum = 0;
+      for (int64_t i = 0; i < c.n; ++i) abs_sum += std::fabs(static_cast<double>(wf[i]) * af[i]);
+      const float want = kernels_for(c.type, Isa::Scalar)->vec_dot(c.n, c.w.data(), a.data());
+      const float got = x86_order_dot(c.type, c.n, c.w.data(), a.data());
+      EXPECT_NEAR(got, want, 1e-5 * abs_sum) << label(c);
+    }
   }
 }
 
@@ -230,7 +258,7 @@ TEST(KquantX86Order, EverySimdIsaFollowsIt) {
     for (GgmlType t : kTypes) {
       const TypeKernels* k = kernels_for(t, isa);
       if (!k || !k->vec_dot) continue;
-      checked += expect_x86_order(k->vec_dot, t, isa_name(isa));
+      checked += expect_x86_order(*k, t, isa_name(isa));
     }
   }
   if (checked == 0) GTEST_SKIP() << "this CPU runs no SIMD Q4_K/Q5_K/Q6_K dot";
@@ -250,8 +278,9 @@ TEST(KquantNeonTiers, BothBuildsFollowTheX86Order) {
     for (GgmlType t : kTypes) {
       const TypeKernels& k = table[static_cast<uint32_t>(t)];
       ASSERT_NE(k.vec_dot, nullptr) << ggml_type_name(t);
+      ASSERT_NE(k.vec_dot_cols, nullptr) << ggml_type_name(t);
       EXPECT_EQ(k.vec_dot_type, GgmlType::Q8_K);
-      EXPECT_GT(expect_x86_order(k.vec_dot, t, tier == NeonKquantTier::Plain ? "neon-plain" : "neon-sdot"), 0);
+      EXPECT_GT(expect_x86_order(k, t, tier == NeonKquantTier::Plain ? "neon-plain" : "neon-sdot"), 0);
     }
   }
 }
@@ -264,7 +293,9 @@ TEST(KquantNeonTiers, RegistryUsesTheHwcapBuild) {
     const TypeKernels* neon = kernels_for(t, Isa::Neon);
     ASSERT_NE(neon, nullptr) << ggml_type_name(t);
     EXPECT_EQ(neon->vec_dot, want[static_cast<uint32_t>(t)].vec_dot) << ggml_type_name(t);
+    EXPECT_EQ(neon->vec_dot_cols, want[static_cast<uint32_t>(t)].vec_dot_cols) << ggml_type_name(t);
     EXPECT_EQ(kernels_for(t).vec_dot, neon->vec_dot) << ggml_type_name(t);
+    EXPECT_EQ(kernels_for(t).vec_dot_cols, neon->vec_dot_cols) << ggml_type_name(t);
     EXPECT_EQ(kernels_for(t).vec_dot_type, GgmlType::Q8_K) << ggml_type_name(t);
   }
 }
