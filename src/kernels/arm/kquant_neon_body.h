@@ -12,7 +12,7 @@
 // Q5_K also fuse their mins, as x86's four madd lanes, into a 4-lane
 // accumulator with dmin = y.d * dmin_w; at the end x86's reductions. The
 // integer sums are exact on both, so the grouping of the integer work is free.
-// tests/unit/kernels_kquant_neon_test.cpp checks the order bit for bit.
+// tests/unit/kernels_kquant_order_test.cpp checks the order bit for bit.
 //
 // Not a normal header: included (on purpose without an include guard) by
 // arm/kquant_neon.cpp inside the namespace of each build, after it defined
