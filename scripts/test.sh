@@ -54,6 +54,8 @@ elif [[ "${1:-}" == "--aarch64" ]]; then
   # Both NEON builds ran (the kernels test prints which one it saw).
   grep -qh '^\[neon\] kernels: sdot' "$log_dir"/max.*.log
   grep -qh '^\[neon\] kernels: plain' "$log_dir"/cortex-a53.*.log
+  # The K-quant dots: both builds checked under -cpu max (kernels_kquant_order_test.cpp).
+  grep -qh '^\[neon\] kquant builds checked: plain, sdot' "$log_dir"/max.*.log
 else
   scripts/build.sh build
   ctest --test-dir build --output-on-failure -j"$(nproc)" --timeout 900

@@ -1,6 +1,8 @@
 // The AArch64 Advanced SIMD (NEON) set (kernel_table.h). What it lacks falls
-// back to scalar: the K-quant and Q4_1/Q5_0/Q5_1 dots, every dequantizer and
-// quantizer, and the ops that are bit-identical to scalar on x86 too.
+// back to scalar: the Q2_K/Q3_K/IQ4_XS and Q4_1/Q5_0/Q5_1 dots, every
+// dequantizer and quantizer, and the ops that are bit-identical to scalar on
+// x86 too.
+#include "kernels/arm/kquant_neon.h"
 #include "kernels/arm/legacy_neon.h"
 #include "kernels/arm/ops_neon.h"
 
@@ -9,6 +11,7 @@ namespace sluice::kernels {
 #if defined(__aarch64__)
 void fill_isa_neon(IsaKernels& k) {
   fill_legacy_neon(k.quant);
+  fill_kquant_neon(k.quant);
   fill_ops_neon(k.ops);
   fill_deltanet_neon(k.ops);
 }
