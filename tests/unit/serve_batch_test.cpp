@@ -23,16 +23,6 @@ using json = nlohmann::json;
 
 constexpr int kSlots = 4;
 
-double metric(const LiveServer& ls, const std::string& name) {
-  auto m = ls.client().Get("/metrics");
-  EXPECT_TRUE(m);
-  if (!m) return -1;
-  const size_t at = m->body.find("\n" + name + " ");
-  EXPECT_NE(at, std::string::npos) << name;
-  return at == std::string::npos ? -1.0
-                                 : std::strtod(m->body.c_str() + at + name.size() + 2, nullptr);
-}
-
 json completion(const LiveServer& ls, const json& body) {
   auto res = ls.client().Post("/v1/completions", body.dump(), "application/json");
   EXPECT_TRUE(res);
@@ -153,40 +143,6 @@ TEST(ServeBatch, FourConcurrentGreedyRequestsGiveTheirSoloTextsAndOverlap) {
             metric(ls, "sluice_batch_experts_per_sequence_total"));
   EXPECT_GT(metric(ls, "sluice_batch_expert_bytes_saved_total"), 0);
   EXPECT_EQ(metric(ls, "sluice_slots_busy"), 0);
-}
-
-// Opens a raw streaming request for the whole context and reads until its
-// first token arrived (the request holds a slot then). Returns the socket.
-int open_long_stream(const LiveServer& ls) {
-  const int fd = connect_to(ls.port);
-  EXPECT_GE(fd, 0);
-  if (fd < 0) return fd;
-  const std::string body =
-      json({{"prompt", "Once upon a time"}, {"max_tokens", -1}, {"stream", true}}).dump();
-  const std::string req =
-      "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-      "Content-Length: " +
-      std::to_string(body.size()) + "\r\n\r\n" + body;
-  EXPECT_TRUE(send_all(fd, req));
-  std::string got;
-  char buf[256];
-  while (got.find("data: {") == std::string::npos) {
-    const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-    EXPECT_GT(n, 0);
-    if (n <= 0) break;
-    got.append(buf, static_cast<size_t>(n));
-  }
-  return fd;
-}
-
-// Polls /metrics until `name` reaches `want` (bounded by a count of polls,
-// not by time: the server must get there; a broken one fails the test).
-bool wait_for_metric(const LiveServer& ls, const std::string& name, double want) {
-  for (int i = 0; i < 2000; ++i) {
-    if (metric(ls, name) >= want) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return false;
 }
 
 TEST(ServeBatch, AClientGoneMidStreamFreesItsSlot) {

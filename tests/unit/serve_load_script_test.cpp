@@ -61,15 +61,6 @@ TEST(ServeLoadScript, AServerThatCannotStartIsOneMessage) {
   EXPECT_NE(out.find("/nonexistent/model.gguf"), std::string::npos) << out;
 }
 
-double metric(const LiveServer& ls, const std::string& name) {
-  auto m = ls.client().Get("/metrics");
-  EXPECT_TRUE(m);
-  if (!m) return -1;
-  const size_t at = m->body.find("\n" + name + " ");
-  EXPECT_NE(at, std::string::npos) << name;
-  return at == std::string::npos ? -1.0 : std::strtod(m->body.c_str() + at + name.size() + 2, nullptr);
-}
-
 // With no expert cache and page-cache reads, a step reads exactly its
 // distinct experts: bytes read == the union figure, at batch size 1 and 3.
 TEST(ServeLoadScript, UnionBytesEqualBytesReadWithNoCache) {

@@ -11,9 +11,13 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <thread>
+
+#include <nlohmann/json.hpp>
 
 #include "runtime/session.h"
 #include "server/server.h"
@@ -87,6 +91,49 @@ inline int connect_to(int port) {
 
 inline bool send_all(int fd, const std::string& s) {
   return ::send(fd, s.data(), s.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(s.size());
+}
+
+// The value of the unlabelled metric `name` in /metrics (-1, and a failure, when absent).
+inline double metric(const LiveServer& ls, const std::string& name) {
+  auto m = ls.client().Get("/metrics");
+  EXPECT_TRUE(m);
+  if (!m) return -1;
+  const size_t at = m->body.find("\n" + name + " ");
+  EXPECT_NE(at, std::string::npos) << name;
+  return at == std::string::npos ? -1.0 : std::strtod(m->body.c_str() + at + name.size() + 2, nullptr);
+}
+
+// Polls /metrics until `name` reaches `want` (bounded by a count of polls,
+// not by time: the server must get there; a broken one fails the test).
+inline bool wait_for_metric(const LiveServer& ls, const std::string& name, double want) {
+  for (int i = 0; i < 2000; ++i) {
+    if (metric(ls, name) >= want) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
+// A raw streaming request for the whole context, read until its first token
+// arrived (it holds a slot and its state then). Returns the socket.
+inline int open_long_stream(const LiveServer& ls) {
+  const int fd = connect_to(ls.port);
+  EXPECT_GE(fd, 0);
+  if (fd < 0) return fd;
+  const std::string body =
+      nlohmann::json({{"prompt", "Once upon a time"}, {"max_tokens", -1}, {"stream", true}}).dump();
+  EXPECT_TRUE(send_all(fd,
+                       "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                       "Content-Length: " +
+                           std::to_string(body.size()) + "\r\n\r\n" + body));
+  std::string got;
+  char buf[256];
+  while (got.find("data: {") == std::string::npos) {
+    const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    EXPECT_GT(n, 0);
+    if (n <= 0) break;
+    got.append(buf, static_cast<size_t>(n));
+  }
+  return fd;
 }
 
 }  // namespace sluice::test
