@@ -167,7 +167,7 @@ void Transformer::forward_dsv4_layer(int il, int T, std::span<const RowSegment> 
   for (const RowSegment& sg : segs) {
     const int64_t off = static_cast<int64_t>(sg.row0) * n;
     dsv4_attn_.run(L.dsv4, d.attn, hp_, xn_.data() + off, sg.n, sg.pos0, il, sg.st->kv(st_layer),
-                   act_, pool_, tmp_.data() + off);
+                   sg.st->blocks(st_layer), act_, pool_, tmp_.data() + off);
   }
   hc_post();
   attention_s_ += seconds_since(t_attn);

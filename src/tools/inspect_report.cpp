@@ -153,6 +153,7 @@ json inspect_json(const ModelInfo& info, const gguf::Metadata& metadata) {
                  {"kv_layout", s.kv_layout},
                  {"recurrent_bytes", s.recurrent_bytes},
                  {"indexer_bytes", s.indexer_bytes},
+                 {"compressed_bytes", s.compressed_bytes},
                  {"not_loaded_bytes", s.not_loaded_bytes},
                  {"scratch_bytes", s.scratch_bytes},
                  {"min_ram_bytes", s.min_ram_bytes},
@@ -226,6 +227,7 @@ std::string inspect_text(const ModelInfo& info, bool full_tensors) {
   line("layer demand", mib(s.layer_demand_bytes));
   line("KV cache (f16, ctx " + std::to_string(s.kv_context) + ")",
        mib(s.kv_bytes) + (s.kv_layout == "mla-latent" ? " (MLA latent rows)" : ""));
+  if (s.compressed_bytes > 0) line("  of which compressed blocks", mib(s.compressed_bytes));
   if (s.indexer_bytes > 0) line("  of which DSA indexer keys", mib(s.indexer_bytes));
   if (s.recurrent_bytes > 0) line("recurrent state (f32)", mib(s.recurrent_bytes));
   if (s.not_loaded_bytes > 0) line("not loaded (NextN/MTP)", mib(s.not_loaded_bytes));

@@ -151,6 +151,7 @@ Sizing compute_sizing(const ModelInfo& info, uint64_t kv_context, const model::A
     s.kv_bytes = b ? b->kv : UINT64_MAX;
     s.recurrent_bytes = b ? b->recurrent : 0;
     s.indexer_bytes = b ? b->indexer : 0;
+    s.compressed_bytes = b ? b->compressed : 0;
     s.kv_layout = desc->hp.mla ? "mla-latent" : "per-head";
   } else {
     s.kv_bytes = hp.block_count.value_or(0) * kv_context * hp.head_count_kv.value_or(0) *

@@ -21,7 +21,11 @@
 //                    one layer's rows). Unknown architectures: the first formula for
 //                    every block. glm-dsa's full indexer layers add kv_context *
 //                    indexer.key_length * 2 to their rows (the DSA indexer keys).
+//                    deepseek4's layers keep per-position rows (raw kv, compressor
+//                    inputs) for the window and the blocks being pooled (a ring, plus
+//                    the --ubatch slack) and one row per completed compress block.
 //   indexer_bytes    the part of kv_bytes that holds those indexer keys (0 without DSA)
+//   compressed_bytes the part of kv_bytes that holds deepseek4's compressed blocks
 //   recurrent_bytes  F32 recurrent state (conv taps and per-head matrices) of recurrent
 //                    layers, independent of the context; 0 when there are none
 //   not_loaded       tensors the architecture ignores (NextN/MTP blocks): in
@@ -82,7 +86,8 @@ struct Sizing {
   uint64_t token_demand_bytes = 0, layer_demand_bytes = 0;
   uint64_t kv_context = kDefaultKvContext, kv_bytes = 0, scratch_bytes = 0, min_ram_bytes = 0;
   uint64_t recurrent_bytes = 0;
-  uint64_t indexer_bytes = 0;  // of kv_bytes: the DSA indexer keys (glm-dsa), f16 like the rows they extend
+  uint64_t indexer_bytes = 0;  // of kv_bytes: the DSA indexer keys (glm-dsa, deepseek4), f16 like the rows
+  uint64_t compressed_bytes = 0;  // of kv_bytes: deepseek4's compressed blocks
   uint64_t not_loaded_bytes = 0;  // tensors the architecture does not load (NextN/MTP blocks)
   std::string kv_layout = "per-head";  // "mla-latent" for MLA; "per-head" also when the arch is unknown
   std::vector<LayerSizing> layers;  // layers that have expert tensors, ascending

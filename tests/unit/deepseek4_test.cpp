@@ -11,6 +11,8 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "model/arch.h"
+#include "model/state/state_spec.h"
 #include "model/transformer.h"
 #include "golden_rule.h"
 #include "model_test_support.h"
@@ -102,24 +104,74 @@ TEST_P(Deepseek4Test, ThreadsAndMicroBatchesChangeNoBit) {
 }
 
 // eval(A + C); truncate(|A|); eval(B) == the tail of eval(A + B), with the cut
-// inside a CSA block and B completing the first HCA block.
-TEST_P(Deepseek4Test, RollbackIsExact) {
+// inside a CSA block and B completing the first HCA block. At ubatch 16 the
+// per-position rows are rings (window 32 + slack 16 = 48 rows; 128 + 16 at
+// ratio 128): a C within the slack rolls back exactly; a longer one has
+// overwritten A's window, so the state restarts from 0 (truncate says so) and
+// re-evaluating A + B from there gives the same bits.
+TEST_P(Deepseek4Test, RollbackIsExactWithinTheRingAndRecomputesBeyondIt) {
   const std::vector<int32_t>& t = tokens_;
   auto m = model(16);
   const size_t nv = m->hparams().n_vocab;
   const std::vector<float> whole = eval_all(*m, t);
-  const size_t a = 42;
-  const std::vector<int32_t> A(t.begin(), t.begin() + a), B(t.begin() + a, t.end());
-  std::vector<int32_t> AC = A;
-  for (int i = 0; i < 50; ++i) AC.push_back(static_cast<int32_t>(3 + (i * 41) % 500));
-  m->reset();
-  std::vector<float> rows(AC.size() * nv);
-  m->eval(AC, 0, rows.data());
-  ASSERT_EQ(m->truncate(static_cast<int>(a)), static_cast<int>(a));
-  std::vector<float> b(B.size() * nv);
-  m->eval(B, static_cast<int>(a), b.data());
-  EXPECT_TRUE(same_bits(
-      b, std::vector<float>(whole.begin() + static_cast<std::ptrdiff_t>(a * nv), whole.end())));
+  const int a = 42;
+  for (const int c : {10, 17, 18, 50}) {
+    std::vector<int32_t> AC(t.begin(), t.begin() + a);
+    for (int i = 0; i < c; ++i) AC.push_back(static_cast<int32_t>(3 + (i * 41) % 500));
+    m->reset();
+    std::vector<float> rows(AC.size() * nv);
+    m->eval(AC, 0, rows.data());
+    // Exact while the rings hold the 32 positions before |A| + 1: |C| <= 16 + 1.
+    const int r = m->truncate(a);
+    EXPECT_EQ(r, c <= 17 ? a : 0) << "|C| " << c;
+    const std::vector<int32_t> redo(t.begin() + r, t.end());
+    std::vector<float> b(redo.size() * nv);
+    m->eval(redo, r, b.data());
+    EXPECT_TRUE(same_bits(b, std::vector<float>(whole.begin() + static_cast<std::ptrdiff_t>(r * nv), whole.end())))
+        << "|C| " << c;
+  }
+}
+
+// A slot saved after the rings wrapped and the first 128-block completed
+// (140 positions), loaded into a fresh model, continues with the one-call
+// logits bit for bit (state_io: the ring's newest rows and the block rows).
+TEST_P(Deepseek4Test, SlotSavedPastTheRingsContinuesExactly) {
+  const std::vector<int32_t>& t = tokens_;
+  const int a = 140;
+  auto m = model(16);
+  const size_t nv = m->hparams().n_vocab;
+  const std::vector<float> whole = eval_all(*model(512), t);
+  std::vector<float> rows(a * nv);
+  m->eval(std::span(t).first(a), 0, rows.data());
+  std::string bytes;
+  m->slot_save(0, bytes);
+  auto fresh = model(16);
+  fresh->slot_load(0, bytes);
+  ASSERT_EQ(fresh->n_past(), a);
+  const std::vector<int32_t> rest(t.begin() + a, t.end());
+  std::vector<float> b(rest.size() * nv);
+  fresh->eval(rest, a, b.data());
+  EXPECT_TRUE(same_bits(b, std::vector<float>(whole.begin() + static_cast<std::ptrdiff_t>(a * nv), whole.end())));
+}
+
+// The per-position rows are a ring of what a token reads back, the blocks one
+// row each: a 160-token state at -c 4096 holds 48 (ratio 0 and 4) or 144
+// (ratio 128) positions' rows at ubatch 16, and inspect sizes the same bytes.
+TEST_P(Deepseek4Test, StateKeepsTheLookbackAsARingAndOneRowPerBlock) {
+  auto cfg = golden_config();
+  cfg.n_ctx = 4096;
+  cfg.ubatch = 16;
+  auto m = load(gguf_, cfg);
+  const auto specs =
+      model::model_state_specs(model::describe_architecture(gguf::GgufModel::open(gguf_)), 4096, 16);
+  for (size_t il = 0; il < specs.size(); ++il) {
+    const model::LayerStateSpec& s = specs[il];
+    const int ratio = s.blocks.ratio;
+    EXPECT_TRUE(s.kv.ring) << "layer " << il;
+    EXPECT_EQ(s.kv.capacity, (ratio == 128 ? 128 : 32) + 16) << "layer " << il;
+    EXPECT_EQ(s.blocks.capacity, ratio > 0 ? 4096 / ratio : 0) << "layer " << il;
+  }
+  EXPECT_EQ(m->state_bytes().kv, model::state_bytes(specs, model::KvType::F32)->kv);
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, Deepseek4Test,

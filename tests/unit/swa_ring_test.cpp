@@ -5,9 +5,11 @@
 // token by token, alone and batched in slots); a truncate within the slack
 // is exact; one further back falls back to position 0 and says so (truncate's
 // result, Session::recomputed_tokens), and the re-evaluated tail is the same
-// bits. KvRows' ring itself refuses reads of overwritten positions.
+// bits. KvRows' ring itself refuses reads of overwritten positions. A slot
+// saved or copied after its ring wrapped continues exactly.
 #include <gtest/gtest.h>
 
+#include <string>
 #include <vector>
 
 #include "model/model.h"
@@ -146,6 +148,53 @@ TEST_F(SwaRing, BatchedSlotsGetTheirSoloLogitsAndTruncateAlone) {
   m->eval_batch(batch);
   EXPECT_TRUE(same_bits(o0, rows(w0, nv, 45, static_cast<int>(p0.size()))));
   EXPECT_TRUE(same_bits(o1, w1));
+}
+
+// A slot's state saved (or copied to another slot) after the ring wrapped:
+// the file holds the ring's newest positions, and the continuation is the
+// full-context model's, bit for bit. A layer that keeps every row refuses a
+// wrapped ring's file; a ring takes a full file (keeping its newest rows).
+TEST_F(SwaRing, SlotSaveAndCopyPastTheRingContinueAsNeverStopping) {
+  auto full = load(path_, config(false));
+  auto m = load(path_, config(true, 2));
+  const size_t nv = m->hparams().n_vocab;
+  const std::vector<int32_t> A = seq(3, 40), B = seq(11, 10);  // |A| past the 24-row ring
+  std::vector<int32_t> AB = A;
+  AB.insert(AB.end(), B.begin(), B.end());
+  const std::vector<float> want = rows(eval_all(*full, AB), nv, static_cast<int>(A.size()), static_cast<int>(AB.size()));
+  std::vector<float> a(A.size() * nv), out(B.size() * nv);
+  m->eval(A, 0, a.data());
+  std::string ring_bytes;
+  m->slot_save(0, ring_bytes);
+  m->slot_copy(0, 1);
+  EXPECT_EQ(m->slot_n_past(1), static_cast<int>(A.size()));
+  std::vector<model::SequenceEval> batch = {{1, B, out.data(), true}};
+  m->eval_batch(batch);
+  EXPECT_TRUE(same_bits(out, want)) << "slot_copy past the ring";
+
+  auto restored = load(path_, config(true));
+  restored->slot_load(0, ring_bytes);
+  EXPECT_EQ(restored->n_past(), static_cast<int>(A.size()));
+  restored->eval(B, restored->n_past(), out.data());
+  EXPECT_TRUE(same_bits(out, want)) << "slot_load of a wrapped ring";
+
+  auto keeps_all = load(path_, config(false));
+  try {
+    keeps_all->slot_load(0, ring_bytes);
+    ADD_FAILURE() << "a wrapped ring's file was loaded into a layer that keeps every row";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("keeps every row"), std::string::npos) << e.what();
+    EXPECT_EQ(keeps_all->n_past(), 0);
+  }
+
+  full->reset();
+  full->eval(A, 0, a.data());
+  std::string full_bytes;
+  full->slot_save(0, full_bytes);
+  restored->reset();
+  restored->slot_load(0, full_bytes);
+  restored->eval(B, restored->n_past(), out.data());
+  EXPECT_TRUE(same_bits(out, want)) << "slot_load of every row into a ring";
 }
 
 TEST_F(SwaRing, InspectReportsTheRingSizedKvBytes) {

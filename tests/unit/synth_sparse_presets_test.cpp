@@ -57,12 +57,19 @@ TEST(SynthSparsePresets, DeepseekV4FlashCut) {
   const auto& s = j["sizing"];
   EXPECT_EQ(s["layers"][0]["per_expert_bytes"].get<uint64_t>(), expert);
   EXPECT_EQ(s["token_demand_bytes"].get<uint64_t>(), 4 * 6 * expert);
-  // One row per position and layer (mixers/dsv4_attention.h): the 512-wide
-  // kv, plus 2 x C compressor inputs and the 512-wide block where compressed
-  // (C = 1024 at ratio 4, 512 at 128), plus the indexer's 2 x 256 + 128 at ratio 4.
-  const uint64_t row = 512 + 512 + (512 + 2 * 1024 + 512 + 2 * 256 + 128) + (512 + 2 * 512 + 512);
+  // Per layer (mixers/dsv4_attention.h, state_spec.h): per-position rows
+  // of the 512-wide kv plus the compressors' 2 x C inputs (C = 1024 at ratio
+  // 4, 512 at 128) and the indexer compressor's kv and scores (256 each) at
+  // ratio 4, held as a ring of the window 128 + the --ubatch slack 512 =
+  // 640 positions; and per completed block the 512-wide entry (+ the
+  // 128-wide indexer key at ratio 4): 4096 / 4 = 1024 and 4096 / 128 = 32 blocks.
+  const uint64_t ring = 640;
+  const uint64_t rows = ring * (512 + 512 + (512 + 2 * 1024 + 2 * 256) + (512 + 2 * 512));
+  const uint64_t blocks = 1024 * (512 + 128) + 32 * 512;
   EXPECT_EQ(s["kv_context"], 4096);
-  EXPECT_EQ(s["kv_bytes"].get<uint64_t>(), 4096 * row * 2);
+  EXPECT_EQ(s["kv_bytes"].get<uint64_t>(), (rows + blocks) * 2);
+  EXPECT_EQ(s["compressed_bytes"].get<uint64_t>(), (1024 + 32) * 512 * 2);
+  EXPECT_EQ(s["indexer_bytes"].get<uint64_t>(), 1024 * 128 * 2);
   SynthConfig cfg = synth_preset("deepseek-v4-flash");
   cfg.n_layer = 4;
   EXPECT_EQ(fs::file_size(out.path), synth_sizes(cfg, 1).file_bytes);

@@ -95,16 +95,22 @@ Dsv4RowLayout dsv4_row_layout(uint32_t ratio, const HParams& hp) {
     l.c = (ratio == 4 ? 2 : 1) * l.hd;
     l.ckv = at, at += l.c;
     l.csc = at, at += l.c;
-    l.comp = at, at += l.hd;
+    l.block_width = l.hd;
   }
   if (ratio == 4) {
     l.d = static_cast<int>(hp.dsa.head_dim);
     l.ikv = at, at += 2 * l.d;
     l.isc = at, at += 2 * l.d;
-    l.ik = at, at += l.d;
+    l.block_width += l.d;
   }
   l.total = at;
   return l;
+}
+
+int dsv4_lookback(const AttentionDesc& d) {
+  if (d.window == 0) return 0;
+  const int64_t R = d.compress_ratio, pooled = R == 4 ? 2 * R : R;
+  return static_cast<int>(std::min<int64_t>(std::max<int64_t>(d.window, pooled), INT32_MAX));
 }
 
 Dsv4AttnWeights bind_dsv4_attention(Binder& b, const std::string& p, const AttentionDesc& d,
@@ -141,16 +147,17 @@ Dsv4AttnWeights bind_dsv4_attention(Binder& b, const std::string& p, const Atten
 }
 
 void Dsv4Attention::run(const Dsv4AttnWeights& w, const AttentionDesc& d, const HParams& hp,
-                        const float* h, int T, int pos0, int layer, KvRows& kv, QuantizedRows& act,
-                        ThreadPool& pool, float* out) {
+                        const float* h, int T, int pos0, int layer, KvRows& kv, KvRows* blocks,
+                        QuantizedRows& act, ThreadPool& pool, float* out) {
   const int hd = static_cast<int>(hp.head_dim), nh = static_cast<int>(hp.n_head);
   const int ql = static_cast<int>(hp.dsv4.q_lora_rank);
   const int R = static_cast<int>(d.compress_ratio);
   const float eps = hp.rms_eps;
   const Dsv4RowLayout L = dsv4_row_layout(d.compress_ratio, hp);
-  if (kv.k_dim() != L.total)
+  if (kv.k_dim() != L.total || (R != 0 && (!blocks || blocks->k_dim() != L.block_width)))
     throw Error("internal: deepseek4 layer " + std::to_string(layer) + " rows hold " +
-                std::to_string(kv.k_dim()) + " values, expected " + std::to_string(L.total));
+                std::to_string(kv.k_dim()) + " values, expected " + std::to_string(L.total) +
+                (R != 0 ? " and blocks of " + std::to_string(L.block_width) : std::string()));
   RopeAngles rope(layer_rope(d, hp));
   RopeAngles crope(hp.dsv4.compress_rope);
 
@@ -218,17 +225,14 @@ void Dsv4Attention::run(const Dsv4AttnWeights& w, const AttentionDesc& d, const 
     kv.store(pos0 + t, row_.data(), nullptr);
   }
   if (R != 0) {
-    std::vector<float> buf;
+    std::vector<float> entry(static_cast<size_t>(L.block_width));
     for (int t = 0; t < T; ++t) {
       const int pos = pos0 + t;
       if ((pos + 1) % R != 0) continue;
       const int b = (pos + 1) / R - 1;
-      const float* r = row_at(kv, pos, buf);
-      std::copy_n(r, L.total, row_.data());
-      compress_block(kv, b, R, L.ckv, L.csc, hd, R == 4, w.c_norm, eps, crope, &row_[L.comp]);
-      if (R == 4)
-        compress_block(kv, b, R, L.ikv, L.isc, D, true, w.i_norm, eps, crope, &row_[L.ik]);
-      kv.store(pos, row_.data(), nullptr);
+      compress_block(kv, b, R, L.ckv, L.csc, hd, R == 4, w.c_norm, eps, crope, entry.data());
+      if (R == 4) compress_block(kv, b, R, L.ikv, L.isc, D, true, w.i_norm, eps, crope, entry.data() + hd);
+      blocks->store(b, entry.data(), nullptr);
     }
   }
 
@@ -240,26 +244,26 @@ void Dsv4Attention::run(const Dsv4AttnWeights& w, const AttentionDesc& d, const 
   std::vector<const float*> keys;
   std::vector<std::vector<float>> bufs;
   std::vector<float> sc, score;
-  std::vector<int> blocks, order;
+  std::vector<int> chosen, order;
   for (int t = 0; t < T; ++t) {
     const int i = pos0 + t;
     keys.clear();
     size_t nb = 0;
-    auto key_at = [&](int pos, int off) {
+    auto key_at = [&](const KvRows& rows, int pos) {
       if (bufs.size() <= nb) bufs.resize(nb + 1);
-      keys.push_back(row_at(kv, pos, bufs[nb++]) + off);
+      keys.push_back(row_at(rows, pos, bufs[nb++]));  // the raw kv and the compressed entry are at 0
     };
-    for (int j = std::max(0, window > 0 ? i - window + 1 : 0); j <= i; ++j) key_at(j, L.kv);
-    blocks.clear();
+    for (int j = std::max(0, window > 0 ? i - window + 1 : 0); j <= i; ++j) key_at(kv, j);
+    chosen.clear();
     if (R != 0) {
       const int visible = (i + 1) / R;
-      for (int b = 0; b < visible; ++b) blocks.push_back(b);
+      for (int b = 0; b < visible; ++b) chosen.push_back(b);
       if (R == 4 && visible > top_k) {
         // The lightning indexer: score(i, b) = sum_g w_g max(0, iq_g . ik_b).
         score.assign(static_cast<size_t>(visible), 0.0f);
         std::vector<float> ib;
         for (int b = 0; b < visible; ++b) {
-          const float* ik = row_at(kv, (b + 1) * 4 - 1, ib) + L.ik;
+          const float* ik = row_at(*blocks, b, ib) + hd;
           float s = 0.0f;
           for (int g = 0; g < H; ++g) {
             const float* q = &iq_[(static_cast<size_t>(t) * H + g) * D];
@@ -273,11 +277,11 @@ void Dsv4Attention::run(const Dsv4AttnWeights& w, const AttentionDesc& d, const 
         std::iota(order.begin(), order.end(), 0);
         std::stable_sort(order.begin(), order.end(),
                          [&](int a, int c) { return score[a] > score[c]; });
-        blocks.assign(order.begin(), order.begin() + top_k);
-        std::sort(blocks.begin(), blocks.end());
+        chosen.assign(order.begin(), order.begin() + top_k);
+        std::sort(chosen.begin(), chosen.end());
       }
-      if (R == 4 && observer_) observer_(layer, i, blocks);
-      for (int b : blocks) key_at((b + 1) * R - 1, L.comp);
+      if (R == 4 && observer_) observer_(layer, i, chosen);
+      for (int b : chosen) key_at(*blocks, b);
     }
     const int nk = static_cast<int>(keys.size());
     sc.resize(static_cast<size_t>(nk));

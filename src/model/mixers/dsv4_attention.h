@@ -12,12 +12,17 @@
 // de-roped, then projected in output_group_count groups through the low-rank
 // attn_output_a, then attn_output_b.
 //
-// State: one KvRows row per position (not a ring: the compressor reads the
-// whole block behind a position), laid out by Dsv4RowLayout: the roped kv,
-// then (R > 0) the compressor's kv and gate scores of this token and, in the
-// row of a block's last position, the block's finished compressed entry; (R =
-// 4) the indexer compressor's kv and scores and the block's indexer key. A
-// row depends only on positions up to its own, so truncation is exact.
+// State (state_spec.h): per position a KvRows row laid out by Dsv4RowLayout:
+// the roped kv, then (R > 0) the compressor's kv and gate scores of this
+// token, (R = 4) the indexer compressor's kv and scores. Those rows are a ring
+// holding dsv4_lookback() positions (plus the slack) where that is less than
+// the context: a token reads the window's raw keys, and the block completed
+// at its position reads its own R tokens' compressor inputs (R = 4: the
+// previous block's too). Per completed block b, a row of `blocks`: the
+// compressed entry (hd) and (R = 4) the indexer key (D), written by the
+// append that holds position (b + 1) R - 1. Everything a row holds depends
+// only on positions up to its own, so truncation is exact while the ring
+// holds the lookback (ModelState).
 #pragma once
 
 #include <cstdint>
@@ -34,12 +39,18 @@
 namespace sluice::model {
 
 // Float offsets inside one position's row (see above); absent parts have width 0.
+// A block row holds the compressed entry at [0, hd), the indexer key at [hd, hd + d).
 struct Dsv4RowLayout {
-  int kv = 0, ckv = 0, csc = 0, comp = 0, ikv = 0, isc = 0, ik = 0;  // offsets
+  int kv = 0, ckv = 0, csc = 0, ikv = 0, isc = 0;  // offsets
   int hd = 0, c = 0, d = 0;  // head dim, compressor width (hd or 2 hd), indexer head dim (0: none)
-  int total = 0;
+  int total = 0;             // floats per position
+  int block_width = 0;       // floats per completed block (0 for R = 0)
 };
 Dsv4RowLayout dsv4_row_layout(uint32_t ratio, const HParams& hp);
+// How many positions back (the token's own included) a token at position n
+// reads per-position rows: the window, and the R (R = 4: 2 R) positions whose
+// compressor inputs the block completed at n pools. 0: unbounded (no window).
+int dsv4_lookback(const AttentionDesc& d);
 
 struct Dsv4AttnWeights {
   WeightMatrix q_a, q_b, kv;
@@ -67,10 +78,11 @@ using Dsv4SelectionObserver = std::function<void(int layer, int pos, const std::
 class Dsv4Attention {
  public:
   // h: T rows of the normed sublayer input (n_embd) at positions pos0..;
-  // stores the T rows into `kv` (reserved by the caller's append) and writes T
-  // rows of n_embd to `out`.
+  // stores the T rows into `kv` and the blocks they complete into `blocks`
+  // (both reserved by the caller's append) and writes T rows of n_embd to `out`.
+  // `blocks`: the layer's completed-block rows (unused for R = 0).
   void run(const Dsv4AttnWeights& w, const AttentionDesc& d, const HParams& hp, const float* h, int T, int pos0,
-           int layer, KvRows& kv, QuantizedRows& act, ThreadPool& pool, float* out);
+           int layer, KvRows& kv, KvRows* blocks, QuantizedRows& act, ThreadPool& pool, float* out);
   void set_observer(Dsv4SelectionObserver f) { observer_ = std::move(f); }
 
  private:

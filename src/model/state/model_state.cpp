@@ -38,8 +38,12 @@ void ModelState::allocate() {
   std::vector<Layer> layers(specs_.size());  // all or nothing: a bad_alloc leaves the state released
   for (size_t i = 0; i < specs_.size(); ++i) {
     const LayerStateSpec& s = specs_[i];
-    if (s.kind == StateKind::KvRows)
+    if (s.kind == StateKind::KvRows) {
       layers[i].kv = std::make_unique<KvRows>(kv_type_, s.kv.capacity, s.kv.k_dim(), s.kv.v_dim(), s.kv.ring);
+      // A context shorter than one block completes none: one row keeps KvRows valid.
+      if (s.blocks.ratio > 0)
+        layers[i].blocks = std::make_unique<KvRows>(kv_type_, std::max(s.blocks.capacity, 1), s.blocks.width, 0);
+    }
     else if (s.kind == StateKind::Recurrent)
       layers[i].rec = std::make_unique<RecurrentState>(s.rec);
   }
@@ -71,6 +75,23 @@ const KvRows& ModelState::kv(int layer) const {
   return *layers_[static_cast<size_t>(layer)].kv;
 }
 
+KvRows* ModelState::blocks(int layer) {
+  return const_cast<KvRows*>(static_cast<const ModelState&>(*this).blocks(layer));
+}
+
+const KvRows* ModelState::blocks(int layer) const {
+  if (layer < 0 || layer >= n_layers()) throw Error("model state: no layer " + std::to_string(layer));
+  return layers_[static_cast<size_t>(layer)].blocks.get();
+}
+
+void ModelState::set_filled(int n) {
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    Layer& l = layers_[i];
+    if (l.kv) l.kv->set_filled(n);
+    if (l.blocks) l.blocks->set_filled(n / specs_[i].blocks.ratio);
+  }
+}
+
 RecurrentState& ModelState::recurrent(int layer) {
   if (layer < 0 || layer >= n_layers() || !layers_[static_cast<size_t>(layer)].rec)
     throw Error("model state: layer " + std::to_string(layer) + " keeps no recurrent state");
@@ -84,8 +105,7 @@ void ModelState::begin_append(int n_tokens) {
   if (static_cast<int64_t>(n_past_) + n_tokens > n_ctx_)
     throw Error("context full: " + std::to_string(static_cast<int64_t>(n_past_) + n_tokens) +
                 " positions needed, context size is " + std::to_string(n_ctx_) + " (raise -c)");
-  for (Layer& l : layers_)
-    if (l.kv) l.kv->set_filled(n_past_ + n_tokens);
+  set_filled(n_past_ + n_tokens);
   appending_ = n_tokens;
   pending_.clear();
   const int rows = n_recurrent_ > 0 ? std::min(capture_next_, n_tokens) : 0;
@@ -119,8 +139,7 @@ int ModelState::abort_append() {
   if (appending_ == 0) return n_past_;
   appending_ = 0;
   pending_.clear();
-  for (Layer& l : layers_)
-    if (l.kv) l.kv->set_filled(n_past_);
+  set_filled(n_past_);
   // A recurrent layer may hold a partly updated value: only a checkpoint is
   // trustworthy; a ring may have overwritten rows the window still needs.
   if (n_recurrent_ > 0 || !rings_hold(n_past_)) fall_back(n_past_);
@@ -134,8 +153,11 @@ int ModelState::truncate(int n) {
                 std::to_string(n_past_) + " positions");
   if (n == n_past_) return n_past_;
   if (n_recurrent_ > 0 || !rings_hold(n)) return fall_back(n);
-  for (Layer& l : layers_)
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    Layer& l = layers_[i];
     if (l.kv) l.kv->truncate(n);
+    if (l.blocks) l.blocks->truncate(n / specs_[i].blocks.ratio);
+  }
   n_past_ = n;
   while (!checkpoints_.empty() && checkpoints_.back().pos > n) checkpoints_.pop_back();
   return n_past_;
@@ -165,8 +187,7 @@ int ModelState::fall_back(int n) {
       if (layers_[i].rec) layers_[i].rec->restore(c.values[i]);
     r = c.pos;
   }
-  for (Layer& l : layers_)
-    if (l.kv) l.kv->set_filled(std::min(r, l.kv->n_filled()));
+  set_filled(r);  // r <= n_past_: cuts every layer back
   n_past_ = r;
   return r;
 }
@@ -209,6 +230,7 @@ void ModelState::reset() {
   checkpoints_.clear();
   for (Layer& l : layers_) {
     if (l.kv) l.kv->reset();
+    if (l.blocks) l.blocks->reset();
     if (l.rec) l.rec->reset();
   }
 }

@@ -8,7 +8,7 @@
 // After a failure part-way, abort_append() drops the partial append.
 //
 // Rollback: truncate(n) returns the position the state really holds
-// afterwards, r <= n:
+// afterwards, r <= n (a layer's completed-block rows are cut to r / ratio):
 //   - KV rows roll back exactly (r == n) when no layer is recurrent;
 //   - a recurrent layer cannot: the state restores the newest checkpoint at
 //     or before n (or the zero state at 0) and every layer is cut to that
@@ -72,6 +72,10 @@ class ModelState {
   // The layer's state; Error when the layer keeps another kind.
   KvRows& kv(int layer);
   const KvRows& kv(int layer) const;
+  // The layer's completed-block rows (LayerStateSpec::blocks), indexed by
+  // block; nullptr when the layer keeps none.
+  KvRows* blocks(int layer);
+  const KvRows* blocks(int layer) const;
   RecurrentState& recurrent(int layer);
 
   void begin_append(int n_tokens);
@@ -100,6 +104,7 @@ class ModelState {
  private:
   struct Layer {
     std::unique_ptr<KvRows> kv;
+    std::unique_ptr<KvRows> blocks;  // row b: block b (n_past / ratio of them held)
     std::unique_ptr<RecurrentState> rec;
   };
   struct Checkpoint {
@@ -113,6 +118,9 @@ class ModelState {
   bool rings_hold(int n) const;
   // Appends c (its position past every kept one), dropping the oldest when full.
   void keep(Checkpoint c);
+  // Declares positions [0, n) valid (or being written) in every layer's rows
+  // and blocks (KvRows::set_filled; blocks: the n / ratio completed ones).
+  void set_filled(int n);
 
   std::vector<LayerStateSpec> specs_;
   KvType kv_type_;

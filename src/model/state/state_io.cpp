@@ -1,5 +1,6 @@
 #include "model/state/state_io.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <vector>
@@ -10,7 +11,7 @@
 namespace sluice::model {
 namespace {
 
-enum : uint8_t { kNone = 0, kKv = 1, kRecurrent = 2 };
+enum : uint8_t { kNone = 0, kKv = 1, kRecurrent = 2, kKvRing = 3, kBlocks = 4 };
 
 template <typename T>
 void put(std::string& out, T v) {
@@ -43,6 +44,38 @@ struct Reader {
   throw Error("slot state: layer " + std::to_string(layer) + ": " + what);
 }
 
+// Converts n stored elements of `el` bytes (f32, or f16 bits) at p to F32 in dst.
+void to_f32(const char* p, uint64_t n, uint64_t el, float* dst) {
+  if (n == 0) return;
+  if (el == 4) {
+    std::memcpy(dst, p, n * 4);
+    return;
+  }
+  // f16 -> f32 -> f16 is exact: store() writes back the same bits.
+  for (uint64_t i = 0; i < n; ++i) {
+    uint16_t h;
+    std::memcpy(&h, p + i * 2, 2);
+    dst[i] = fp16_to_fp32(h);
+  }
+}
+
+// A layer's completed-block rows: u8 4, u32 width, i32 count, count rows.
+void read_blocks(Reader& r, int layer, KvRows& blocks, int count, std::vector<float>& buf) {
+  if (r.get<uint8_t>("a block-rows mark") != kBlocks) mismatch(layer, "no compressed blocks in the file");
+  const uint32_t width = r.get<uint32_t>("the block width");
+  const int32_t n = r.get<int32_t>("the block count");
+  if (width != static_cast<uint32_t>(blocks.k_dim()) || n != count)
+    mismatch(layer, std::to_string(n) + " compressed blocks of " + std::to_string(width) + " values, this model's are " +
+                        std::to_string(count) + " of " + std::to_string(blocks.k_dim()));
+  const uint64_t el = kv_type_bytes(blocks.type());
+  const char* p = r.take(static_cast<uint64_t>(n) * width * el, "compressed blocks");
+  buf.resize(width);
+  for (int b = 0; b < n; ++b) {
+    to_f32(p + static_cast<uint64_t>(b) * width * el, width, el, buf.data());
+    blocks.store(b, buf.data(), nullptr);
+  }
+}
+
 void read_into(ModelState& st, std::string_view in) {
   Reader r{in};
   const uint32_t n_layers = r.get<uint32_t>("the layer count");
@@ -56,12 +89,11 @@ void read_into(ModelState& st, std::string_view in) {
   const uint32_t kv = r.get<uint32_t>("the KV type");
   st.reset();
   if (n_past > 0) st.begin_append(n_past);
-  const auto np = static_cast<uint64_t>(n_past);
   std::vector<float> k, v;
   for (int l = 0; l < st.n_layers(); ++l) {
     const uint8_t kind = r.get<uint8_t>("a layer kind");
     const LayerStateSpec& spec = st.spec(l);
-    if (kind == kKv) {
+    if (kind == kKv || kind == kKvRing) {
       if (spec.kind != StateKind::KvRows) mismatch(l, "KV rows in the file, another kind in this model");
       KvRows& rows = st.kv(l);
       const uint32_t kd = r.get<uint32_t>("k_dim"), vd = r.get<uint32_t>("v_dim");
@@ -72,30 +104,32 @@ void read_into(ModelState& st, std::string_view in) {
       if (kv != want_kv)
         throw Error(std::string("slot state: KV type ") + (kv == 0 ? "f32" : kv == 1 ? "f16" : "unknown") +
                     ", this model's is " + kv_type_name(rows.type()) + " (--kv-type)");
+      // The first position the file holds rows for (a ring's oldest; 0 otherwise).
+      const int32_t first = kind == kKvRing ? r.get<int32_t>("the ring's first position") : 0;
+      if (first < 0 || first > n_past)
+        mismatch(l, "ring from position " + std::to_string(first) + " of " + std::to_string(n_past));
+      if (first > 0 && !rows.ring())
+        mismatch(l, "a sliding-window ring from position " + std::to_string(first) +
+                        " in the file; this model keeps every row of this layer (a larger --ubatch or a smaller -c "
+                        "than the model that saved it)");
+      // A ring restored here must hold what the next token reads: its window.
+      if (first > std::max(0, n_past + 1 - spec.kv.window) && rows.ring())
+        mismatch(l, "ring from position " + std::to_string(first) + " lacks the window of " +
+                        std::to_string(spec.kv.window) + " before position " + std::to_string(n_past));
       const uint64_t el = kv_type_bytes(rows.type());
-      const char* kp = r.take(np * kd * el, "KV keys");
-      const char* vp = r.take(np * vd * el, "KV values");
+      const uint64_t held = static_cast<uint64_t>(n_past - first);
+      const char* kp = r.take(held * kd * el, "KV keys");
+      const char* vp = r.take(held * vd * el, "KV values");
       k.resize(kd);
       v.resize(vd);
-      for (uint64_t p = 0; p < np; ++p) {
-        if (el == 4) {
-          std::memcpy(k.data(), kp + p * kd * 4, kd * 4);
-          std::memcpy(v.data(), vp + p * vd * 4, vd * 4);
-        } else {
-          // f16 -> f32 -> f16 is exact: store() writes back the same bits.
-          for (uint32_t i = 0; i < kd; ++i) {
-            uint16_t h;
-            std::memcpy(&h, kp + (p * kd + i) * 2, 2);
-            k[i] = fp16_to_fp32(h);
-          }
-          for (uint32_t i = 0; i < vd; ++i) {
-            uint16_t h;
-            std::memcpy(&h, vp + (p * vd + i) * 2, 2);
-            v[i] = fp16_to_fp32(h);
-          }
-        }
-        rows.store(static_cast<int>(p), k.data(), v.data());
+      // A ring smaller than the file's keeps only the newest positions.
+      for (int pos = std::max(first, rows.first_held()); pos < n_past; ++pos) {
+        const uint64_t p = static_cast<uint64_t>(pos - first);
+        to_f32(kp + p * kd * el, kd, el, k.data());
+        to_f32(vp + p * vd * el, vd, el, v.data());
+        rows.store(pos, k.data(), v.data());
       }
+      if (KvRows* blocks = st.blocks(l)) read_blocks(r, l, *blocks, n_past / spec.blocks.ratio, k);
     } else if (kind == kRecurrent) {
       if (spec.kind != StateKind::Recurrent) mismatch(l, "a recurrent state in the file, another kind in this model");
       RecurrentState& rec = st.recurrent(l);
@@ -120,7 +154,6 @@ void read_into(ModelState& st, std::string_view in) {
 
 void write_state(const ModelState& st, std::string& out) {
   const int n_past = st.n_past();
-  const auto np = static_cast<uint64_t>(n_past);
   put<uint32_t>(out, static_cast<uint32_t>(st.n_layers()));
   put<int32_t>(out, n_past);
   uint32_t kv = 0;
@@ -132,17 +165,35 @@ void write_state(const ModelState& st, std::string& out) {
     if (spec.kind == StateKind::KvRows) {
       const KvRows& rows = st.kv(l);
       if (rows.n_filled() < n_past) throw Error("slot state: layer " + std::to_string(l) + " is behind n_past");
-      put<uint8_t>(out, kKv);
+      // A ring holds only its newest positions, [first_held, n_past), each in
+      // row pos % capacity: written in position order after their first position.
+      const int first = rows.ring() ? rows.first_held() : 0;
+      put<uint8_t>(out, rows.ring() ? kKvRing : kKv);
       put<uint32_t>(out, static_cast<uint32_t>(rows.k_dim()));
       put<uint32_t>(out, static_cast<uint32_t>(rows.v_dim()));
+      if (rows.ring()) put<int32_t>(out, first);
       const uint64_t el = kv_type_bytes(rows.type());
-      if (n_past == 0) continue;
-      if (rows.type() == KvType::F32) {
-        put_bytes(out, rows.k_f32(0), np * rows.k_dim() * el);
-        if (rows.v_dim() > 0) put_bytes(out, rows.v_f32(0), np * rows.v_dim() * el);
-      } else {
-        put_bytes(out, rows.k_f16(0), np * rows.k_dim() * el);
-        if (rows.v_dim() > 0) put_bytes(out, rows.v_f16(0), np * rows.v_dim() * el);
+      auto key_row = [&](int pos) -> const void* {
+        return rows.type() == KvType::F32 ? static_cast<const void*>(rows.k_f32(rows.row(pos)))
+                                          : static_cast<const void*>(rows.k_f16(rows.row(pos)));
+      };
+      auto value_row = [&](int pos) -> const void* {
+        return rows.type() == KvType::F32 ? static_cast<const void*>(rows.v_f32(rows.row(pos)))
+                                          : static_cast<const void*>(rows.v_f16(rows.row(pos)));
+      };
+      for (int pos = first; pos < n_past; ++pos) put_bytes(out, key_row(pos), rows.k_dim() * el);
+      if (rows.v_dim() > 0)
+        for (int pos = first; pos < n_past; ++pos) put_bytes(out, value_row(pos), rows.v_dim() * el);
+      if (const KvRows* blocks = st.blocks(l)) {
+        const int n = n_past / spec.blocks.ratio;
+        put<uint8_t>(out, kBlocks);
+        put<uint32_t>(out, static_cast<uint32_t>(blocks->k_dim()));
+        put<int32_t>(out, n);
+        const uint64_t row = static_cast<uint64_t>(blocks->k_dim()) * el;
+        if (n > 0)
+          put_bytes(out, blocks->type() == KvType::F32 ? static_cast<const void*>(blocks->k_f32(0))
+                                                       : static_cast<const void*>(blocks->k_f16(0)),
+                    static_cast<uint64_t>(n) * row);
       }
     } else if (spec.kind == StateKind::Recurrent) {
       // ModelState has no const recurrent(); the values are only read here.

@@ -48,12 +48,27 @@ LayerStateSpec layer_state_spec(const LayerDesc& d, const HParams& hp, int n_ctx
       s.kv = {1, static_cast<int>(hp.head_dim), 0, n_ctx};
       if (d.attn.indexer == DsaIndexer::Full) s.kv.index_dim = static_cast<int>(hp.dsa.head_dim);
       break;
-    case AttentionKind::Dsv4:
-      // One row per position (kv, compressor inputs, finished blocks:
-      // mixers/dsv4_attention.h); not a ring, the compressor reads a whole block back.
+    case AttentionKind::Dsv4: {
+      // Per position: the raw kv and the compressors' inputs
+      // (mixers/dsv4_attention.h), as a ring of what a token reads back plus
+      // the slack; per completed block: its compressed entry and indexer key.
+      const Dsv4RowLayout l = dsv4_row_layout(d.attn.compress_ratio, hp);
       s.kind = StateKind::KvRows;
-      s.kv = {1, dsv4_row_layout(d.attn.compress_ratio, hp).total, 0, n_ctx};
+      s.kv = {1, l.total, 0, n_ctx};
+      const int lookback = dsv4_lookback(d.attn);
+      if (lookback > 0) {
+        s.kv.window = lookback;
+        const int64_t ring = int64_t{lookback} + ring_slack(ubatch);
+        if (ring < n_ctx) {
+          s.kv.capacity = static_cast<int>(ring);
+          s.kv.ring = true;
+        }
+      }
+      if (d.attn.compress_ratio > 0)
+        s.blocks = {static_cast<int>(d.attn.compress_ratio), l.block_width, l.d,
+                    n_ctx / static_cast<int>(d.attn.compress_ratio)};
       break;
+    }
     case AttentionKind::DeltaNet: {
       // The last K-1 conv inputs and one S x S matrix per value head; no rows.
       const DeltaNetParams& p = hp.deltanet;
@@ -93,6 +108,16 @@ std::optional<StateBytes> layer_state_bytes(const LayerStateSpec& s, KvType kv_t
     b.kv = static_cast<uint64_t>(v);
     b.indexer = static_cast<uint64_t>(u128(static_cast<uint64_t>(s.kv.capacity)) *
                                       static_cast<uint64_t>(s.kv.index_dim) * kv_type_bytes(kv_type));
+    if (s.blocks.ratio > 0) {
+      // Bounded by the context: a block row is never wider than a position's row.
+      const u128 n = static_cast<uint64_t>(s.blocks.capacity);
+      const u128 el = kv_type_bytes(kv_type);
+      const u128 all = n * static_cast<uint64_t>(s.blocks.width) * el;
+      if (u128(b.kv) + all > kMax) return std::nullopt;
+      b.kv += static_cast<uint64_t>(all);
+      b.indexer += static_cast<uint64_t>(n * static_cast<uint64_t>(s.blocks.index_dim) * el);
+      b.compressed = static_cast<uint64_t>(n * static_cast<uint64_t>(s.blocks.width - s.blocks.index_dim) * el);
+    }
   } else if (s.kind == StateKind::Recurrent) {
     const u128 v = u128(s.rec.floats()) * sizeof(float);
     if (v > kMax) return std::nullopt;
@@ -111,6 +136,7 @@ std::optional<StateBytes> state_bytes(const std::vector<LayerStateSpec>& specs, 
     sum.kv += b->kv;
     sum.recurrent += b->recurrent;
     sum.indexer += b->indexer;  // <= sum.kv: cannot overflow where kv did not
+    sum.compressed += b->compressed;
   }
   return sum;
 }

@@ -10,6 +10,12 @@
 //                 kv_lora_rank + rope dims (values live in the key row);
 //                 an Mla layer with a Full DSA indexer appends its indexer
 //                 key (index_dim values) to that row, so it rolls back with it.
+//   Dsv4       -> KvRows of the per-token values (the raw kv and the
+//                 compressors' inputs, mixers/dsv4_attention.h), a ring of
+//                 what a token reads back (its window, and the one or two
+//                 compress blocks behind it) plus the slack; and BlockRows:
+//                 one row per completed compress block (its compressed entry
+//                 and, for ratio 4, its indexer key), n_ctx / ratio of them.
 //   (a recurrent mixer such as gated DeltaNet) -> Recurrent: conv taps and
 //                 per-head S x S matrices, one value overwritten by every token.
 //   None       -> no state (not used by any current mixer; kept for FFN-only
@@ -43,6 +49,16 @@ struct KvRowsSpec {
   int v_dim() const { return n_kv_heads * head_dim_v; }
 };
 
+// Rows kept per completed block of `ratio` positions (deepseek4's compressed
+// KV): block b (positions [b ratio, (b + 1) ratio)) is written by the append
+// that holds its last position, so n_past / ratio blocks are held.
+struct BlockRowsSpec {
+  int ratio = 0;      // 0: none
+  int width = 0;      // values per block: the compressed entry, then index_dim indexer values
+  int index_dim = 0;  // the indexer key's part of width (0: none)
+  int capacity = 0;   // n_ctx / ratio
+};
+
 struct RecurrentSpec {
   int conv_taps = 0;      // K - 1 past inputs of a width-K causal convolution
   int conv_channels = 0;  // channels the convolution runs over
@@ -56,6 +72,7 @@ struct RecurrentSpec {
 struct LayerStateSpec {
   StateKind kind = StateKind::None;
   KvRowsSpec kv;        // kind == KvRows
+  BlockRowsSpec blocks; // kind == KvRows, deepseek4's compressed layers (ratio > 0)
   RecurrentSpec rec;    // kind == Recurrent
 };
 
@@ -66,6 +83,7 @@ struct StateBytes {
   uint64_t kv = 0;
   uint64_t recurrent = 0;
   uint64_t indexer = 0;  // the part of `kv` that holds DSA indexer keys (counted in kv, not in total() again)
+  uint64_t compressed = 0;  // the part of `kv` that holds compressed blocks' entries (deepseek4; likewise)
   uint64_t total() const { return kv + recurrent; }
 };
 
