@@ -1,9 +1,9 @@
-// Q4_K, Q5_K and Q6_K dot products (vec_dot, and each column of vec_dot_cols)
-// give the same bits on every SIMD ISA: the x86 kernels (AVX2, AVX-VNNI,
+// The K-quant dot products (Q2_K..Q6_K, IQ4_XS: vec_dot, and each column of
+// vec_dot_cols) give the same bits on every SIMD ISA: the x86 kernels (AVX2, AVX-VNNI,
 // AVX-512 VNNI; x86/kquant_x86_dot_body.h) and both NEON builds (plain and
 // sdot; arm/kquant_neon_body.h). Their integer sums are exact, so the float
-// order decides the bits; it is written out here once (x86_order_k4 /
-// x86_order_q6) and every SIMD dot is compared with it by memcmp. On x86 this checks that the written-out order is the kernels'
+// order decides the bits; it is written out here once (x86_order_k4,
+// x86_order_q6, x86_order_q23, x86_order_iq4xs) and every SIMD dot is compared with it by memcmp. On x86 this checks that the written-out order is the kernels'
 // order; on AArch64 that NEON follows it, so a model has the same logits on
 // ARM and x86. AMX's Q4_K rounds its own way (quant.h) and is not compared.
 #include <gtest/gtest.h>
@@ -14,10 +14,12 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/blocks_kquant.h"
 #include "kernels/quant.h"
+#include "kernels/tables.h"
 #include "kernels_test_support.h"
 #include "util/cpu_features.h"
 #include "util/fp16.h"
@@ -30,7 +32,8 @@
 namespace sluice::kernels {
 namespace {
 
-const GgmlType kTypes[] = {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
+const GgmlType kTypes[] = {GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K,
+                           GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::IQ4_XS};
 
 size_t block_bytes(GgmlType t) { return ggml_type_info(t).block_bytes; }
 
@@ -126,8 +129,97 @@ float x86_order_q6(int64_t n, const uint8_t* w, const BlockQ8K* a) {
   return hsum8(acc);
 }
 
+// Q2_K / Q3_K in the x86 order: run r (elements 32r..32r+31) takes scale 2r
+// in lanes 0-3 and 2r+1 in lanes 4-7. Q2_K: quants 0..3, scales the low
+// nibbles; its min lanes mn[2m] bsums[2m] + mn[2m+1] bsums[2m+1] (high
+// nibbles) fused into acc_min with dmin = y.d * dmin_w; result hsum8(acc) -
+// hsum8(acc_min). Q3_K: quants 0..7 (low 2 bits | hmask bit << 2), signed
+// scales; the -4 out as the offset lanes 4 (sc[2m] bsums[2m] + sc[2m+1]
+// bsums[2m+1]); result hsum8(acc). Both fuse each block's lanes with d = y.d * d_w.
+float x86_order_q23(bool three_bit, int64_t n, const uint8_t* w, const BlockQ8K* a) {
+  float acc[8] = {}, acc_min[8] = {};
+  for (int64_t i = 0; i < n / kQK_K; ++i) {
+    const BlockQ8K& y = a[i];
+    const uint8_t* b = w + static_cast<size_t>(i) * (three_bit ? sizeof(BlockQ3K) : sizeof(BlockQ2K));
+    const uint8_t* qs = three_bit ? reinterpret_cast<const BlockQ3K*>(b)->qs : reinterpret_cast<const BlockQ2K*>(b)->qs;
+    int sc[16], q[kQK_K];
+    float d = 0;
+    if (three_bit) {
+      const auto& blk = *reinterpret_cast<const BlockQ3K*>(b);
+      int8_t s8[16];
+      unpack_q3k_scales(blk.scales, s8);
+      for (int j = 0; j < 16; ++j) sc[j] = s8[j];
+      d = y.d * half_at(reinterpret_cast<const uint8_t*>(&blk.d));
+    } else {
+      const auto& blk = *reinterpret_cast<const BlockQ2K*>(b);
+      for (int j = 0; j < 16; ++j) sc[j] = blk.scales[j] & 15;
+      d = y.d * half_at(reinterpret_cast<const uint8_t*>(&blk.d));
+      const float dmin = y.d * half_at(reinterpret_cast<const uint8_t*>(&blk.dmin));
+      for (int m = 0; m < 8; ++m)
+        acc_min[m] = std::fma(dmin, static_cast<float>((blk.scales[2 * m] >> 4) * y.bsums[2 * m] +
+                                                       (blk.scales[2 * m + 1] >> 4) * y.bsums[2 * m + 1]),
+                              acc_min[m]);
+    }
+    for (int h = 0; h < 2; ++h)
+      for (int k = 0; k < 4; ++k)
+        for (int l = 0; l < 32; ++l) {
+          int v = (qs[32 * h + l] >> (2 * k)) & 3;
+          if (three_bit) v |= ((reinterpret_cast<const BlockQ3K*>(b)->hmask[l] >> (4 * h + k)) & 1) << 2;
+          q[128 * h + 32 * k + l] = v;
+        }
+    for (int m = 0; m < 8; ++m) {
+      int sumi = 0;
+      for (int r = 0; r < 8; ++r) sumi += sc[2 * r + (m >= 4)] * lane_sum(q, y.qs, 32 * r, m);
+      if (three_bit) sumi -= 4 * (sc[2 * m] * y.bsums[2 * m] + sc[2 * m + 1] * y.bsums[2 * m + 1]);
+      acc[m] = std::fma(d, static_cast<float>(sumi), acc[m]);
+    }
+  }
+  return three_bit ? hsum8(acc) : hsum8(acc) - hsum8(acc_min);
+}
+
+// IQ4_XS in the x86 order: sub-block r's 32 levels (low nibbles of qs[16r..],
+// then the high ones) times its signed scale, lane m taking elements 4m..4m+3
+// of each; each block's lanes fused with d = y.d * d_w; result hsum8(acc).
+float x86_order_iq4xs(int64_t n, const uint8_t* w, const BlockQ8K* a) {
+  float acc[8] = {};
+  for (int64_t i = 0; i < n / kQK_K; ++i) {
+    const auto& b = *reinterpret_cast<const BlockIq4Xs*>(w + static_cast<size_t>(i) * sizeof(BlockIq4Xs));
+    const BlockQ8K& y = a[i];
+    int q[kQK_K];
+    for (int r = 0; r < 8; ++r)
+      for (int l = 0; l < 16; ++l) {
+        q[32 * r + l] = kIq4nlValues[b.qs[16 * r + l] & 15];
+        q[32 * r + 16 + l] = kIq4nlValues[b.qs[16 * r + l] >> 4];
+      }
+    const float d = y.d * half_at(reinterpret_cast<const uint8_t*>(&b.d));
+    for (int m = 0; m < 8; ++m) {
+      int sumi = 0;
+      for (int r = 0; r < 8; ++r) sumi += iq4xs_scale(b, r) * lane_sum(q, y.qs, 32 * r, m);
+      acc[m] = std::fma(d, static_cast<float>(sumi), acc[m]);
+    }
+  }
+  return hsum8(acc);
+}
+
 float x86_order_dot(GgmlType t, int64_t n, const uint8_t* w, const BlockQ8K* a) {
-  return t == GgmlType::Q6_K ? x86_order_q6(n, w, a) : x86_order_k4(t == GgmlType::Q5_K, n, w, a);
+  switch (t) {
+    case GgmlType::Q2_K: return x86_order_q23(false, n, w, a);
+    case GgmlType::Q3_K: return x86_order_q23(true, n, w, a);
+    case GgmlType::IQ4_XS: return x86_order_iq4xs(n, w, a);
+    case GgmlType::Q6_K: return x86_order_q6(n, w, a);
+    default: return x86_order_k4(t == GgmlType::Q5_K, n, w, a);
+  }
+}
+
+// Where a type's fp16 super-scales live in its block: d, then dmin (-1: none).
+std::pair<int, int> scale_offsets(GgmlType t) {
+  switch (t) {
+    case GgmlType::Q2_K: return {80, 82};
+    case GgmlType::Q3_K: return {108, -1};
+    case GgmlType::Q6_K: return {208, -1};
+    case GgmlType::IQ4_XS: return {0, -1};
+    default: return {0, 2};
+  }
 }
 
 // Every bit of the scales and quants random; the fp16 super-scales finite, of
@@ -139,23 +231,22 @@ std::vector<uint8_t> weight_row(GgmlType t, int64_t n, std::mt19937& rng, int fi
   std::uniform_real_distribution<float> scale(0.001f, 2.0f);
   std::bernoulli_distribution negative(0.3);
   auto half = [&] { return fp32_to_fp16(negative(rng) ? -scale(rng) : scale(rng)); };
+  const auto [d_at, dmin_at] = scale_offsets(t);
   for (size_t off = 0; off < row.size(); off += block_bytes(t)) {
     const uint16_t d = half(), dmin = half();
-    if (t == GgmlType::Q6_K) {
-      std::memcpy(&row[off + 208], &d, 2);
-    } else {
-      std::memcpy(&row[off], &d, 2);
-      std::memcpy(&row[off + 2], &dmin, 2);
-    }
+    std::memcpy(&row[off + d_at], &d, 2);
+    if (dmin_at >= 0) std::memcpy(&row[off + dmin_at], &dmin, 2);
   }
   return row;
 }
 
-// Q8_K activations over -128..127 (the kernels must stay exact even at -128,
-// which the quantizer never writes), or all `fill`; bsums consistent.
-std::vector<BlockQ8K> activation_row(int64_t n, std::mt19937& rng, int fill = 0) {
+// Q8_K activations over lowest..127 (the kernels must stay exact even at
+// -128, which the quantizer never writes), or all `fill`; bsums consistent.
+// IQ4_XS is checked from -127: x86 multiplies its signed levels as |w| times
+// y with w's sign moved onto y (_mm256_sign_epi8), and -128 has no negation.
+std::vector<BlockQ8K> activation_row(int64_t n, std::mt19937& rng, int fill = 0, int lowest = -128) {
   std::vector<BlockQ8K> row(static_cast<size_t>(n / kQK_K));
-  std::uniform_int_distribution<int> q(-128, 127);
+  std::uniform_int_distribution<int> q(lowest, 127);
   std::uniform_real_distribution<float> d(0.001f, 0.5f);
   for (auto& b : row) {
     b.d = d(rng);
@@ -184,16 +275,17 @@ std::vector<Case> cases() {
   std::vector<Case> out;
   std::mt19937 rng(28);
   for (GgmlType t : kTypes) {
+    const int lowest = t == GgmlType::IQ4_XS ? -127 : -128;
     for (int64_t n : {256, 512, 2816, 4096}) {
       Case c{t, n, weight_row(t, n, rng), {}};
-      for (int j = 0; j < kMaxDotCols; ++j) c.a.push_back(activation_row(n, rng));
+      for (int j = 0; j < kMaxDotCols; ++j) c.a.push_back(activation_row(n, rng, 0, lowest));
       out.push_back(std::move(c));
     }
     for (int fill : {0xFF, 0x00}) {
       Case c{t, 512, weight_row(t, 512, rng, fill), {}};
       c.a.push_back(activation_row(512, rng, 127));
-      c.a.push_back(activation_row(512, rng, -128));
-      while (c.a.size() < static_cast<size_t>(kMaxDotCols)) c.a.push_back(activation_row(512, rng));
+      c.a.push_back(activation_row(512, rng, lowest));
+      while (c.a.size() < static_cast<size_t>(kMaxDotCols)) c.a.push_back(activation_row(512, rng, 0, lowest));
       out.push_back(std::move(c));
     }
   }
@@ -261,7 +353,7 @@ TEST(KquantX86Order, EverySimdIsaFollowsIt) {
       checked += expect_x86_order(*k, t, isa_name(isa));
     }
   }
-  if (checked == 0) GTEST_SKIP() << "this CPU runs no SIMD Q4_K/Q5_K/Q6_K dot";
+  if (checked == 0) GTEST_SKIP() << "this CPU runs no SIMD K-quant dot";
 }
 
 #if defined(__aarch64__)

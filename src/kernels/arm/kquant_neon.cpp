@@ -1,4 +1,4 @@
-// NEON dot products of Q4_K, Q5_K and Q6_K with Q8_K activations, bit-identical
+// NEON dot products of Q2_K, Q3_K, Q4_K, Q5_K, Q6_K and IQ4_XS with Q8_K activations, bit-identical
 // to the x86 AVX2 kernels (same float order; kquant_neon_body.h). Two builds of
 // the same body, chosen at run time from the hwcaps: plain Advanced SIMD
 // (widening multiplies, every AArch64 CPU) and the armv8.2-a dot product
@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "kernels/blocks_kquant.h"
+#include "kernels/tables.h"
 #include "util/cpu_features.h"
 #include "util/fp16.h"
 
@@ -39,6 +40,12 @@ inline int16x8_t sums_of_four(int8x16_t q0, int8x16_t q1, int8x16_t y0, int8x16_
   return vpaddq_s16(vpaddq_s16(p0, p1), vpaddq_s16(p2, p3));  // lane m: products 4m..4m+3
 }
 
+// Pairs of products fit int16 (at most 2 * 127 * 128), fours do not: the
+// pair sums are widened as they are added.
+inline int32x4_t sums4_wide(int8x16_t q, int8x16_t y) {
+  return vpaddlq_s16(vpaddq_s16(vmull_s8(vget_low_s8(q), vget_low_s8(y)), vmull_high_s8(q, y)));
+}
+
 #define SLUICE_NEON_TARGET
 template <int kLo, int kHi, class A>
 inline void run_acc(A& acc, int8x16_t q0, int8x16_t q1, int8x16_t y0, int8x16_t y1, const Scales& s) {
@@ -47,6 +54,8 @@ inline void run_acc(A& acc, int8x16_t q0, int8x16_t q1, int8x16_t y0, int8x16_t 
   acc.hi = vmlal_high_laneq_s16(acc.hi, f, s.v, kHi);
 }
 #include "kernels/arm/kquant_neon_body.h"
+#include "kernels/arm/kquant_neon_q23_body.h"
+#include "kernels/arm/kquant_neon_fill_body.h"
 #undef SLUICE_NEON_TARGET
 
 }  // namespace plain
@@ -72,6 +81,8 @@ SLUICE_NEON_TARGET inline int32x4_t mla_scale(int32x4_t acc, int32x4_t v, const 
   }
 }
 
+SLUICE_NEON_TARGET inline int32x4_t sums4_wide(int8x16_t q, int8x16_t y) { return vdotq_s32(vdupq_n_s32(0), q, y); }
+
 template <int kLo, int kHi, class A>
 SLUICE_NEON_TARGET inline void run_acc(A& acc, int8x16_t q0, int8x16_t q1, int8x16_t y0, int8x16_t y1,
                                        const Scales& s) {
@@ -79,6 +90,8 @@ SLUICE_NEON_TARGET inline void run_acc(A& acc, int8x16_t q0, int8x16_t q1, int8x
   acc.hi = mla_scale<kHi>(acc.hi, vdotq_s32(vdupq_n_s32(0), q1, y1), s);
 }
 #include "kernels/arm/kquant_neon_body.h"
+#include "kernels/arm/kquant_neon_q23_body.h"
+#include "kernels/arm/kquant_neon_fill_body.h"
 #undef SLUICE_NEON_TARGET
 
 }  // namespace dotprod

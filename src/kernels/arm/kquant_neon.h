@@ -10,8 +10,9 @@ namespace sluice::kernels {
 // CPU) and the armv8.2-a dot product (sdot). Both give the same bits.
 enum class NeonKquantTier { Plain, Dotprod };
 
-// Q4_K, Q5_K, Q6_K x Q8_K: vec_dot and vec_dot_cols, in the float order of the x86 kernels
-// (x86/kquant_x86_dot_body.h), so they give AVX2's bits. The sdot build where
+// Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS x Q8_K: vec_dot and vec_dot_cols, in the float
+// order of the x86 kernels (x86/kquant_avx2.cpp, x86/kquant_x86_dot_body.h), so they give
+// AVX2's bits. The sdot build where
 // the CPU has it (cpu_features().neon_dotprod), the plain one elsewhere.
 void fill_kquant_neon(KernelTable& table);
 

@@ -1,6 +1,8 @@
 // The block loops of the NEON Q4_K, Q5_K and Q6_K dot products (one weight
 // row against 1..kNeonCols Q8_K activation rows; vec_dot is the one-column
-// case, so vec_dot_cols gives its bits), compiled once per NEON build.
+// case, so vec_dot_cols gives its bits) and the helpers every NEON K-quant
+// dot shares, compiled once per NEON build (Q2_K, Q3_K and IQ4_XS:
+// arm/kquant_neon_q23_body.h; the entries and the fill: arm/kquant_neon_fill_body.h).
 //
 // They follow the x86 kernels (x86/kquant_x86_dot_body.h) step for step on
 // the float side, so a model gives the same logits on ARM and x86: per
@@ -22,7 +24,9 @@
 //   run_acc<kLo, kHi>(acc, q0, q1, y0, y1, s)
 //                             acc.lo[m] += s[kLo] * (sum of q0 * y0 at 4m..4m+3),
 //                             acc.hi[m] += s[kHi] * (sum of q1 * y1 at 4m..4m+3),
-//                             for weights q in 0..63 and activations y in -128..127.
+//                             for weights q in 0..63 and activations y in -128..127,
+//   sums4_wide(q, y)          lane m = sum of q * y at 4m..4m+3, exact in int32 for
+//                             weights in -127..127 and activations in -128..127.
 
 // x86's final 8-lane reduction (avx2::hsum): ((a0+a4)+(a2+a6)) + ((a1+a5)+(a3+a7)).
 SLUICE_NEON_TARGET inline float hsum8(float32x4_t lo, float32x4_t hi) {
@@ -238,55 +242,4 @@ SLUICE_NEON_TARGET void q6_cols(int64_t n, const void* w, const void* const* act
   }
 #pragma GCC unroll 4
   for (int j = 0; j < N; ++j) out[j] = hsum8(acc_lo[j], acc_hi[j]);
-}
-
-// vec_dot: the one-column case, so it and vec_dot_cols give the same bits.
-template <void (*kCols)(int64_t, const void*, const void* const*, float*)>
-SLUICE_NEON_TARGET float dot_one(int64_t n, const void* w, const void* act) {
-  float out;
-  kCols(n, w, &act, &out);
-  return out;
-}
-
-// vec_dot_cols: n_act (1..kMaxDotCols) columns in groups of at most kGroup
-// (<= kNeonCols).
-template <template <int> class K, int kGroup>
-SLUICE_NEON_TARGET void dot_cols(int64_t n, const void* w, const void* const* act, int n_act, float* out) {
-  for (; n_act > kGroup; n_act -= kGroup, act += kGroup, out += kGroup) K<kGroup>::run(n, w, act, out);
-  switch (n_act) {
-    case 1: K<1>::run(n, w, act, out); break;
-    case 2: K<2>::run(n, w, act, out); break;
-    case 3: if constexpr (kGroup >= 3) K<3>::run(n, w, act, out); break;
-    case 4: if constexpr (kGroup >= 4) K<4>::run(n, w, act, out); break;
-    default: break;
-  }
-}
-template <int N>
-struct Q4KCols {
-  SLUICE_NEON_TARGET static void run(int64_t n, const void* w, const void* const* act, float* out) {
-    k4_cols<false, N>(n, w, act, out);
-  }
-};
-template <int N>
-struct Q5KCols {
-  SLUICE_NEON_TARGET static void run(int64_t n, const void* w, const void* const* act, float* out) {
-    k4_cols<true, N>(n, w, act, out);
-  }
-};
-template <int N>
-struct Q6KCols {
-  SLUICE_NEON_TARGET static void run(int64_t n, const void* w, const void* const* act, float* out) {
-    q6_cols<N>(n, w, act, out);
-  }
-};
-
-inline void fill(KernelTable& table) {
-  auto set = [&](GgmlType t, VecDotFn dot, VecDotColsFn cols) {
-    table[static_cast<uint32_t>(t)].vec_dot = dot;
-    table[static_cast<uint32_t>(t)].vec_dot_cols = cols;
-    table[static_cast<uint32_t>(t)].vec_dot_type = GgmlType::Q8_K;
-  };
-  set(GgmlType::Q4_K, &dot_one<&k4_cols<false, 1>>, &dot_cols<Q4KCols, kK4Cols>);
-  set(GgmlType::Q5_K, &dot_one<&k4_cols<true, 1>>, &dot_cols<Q5KCols, kK4Cols>);
-  set(GgmlType::Q6_K, &dot_one<&q6_cols<1>>, &dot_cols<Q6KCols, kNeonCols>);
 }
