@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Instructions per 256-value block of the NEON Q4_K, Q5_K and Q6_K dots
-# (x Q8_K), sluice's against ggml's (llama.cpp's ggml-cpu/arch/arm/quants.c),
+# Instructions per 256-value block of the NEON K-quant dots (Q4_K, Q5_K, Q6_K,
+# Q2_K, Q3_K, IQ4_XS x Q8_K) and MXFP4's (x Q8_0, 8 blocks of 32), sluice's
+# against ggml's (llama.cpp's ggml-cpu/arch/arm/quants.c),
 # each in a plain Advanced SIMD build and an armv8.2-a dot-product (sdot) build:
 # the stand-in for phone timings until there is a phone (issue 28, item 4).
 #
@@ -30,6 +31,7 @@ cc=aarch64-linux-gnu-gcc
 flags=(-O2 -DNDEBUG)
 
 $cxx -std=c++20 "${flags[@]}" -ffp-contract=off -Isrc -c src/kernels/arm/kquant_neon.cpp -o "$out/kquant_neon.o"
+$cxx -std=c++20 "${flags[@]}" -ffp-contract=off -Isrc -c src/kernels/arm/legacy_neon.cpp -o "$out/legacy_neon.o"
 $cxx -std=c++20 "${flags[@]}" -ffp-contract=off -Isrc -c src/util/cpu_features.cpp -o "$out/cpu_features.o"
 $cxx -std=c++20 "${flags[@]}" -Isrc -c bench/neon_icount_driver.cpp -o "$out/driver.o"
 for tier in plain sdot; do
@@ -37,25 +39,27 @@ for tier in plain sdot; do
   [[ $tier == sdot ]] && march=armv8.2-a+dotprod
   $cc -std=c11 "${flags[@]}" -march=$march -ffunction-sections -I"$llama/ggml/include" -I"$llama/ggml/src" \
     -I"$llama/ggml/src/ggml-cpu" -c "$llama/ggml/src/ggml-cpu/arch/arm/quants.c" -o "$out/ggml_$tier.o"
-  $cxx -static -Wl,--gc-sections "$out/driver.o" "$out/kquant_neon.o" "$out/cpu_features.o" "$out/ggml_$tier.o" \
+  $cxx -static -Wl,--gc-sections "$out/driver.o" "$out/kquant_neon.o" "$out/legacy_neon.o" "$out/cpu_features.o" "$out/ggml_$tier.o" \
     -o "$out/driver_$tier"
 done
 
-# Instructions executed between consecutive icount_mark calls: eight numbers
-# (sluice Q4_K, ggml Q4_K, sluice Q5_K, ggml Q5_K, sluice Q6_K, ggml Q6_K,
-# sluice Q4_K 4 columns, sluice Q6_K 4 columns).
+# Instructions executed after each icount_mark call up to the next: per format
+# in kFormats (the driver's order) sluice's then ggml's vec_dot, then sluice's
+# Q4_K and Q6_K with 4 columns: 2 * ${#kFormats[@]} + 2 numbers.
+kFormats=(Q4_K Q5_K Q6_K Q2_K Q3_K IQ4_XS MXFP4)
+n_seg=$((2 * ${#kFormats[@]} + 2))
 counts() {  # tier blocks
   local bin=$out/driver_$1 log=$out/trace_$1_$2.log mark
   mark=$(aarch64-linux-gnu-nm "$bin" | awk '$3 == "icount_mark" { print $1 }')
   QEMU_CPU=max timeout 600 qemu-aarch64-static -singlestep -d exec,nochain -D "$log" "$bin" "$2" "$1" >/dev/null
   # Trace lines: "Trace N: HOST [FLAGS/PC/...] ..."; PC is the second field in the brackets.
-  awk -v mark="$mark" '
+  awk -v mark="$mark" -v n="$n_seg" '
     /^Trace/ {
       split($0, a, "[][/]"); pc = a[3]; sub(/^0+/, "", pc); m = mark; sub(/^0+/, "", m)
       if (pc == m) { seg++; next }
-      if (seg >= 1 && seg <= 8) c[seg]++
+      if (seg >= 1 && seg <= n) c[seg]++
     }
-    END { for (i = 1; i <= 8; i++) printf "%d ", c[i]; print "" }' "$log"
+    END { for (i = 1; i <= n; i++) printf "%d ", c[i]; print "" }' "$log"
   rm -f "$log"
 }
 
@@ -64,14 +68,14 @@ echo "|---|---|---|---|---|---|"
 for tier in plain sdot; do
   read -r -a short <<<"$(counts $tier 16)"
   read -r -a long <<<"$(counts $tier 32)"
-  fmts=(Q4_K Q5_K Q6_K)
-  for f in 0 1 2; do
+  nf=${#kFormats[@]}
+  for ((f = 0; f < nf; f++)); do
     ours=$(((long[2 * f] - short[2 * f]) / 16))
     theirs=$(((long[2 * f + 1] - short[2 * f + 1]) / 16))
     cols=-
-    [[ $f == 0 ]] && cols=$(((long[6] - short[6]) / 64))
-    [[ $f == 2 ]] && cols=$(((long[7] - short[7]) / 64))
-    awk -v f="${fmts[f]}" -v t="$tier" -v o="$ours" -v g="$theirs" -v c="$cols" \
+    [[ ${kFormats[f]} == Q4_K ]] && cols=$(((long[2 * nf] - short[2 * nf]) / 64))
+    [[ ${kFormats[f]} == Q6_K ]] && cols=$(((long[2 * nf + 1] - short[2 * nf + 1]) / 64))
+    awk -v f="${kFormats[f]}" -v t="$tier" -v o="$ours" -v g="$theirs" -v c="$cols" \
       'BEGIN { printf "| %s | %s | %d | %d | %.2f | %s |\n", f, t, o, g, o / g, c }'
   done
 done

@@ -1,7 +1,7 @@
 // Driver of bench/neon_icount.sh (not part of the CMake build): calls sluice's
-// NEON K-quant dots (one build, argv[2]: plain | sdot) and ggml's
+// NEON K-quant and MXFP4 dots (one build, argv[2]: plain | sdot) and ggml's
 // (whatever build of ggml's arch/arm/quants.c it was linked with) once each
-// on a row of argv[1] 256-value blocks, each call between two calls of
+// on a row of argv[1] 256-value blocks, each call after a call of
 // icount_mark(), then sluice's Q4_K and Q6_K vec_dot_cols on four rows, so that an instruction trace of the run (qemu -singlestep
 // -d exec) can be cut into one count per call. Prints the results, so the
 // calls cannot be dropped and sluice's and ggml's values can be eyeballed.
@@ -12,17 +12,23 @@
 #include <vector>
 
 #include "kernels/arm/kquant_neon.h"
+#include "kernels/arm/legacy_neon.h"
+#include "kernels/blocks_legacy.h"
 #include "kernels/blocks_kquant.h"
 #include "util/fp16.h"
 
 extern "C" {
 // ggml-cpu/arch/arm/quants.c, llama.cpp b10573.
-void ggml_vec_dot_q4_K_q8_K(int n, float* s, size_t bs, const void* vx, size_t bx, const void* vy, size_t by,
-                            int nrc);
-void ggml_vec_dot_q5_K_q8_K(int n, float* s, size_t bs, const void* vx, size_t bx, const void* vy, size_t by,
-                            int nrc);
-void ggml_vec_dot_q6_K_q8_K(int n, float* s, size_t bs, const void* vx, size_t bx, const void* vy, size_t by,
-                            int nrc);
+#define GGML_DOT(name) \
+  void name(int n, float* s, size_t bs, const void* vx, size_t bx, const void* vy, size_t by, int nrc)
+GGML_DOT(ggml_vec_dot_q2_K_q8_K);
+GGML_DOT(ggml_vec_dot_q3_K_q8_K);
+GGML_DOT(ggml_vec_dot_q4_K_q8_K);
+GGML_DOT(ggml_vec_dot_q5_K_q8_K);
+GGML_DOT(ggml_vec_dot_q6_K_q8_K);
+GGML_DOT(ggml_vec_dot_iq4_xs_q8_K);
+GGML_DOT(ggml_vec_dot_mxfp4_q8_0);
+#undef GGML_DOT
 // quants.c references these from functions the driver never calls.
 float ggml_table_f32_ue4m3[256];
 void quantize_row_q8_K_ref(const float*, void*, long) { std::abort(); }
@@ -82,35 +88,57 @@ int main(int argc, char** argv) {
       b.bsums[g] = static_cast<int16_t>(s);
     }
   }
-  const auto q4 = weights(blocks, sizeof(BlockQ4K), {0, 2}, rng);
-  const auto q5 = weights(blocks, sizeof(BlockQ5K), {0, 2}, rng);
-  const auto q6 = weights(blocks, sizeof(BlockQ6K), {208}, rng);
+  // MXFP4 dots with Q8_0 activations: 8 blocks of 32 per 256 values.
+  std::vector<BlockQ8_0> act8(static_cast<size_t>(blocks) * 8);
+  for (size_t i = 0; i < act8.size(); ++i) {
+    act8[i].d = fp32_to_fp16(0.01f);
+    std::memcpy(act8[i].qs, act[i / 8].qs + 32 * (i % 8), 32);
+  }
+  struct Format {
+    const char* name;
+    GgmlType type;
+    std::vector<uint8_t> w;
+    void (*ggml)(int, float*, size_t, const void*, size_t, const void*, size_t, int);
+  };
+  // Order = the table's rows (bench/neon_icount.sh: kFormats).
+  std::vector<Format> formats;
+  formats.push_back({"Q4_K", GgmlType::Q4_K, weights(blocks, sizeof(BlockQ4K), {0, 2}, rng), ggml_vec_dot_q4_K_q8_K});
+  formats.push_back({"Q5_K", GgmlType::Q5_K, weights(blocks, sizeof(BlockQ5K), {0, 2}, rng), ggml_vec_dot_q5_K_q8_K});
+  formats.push_back({"Q6_K", GgmlType::Q6_K, weights(blocks, sizeof(BlockQ6K), {208}, rng), ggml_vec_dot_q6_K_q8_K});
+  formats.push_back({"Q2_K", GgmlType::Q2_K, weights(blocks, sizeof(BlockQ2K), {80, 82}, rng), ggml_vec_dot_q2_K_q8_K});
+  formats.push_back({"Q3_K", GgmlType::Q3_K, weights(blocks, sizeof(BlockQ3K), {108}, rng), ggml_vec_dot_q3_K_q8_K});
+  formats.push_back(
+      {"IQ4_XS", GgmlType::IQ4_XS, weights(blocks, sizeof(BlockIq4Xs), {0}, rng), ggml_vec_dot_iq4_xs_q8_K});
+  // MXFP4: 17-byte blocks, the scale an E8M0 byte (kept small so values stay finite).
+  std::vector<uint8_t> mx = weights(blocks * 8, sizeof(BlockMxfp4), {}, rng);
+  for (int i = 0; i < blocks * 8; ++i) mx[i * sizeof(BlockMxfp4)] = static_cast<uint8_t>(120 + rng() % 8);
+  formats.push_back({"MXFP4", GgmlType::MXFP4, mx, ggml_vec_dot_mxfp4_q8_0});
 
   KernelTable table{};
-  fill_kquant_neon_tier(table, tier == "sdot" ? NeonKquantTier::Dotprod : NeonKquantTier::Plain);
-  auto ours = [&](GgmlType t) { return table[static_cast<uint32_t>(t)].vec_dot; };
-  float r[6];
-  icount_mark(0);
-  r[0] = ours(GgmlType::Q4_K)(n, q4.data(), act.data());
-  icount_mark(1);
-  ggml_vec_dot_q4_K_q8_K(n, &r[1], 0, q4.data(), 0, act.data(), 0, 1);
-  icount_mark(2);
-  r[2] = ours(GgmlType::Q5_K)(n, q5.data(), act.data());
-  icount_mark(3);
-  ggml_vec_dot_q5_K_q8_K(n, &r[3], 0, q5.data(), 0, act.data(), 0, 1);
-  icount_mark(4);
-  r[4] = ours(GgmlType::Q6_K)(n, q6.data(), act.data());
-  icount_mark(5);
-  ggml_vec_dot_q6_K_q8_K(n, &r[5], 0, q6.data(), 0, act.data(), 0, 1);
-  icount_mark(6);
+  const NeonTier t = tier == "sdot" ? NeonTier::Dotprod : NeonTier::Plain;
+  fill_kquant_neon_tier(table, t);
+  fill_legacy_neon_tier(table, t);
+  // Marks: before each format's sluice call, before its ggml call, then two
+  // vec_dot_cols calls of four rows (Q4_K, Q6_K) and a last mark.
+  int mark = 0;
+  std::vector<float> ours(formats.size()), theirs(formats.size());
+  for (size_t i = 0; i < formats.size(); ++i) {
+    const Format& f = formats[i];
+    const void* a = f.type == GgmlType::MXFP4 ? static_cast<const void*>(act8.data()) : act.data();
+    icount_mark(mark++);
+    ours[i] = table[static_cast<uint32_t>(f.type)].vec_dot(n, f.w.data(), a);
+    icount_mark(mark++);
+    f.ggml(n, &theirs[i], 0, f.w.data(), 0, a, 0, 1);
+  }
   // Prefill: four activation rows per call (vec_dot_cols), here four times the same row.
   const void* cols[4] = {act.data(), act.data(), act.data(), act.data()};
   float c4[4], c6[4];
-  table[static_cast<uint32_t>(GgmlType::Q4_K)].vec_dot_cols(n, q4.data(), cols, 4, c4);
-  icount_mark(7);
-  table[static_cast<uint32_t>(GgmlType::Q6_K)].vec_dot_cols(n, q6.data(), cols, 4, c6);
-  icount_mark(8);
-  std::printf("q4_k %g %g q5_k %g %g q6_k %g %g cols q4_k %g q6_k %g\n", r[0], r[1], r[2], r[3], r[4], r[5], c4[3],
-              c6[3]);
+  icount_mark(mark++);
+  table[static_cast<uint32_t>(GgmlType::Q4_K)].vec_dot_cols(n, formats[0].w.data(), cols, 4, c4);
+  icount_mark(mark++);
+  table[static_cast<uint32_t>(GgmlType::Q6_K)].vec_dot_cols(n, formats[2].w.data(), cols, 4, c6);
+  icount_mark(mark++);
+  for (size_t i = 0; i < formats.size(); ++i) std::printf("%s %g %g\n", formats[i].name, ours[i], theirs[i]);
+  std::printf("cols q4_k %g q6_k %g\n", c4[3], c6[3]);
   return 0;
 }

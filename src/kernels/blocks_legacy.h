@@ -85,7 +85,7 @@ static_assert(sizeof(BlockMxfp4) == 17);
 // 2^(e-128): half the E8M0 scale 2^(e-127), because kMxfp4Values stores every
 // E2M1 value doubled. Exact for every e (e = 0 and 1 give float subnormals);
 // e = 255 (E8M0 NaN) decodes as 2^127, as in ggml.
-inline float e8m0_to_fp32_half(uint8_t e) {
+constexpr float e8m0_to_fp32_half(uint8_t e) {
   const uint32_t bits = e < 2 ? (0x00200000u << e) : (static_cast<uint32_t>(e - 1) << 23);
   return std::bit_cast<float>(bits);
 }

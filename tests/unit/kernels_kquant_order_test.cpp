@@ -363,8 +363,8 @@ TEST(KquantNeonTiers, BothBuildsFollowTheX86Order) {
   const bool sdot = cpu_features().neon_dotprod;
   // scripts/test.sh --aarch64 reads this line to check which builds ran.
   std::printf("[neon] kquant builds checked: plain%s\n", sdot ? ", sdot" : "");
-  for (NeonKquantTier tier : {NeonKquantTier::Plain, NeonKquantTier::Dotprod}) {
-    if (tier == NeonKquantTier::Dotprod && !sdot) continue;
+  for (NeonTier tier : {NeonTier::Plain, NeonTier::Dotprod}) {
+    if (tier == NeonTier::Dotprod && !sdot) continue;
     KernelTable table{};
     fill_kquant_neon_tier(table, tier);
     for (GgmlType t : kTypes) {
@@ -372,7 +372,7 @@ TEST(KquantNeonTiers, BothBuildsFollowTheX86Order) {
       ASSERT_NE(k.vec_dot, nullptr) << ggml_type_name(t);
       ASSERT_NE(k.vec_dot_cols, nullptr) << ggml_type_name(t);
       EXPECT_EQ(k.vec_dot_type, GgmlType::Q8_K);
-      EXPECT_GT(expect_x86_order(k, t, tier == NeonKquantTier::Plain ? "neon-plain" : "neon-sdot"), 0);
+      EXPECT_GT(expect_x86_order(k, t, tier == NeonTier::Plain ? "neon-plain" : "neon-sdot"), 0);
     }
   }
 }
@@ -380,7 +380,7 @@ TEST(KquantNeonTiers, BothBuildsFollowTheX86Order) {
 // The registry serves the NEON dots, of the build the hwcaps call for.
 TEST(KquantNeonTiers, RegistryUsesTheHwcapBuild) {
   KernelTable want{};
-  fill_kquant_neon_tier(want, cpu_features().neon_dotprod ? NeonKquantTier::Dotprod : NeonKquantTier::Plain);
+  fill_kquant_neon_tier(want, cpu_features().neon_dotprod ? NeonTier::Dotprod : NeonTier::Plain);
   for (GgmlType t : kTypes) {
     const TypeKernels* neon = kernels_for(t, Isa::Neon);
     ASSERT_NE(neon, nullptr) << ggml_type_name(t);

@@ -12,6 +12,7 @@
 
 #include <cstring>
 
+#include "kernels/arm/neon_half.h"
 #include "kernels/blocks_kquant.h"
 #include "kernels/tables.h"
 #include "util/cpu_features.h"
@@ -97,8 +98,8 @@ SLUICE_NEON_TARGET inline void run_acc(A& acc, int8x16_t q0, int8x16_t q1, int8x
 }  // namespace dotprod
 }  // namespace neon_kquant
 
-void fill_kquant_neon_tier(KernelTable& table, NeonKquantTier tier) {
-  if (tier == NeonKquantTier::Dotprod) {
+void fill_kquant_neon_tier(KernelTable& table, NeonTier tier) {
+  if (tier == NeonTier::Dotprod) {
     neon_kquant::dotprod::fill(table);
   } else {
     neon_kquant::plain::fill(table);
@@ -106,7 +107,7 @@ void fill_kquant_neon_tier(KernelTable& table, NeonKquantTier tier) {
 }
 
 void fill_kquant_neon(KernelTable& table) {
-  fill_kquant_neon_tier(table, cpu_features().neon_dotprod ? NeonKquantTier::Dotprod : NeonKquantTier::Plain);
+  fill_kquant_neon_tier(table, cpu_features().neon_dotprod ? NeonTier::Dotprod : NeonTier::Plain);
 }
 
 }  // namespace sluice::kernels

@@ -215,7 +215,7 @@ SLUICE_NEON_TARGET void q6_cols(int64_t n, const void* w, const void* const* act
     const BlockQ6K& b = wb[i];
     uint16_t dh;
     std::memcpy(&dh, &b.d, 2);
-    const float dw = fp16_to_fp32(dh);
+    const float dw = half_to_float(dh);
     const int8x16_t scales8 = vld1q_s8(b.scales);
     const int16x8_t sc0 = vmovl_s8(vget_low_s8(scales8)), sc1 = vmovl_high_s8(scales8);
     const int8_t* yq[N];

@@ -10,17 +10,26 @@
 // 8h + 2k + 1), decoded once per run against each column, scales 2k / 2k + 1 of
 // the half's eight. Q3_K adds bit 4h + k of hmask[l] as bit 2 (quants 0..7,
 // meaning q - 4; the caller takes x86's offset lanes out).
-template <bool kThreeBit, int k, int N>
-SLUICE_NEON_TARGET inline void q23_run(uint8x16x2_t bits, uint8x16x2_t hmask, int h, const int8_t* const* y,
-                                       const Scales& s, Acc8* acc) {
+template <bool kThreeBit, int h, int k, int N>
+SLUICE_NEON_TARGET inline void q23_run(uint8x16x2_t bits, uint8x16x2_t hmask, const int8_t* const* y, const Scales& s,
+                                       Acc8* acc) {
   const uint8x16_t m3 = vdupq_n_u8(3);
-  uint8x16_t q0 = vandq_u8(vshrq_n_u8(bits.val[0], 2 * k), m3);
-  uint8x16_t q1 = vandq_u8(vshrq_n_u8(bits.val[1], 2 * k), m3);
+  uint8x16_t q0 = bits.val[0], q1 = bits.val[1];
+  if constexpr (k > 0) q0 = vshrq_n_u8(q0, 2 * k), q1 = vshrq_n_u8(q1, 2 * k);
+  q0 = vandq_u8(q0, m3);
+  q1 = vandq_u8(q1, m3);
   if constexpr (kThreeBit) {
-    const int8x16_t shift = vdupq_n_s8(static_cast<int8_t>(-(4 * h + k)));  // right by 4h + k
-    const uint8x16_t one = vdupq_n_u8(1);
-    q0 = vorrq_u8(q0, vshlq_n_u8(vandq_u8(vshlq_u8(hmask.val[0], shift), one), 2));
-    q1 = vorrq_u8(q1, vshlq_n_u8(vandq_u8(vshlq_u8(hmask.val[1], shift), one), 2));
+    // Bit 4h + k of hmask moved to bit 2.
+    constexpr int b = 4 * h + k;
+    uint8x16_t h0 = hmask.val[0], h1 = hmask.val[1];
+    if constexpr (b > 2) {
+      h0 = vshrq_n_u8(h0, b - 2), h1 = vshrq_n_u8(h1, b - 2);
+    } else if constexpr (b < 2) {
+      h0 = vshlq_n_u8(h0, 2 - b), h1 = vshlq_n_u8(h1, 2 - b);
+    }
+    const uint8x16_t four = vdupq_n_u8(4);
+    q0 = vorrq_u8(q0, vandq_u8(h0, four));
+    q1 = vorrq_u8(q1, vandq_u8(h1, four));
   }
 #pragma GCC unroll 4
   for (int j = 0; j < N; ++j) {
@@ -29,14 +38,14 @@ SLUICE_NEON_TARGET inline void q23_run(uint8x16x2_t bits, uint8x16x2_t hmask, in
   }
 }
 
-template <bool kThreeBit, int N>
-SLUICE_NEON_TARGET inline void q23_half(const uint8_t* qs, uint8x16x2_t hmask, int h, const int8_t* const* y,
+template <bool kThreeBit, int h, int N>
+SLUICE_NEON_TARGET inline void q23_half(const uint8_t* qs, uint8x16x2_t hmask, const int8_t* const* y,
                                         const Scales& s, Acc8* acc) {
   const uint8x16x2_t bits = vld1q_u8_x2(qs + 32 * h);
-  q23_run<kThreeBit, 0, N>(bits, hmask, h, y, s, acc);
-  q23_run<kThreeBit, 1, N>(bits, hmask, h, y, s, acc);
-  q23_run<kThreeBit, 2, N>(bits, hmask, h, y, s, acc);
-  q23_run<kThreeBit, 3, N>(bits, hmask, h, y, s, acc);
+  q23_run<kThreeBit, h, 0, N>(bits, hmask, y, s, acc);
+  q23_run<kThreeBit, h, 1, N>(bits, hmask, y, s, acc);
+  q23_run<kThreeBit, h, 2, N>(bits, hmask, y, s, acc);
+  q23_run<kThreeBit, h, 3, N>(bits, hmask, y, s, acc);
 }
 
 // x86's pair lanes of 16 int16 values against the 16 bsums: lane m =
@@ -62,7 +71,7 @@ SLUICE_NEON_TARGET void q2_cols(int64_t n, const void* w, const void* const* act
     const uint8x16_t sc = vandq_u8(packed, vdupq_n_u8(0x0f)), mn = vshrq_n_u8(packed, 4);
     const int16x8_t mn_lo = vreinterpretq_s16_u16(vmovl_u8(vget_low_u8(mn)));
     const int16x8_t mn_hi = vreinterpretq_s16_u16(vmovl_high_u8(mn));
-    const float dw = fp16_to_fp32(b.d), dminw = fp16_to_fp32(b.dmin);
+    const float dw = half_to_float(b.d), dminw = half_to_float(b.dmin);
     const int8_t* yq[N];
     Acc8 sumi[N];
 #pragma GCC unroll 4
@@ -75,8 +84,8 @@ SLUICE_NEON_TARGET void q2_cols(int64_t n, const void* w, const void* const* act
       min_hi[j] = vfmaq_n_f32(min_hi[j], vcvtq_f32_s32(m.hi), dmin);
     }
     const uint8x16x2_t none{};
-    q23_half<false, N>(b.qs, none, 0, yq, make_scales(vreinterpretq_s16_u16(vmovl_u8(vget_low_u8(sc)))), sumi);
-    q23_half<false, N>(b.qs, none, 1, yq, make_scales(vreinterpretq_s16_u16(vmovl_high_u8(sc))), sumi);
+    q23_half<false, 0, N>(b.qs, none, yq, make_scales(vreinterpretq_s16_u16(vmovl_u8(vget_low_u8(sc)))), sumi);
+    q23_half<false, 1, N>(b.qs, none, yq, make_scales(vreinterpretq_s16_u16(vmovl_high_u8(sc))), sumi);
 #pragma GCC unroll 4
     for (int j = 0; j < N; ++j) {
       const float d = static_cast<const BlockQ8K*>(act[j])[i].d * dw;
@@ -86,6 +95,19 @@ SLUICE_NEON_TARGET void q2_cols(int64_t n, const void* w, const void* const* act
   }
 #pragma GCC unroll 4
   for (int j = 0; j < N; ++j) out[j] = hsum8(acc_lo[j], acc_hi[j]) - hsum8(min_lo[j], min_hi[j]);
+}
+
+// Q3_K's 16 packed 6-bit scales (blocks_kquant.h unpack_q3k_scales) as signed
+// bytes: scales 0-3 / 4-7 the low nibbles of bytes 0-3 / 4-7, 8-11 / 12-15
+// their high nibbles; bits 4-5 of scale j are bits 2 (j / 4) of byte 8 + j % 4.
+SLUICE_NEON_TARGET inline int8x16_t q3k_scales(const uint8_t* packed) {
+  uint32_t w[3];
+  std::memcpy(w, packed, sizeof w);
+  constexpr uint32_t kLow4 = 0x0f0f0f0f, kLow2 = 0x03030303;
+  const uint32_t s[4] = {(w[0] & kLow4) | ((w[2] & kLow2) << 4), (w[1] & kLow4) | (((w[2] >> 2) & kLow2) << 4),
+                         ((w[0] >> 4) & kLow4) | (((w[2] >> 4) & kLow2) << 4),
+                         ((w[1] >> 4) & kLow4) | (((w[2] >> 6) & kLow2) << 4)};
+  return vsubq_s8(vreinterpretq_s8_u32(vld1q_u32(s)), vdupq_n_s8(32));
 }
 
 // Q3_K: quants 0..7 (meaning q - 4) with the signed 6-bit scales; per block
@@ -99,18 +121,16 @@ SLUICE_NEON_TARGET void q3_cols(int64_t n, const void* w, const void* const* act
   for (int j = 0; j < N; ++j) acc_lo[j] = acc_hi[j] = vdupq_n_f32(0.0f);
   for (int64_t i = 0; i < n / kQK_K; ++i) {
     const BlockQ3K& b = wb[i];
-    int8_t scales[16];
-    unpack_q3k_scales(b.scales, scales);
-    const int8x16_t sc8 = vld1q_s8(scales);
+    const int8x16_t sc8 = q3k_scales(b.scales);
     const int16x8_t sc_lo = vmovl_s8(vget_low_s8(sc8)), sc_hi = vmovl_high_s8(sc8);
-    const float dw = fp16_to_fp32(b.d);
+    const float dw = half_to_float(b.d);
     const uint8x16x2_t hmask = vld1q_u8_x2(b.hmask);
     const int8_t* yq[N];
     Acc8 sumi[N];
 #pragma GCC unroll 4
     for (int j = 0; j < N; ++j) yq[j] = static_cast<const BlockQ8K*>(act[j])[i].qs;
-    q23_half<true, N>(b.qs, hmask, 0, yq, make_scales(sc_lo), sumi);
-    q23_half<true, N>(b.qs, hmask, 1, yq, make_scales(sc_hi), sumi);
+    q23_half<true, 0, N>(b.qs, hmask, yq, make_scales(sc_lo), sumi);
+    q23_half<true, 1, N>(b.qs, hmask, yq, make_scales(sc_hi), sumi);
 #pragma GCC unroll 4
     for (int j = 0; j < N; ++j) {
       const BlockQ8K& y = static_cast<const BlockQ8K*>(act[j])[i];
@@ -156,7 +176,7 @@ SLUICE_NEON_TARGET void iq4xs_cols(int64_t n, const void* w, const void* const* 
         sumi[j].hi = vmlaq_n_s32(sumi[j].hi, sums4_wide(hi, a.val[1]), scale);
       }
     }
-    const float dw = fp16_to_fp32(b.d);
+    const float dw = half_to_float(b.d);
 #pragma GCC unroll 4
     for (int j = 0; j < N; ++j) {
       const float d = static_cast<const BlockQ8K*>(act[j])[i].d * dw;

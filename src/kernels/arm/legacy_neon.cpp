@@ -9,8 +9,10 @@
 
 #include <arm_neon.h>
 
+#include <array>
 #include <cmath>
 
+#include "kernels/arm/neon_half.h"
 #include "kernels/blocks_legacy.h"
 #include "kernels/tables.h"
 #include "util/cpu_features.h"
@@ -29,7 +31,7 @@ struct Q4_0Levels {
     lo = vsubq_s8(vreinterpretq_s8_u8(vandq_u8(q, vdupq_n_u8(0x0f))), vdupq_n_s8(8));
     hi = vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(q, 4)), vdupq_n_s8(8));
   }
-  static float scale(const Block& b) { return fp16_to_fp32(b.d); }
+  static float scale(const Block& b) { return half_to_float(b.d); }
 };
 struct Q8_0Levels {
   using Block = BlockQ8_0;
@@ -37,7 +39,7 @@ struct Q8_0Levels {
     lo = vld1q_s8(b.qs);
     hi = vld1q_s8(b.qs + 16);
   }
-  static float scale(const Block& b) { return fp16_to_fp32(b.d); }
+  static float scale(const Block& b) { return half_to_float(b.d); }
 };
 // IQ4_NL and MXFP4: 4-bit codes looked up in a 16-entry int8 table.
 template <const int8_t* kTable>
@@ -50,12 +52,18 @@ inline void table_levels(const uint8_t* qs, int8x16_t& lo, int8x16_t& hi) {
 struct Iq4NlLevels {
   using Block = BlockIq4Nl;
   static void levels(const Block& b, int8x16_t& lo, int8x16_t& hi) { table_levels<kIq4nlValues>(b.qs, lo, hi); }
-  static float scale(const Block& b) { return fp16_to_fp32(b.d); }
+  static float scale(const Block& b) { return half_to_float(b.d); }
 };
+// e8m0_to_fp32_half of every byte: one load per block instead of a compare and shifts.
+constexpr std::array<float, 256> kE8m0Half = [] {
+  std::array<float, 256> t{};
+  for (int e = 0; e < 256; ++e) t[static_cast<size_t>(e)] = e8m0_to_fp32_half(static_cast<uint8_t>(e));
+  return t;
+}();
 struct Mxfp4Levels {
   using Block = BlockMxfp4;
   static void levels(const Block& b, int8x16_t& lo, int8x16_t& hi) { table_levels<kMxfp4Values>(b.qs, lo, hi); }
-  static float scale(const Block& b) { return e8m0_to_fp32_half(b.e); }
+  static float scale(const Block& b) { return kE8m0Half[b.e]; }
 };
 
 }  // namespace
@@ -145,12 +153,16 @@ float vec_dot_plain(int64_t n, const void* w, const void* act) {
 }  // namespace
 }  // namespace neon
 
-void fill_legacy_neon(KernelTable& table) {
-  if (cpu_features().neon_dotprod) {
+void fill_legacy_neon_tier(KernelTable& table, NeonTier tier) {
+  if (tier == NeonTier::Dotprod) {
     neon::dotprod::fill(table);
   } else {
     neon::plain::fill(table);
   }
+}
+
+void fill_legacy_neon(KernelTable& table) {
+  fill_legacy_neon_tier(table, cpu_features().neon_dotprod ? NeonTier::Dotprod : NeonTier::Plain);
   auto set = [&](GgmlType t, VecDotFn fn) {
     table[static_cast<uint32_t>(t)].vec_dot = fn;
     table[static_cast<uint32_t>(t)].vec_dot_type = t;

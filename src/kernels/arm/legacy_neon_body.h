@@ -33,20 +33,31 @@ SLUICE_NEON_TARGET inline float reduce8(float32x4_t acc0_lo, float32x4_t acc0_hi
   return (vgetq_lane_f32(s, 0) + vgetq_lane_f32(s, 2)) + (vgetq_lane_f32(s, 1) + vgetq_lane_f32(s, 3));
 }
 
+// Block i's lanes fused into acc (lo, hi) with d_w * d_a.
+template <class W>
+SLUICE_NEON_TARGET inline void fma_block(const typename W::Block& b, const BlockQ8_0& a, float32x4_t* acc) {
+  float32x4_t lo, hi;
+  block_lanes<W>(b, a, lo, hi);
+  const float s = W::scale(b) * half_to_float(a.d);
+  acc[0] = vfmaq_n_f32(acc[0], lo, s);
+  acc[1] = vfmaq_n_f32(acc[1], hi, s);
+}
+
+// Even blocks into acc0, odd ones into acc1, two at a time so both stay in
+// registers.
 template <class W>
 SLUICE_NEON_TARGET float vec_dot_symmetric(int64_t n, const void* w, const void* act) {
   const auto* x = static_cast<const typename W::Block*>(w);
   const auto* y = static_cast<const BlockQ8_0*>(act);
-  float32x4_t acc[2][2] = {{vdupq_n_f32(0.0f), vdupq_n_f32(0.0f)}, {vdupq_n_f32(0.0f), vdupq_n_f32(0.0f)}};
-  for (int64_t i = 0; i < n / kLegacyBlock; ++i) {
-    float32x4_t lo, hi;
-    block_lanes<W>(x[i], y[i], lo, hi);
-    const float32x4_t s = vdupq_n_f32(W::scale(x[i]) * fp16_to_fp32(y[i].d));
-    float32x4_t* a = acc[i & 1];
-    a[0] = vfmaq_f32(a[0], s, lo);
-    a[1] = vfmaq_f32(a[1], s, hi);
+  float32x4_t acc0[2] = {vdupq_n_f32(0.0f), vdupq_n_f32(0.0f)}, acc1[2] = {vdupq_n_f32(0.0f), vdupq_n_f32(0.0f)};
+  const int64_t nb = n / kLegacyBlock;
+  int64_t i = 0;
+  for (; i + 1 < nb; i += 2) {
+    fma_block<W>(x[i], y[i], acc0);
+    fma_block<W>(x[i + 1], y[i + 1], acc1);
   }
-  return reduce8(acc[0][0], acc[0][1], acc[1][0], acc[1][1]);
+  if (i < nb) fma_block<W>(x[i], y[i], acc0);
+  return reduce8(acc0[0], acc0[1], acc1[0], acc1[1]);
 }
 
 // One weight row against n_act <= kMaxDotCols activation rows: each weight
@@ -67,10 +78,10 @@ SLUICE_NEON_TARGET void vec_dot_cols_symmetric(int64_t n, const void* w, const v
       const BlockQ8_0& a = static_cast<const BlockQ8_0*>(act[j])[i];
       int32x4_t l, h;
       lanes8(w0, w1, vld1q_s8(a.qs), vld1q_s8(a.qs + 16), l, h);
-      const float32x4_t s = vdupq_n_f32(d * fp16_to_fp32(a.d));
+      const float s = d * half_to_float(a.d);
       float32x4_t* c = acc[j][i & 1];
-      c[0] = vfmaq_f32(c[0], s, vcvtq_f32_s32(l));
-      c[1] = vfmaq_f32(c[1], s, vcvtq_f32_s32(h));
+      c[0] = vfmaq_n_f32(c[0], vcvtq_f32_s32(l), s);
+      c[1] = vfmaq_n_f32(c[1], vcvtq_f32_s32(h), s);
     }
   }
   for (int j = 0; j < n_act; ++j) out[j] = reduce8(acc[j][0][0], acc[j][0][1], acc[j][1][0], acc[j][1][1]);
