@@ -56,6 +56,18 @@ SLUICE_NEON_TARGET inline Acc8 pair_lanes(int16x8_t v_lo, int16x8_t v_hi, const 
           vpaddq_s32(vmull_s16(vget_low_s16(v_hi), vget_low_s16(b1)), vmull_high_s16(v_hi, b1))};
 }
 
+// Each column's block lanes fused into its accumulators with d = y.d * d_w, as x86's.
+template <int N>
+SLUICE_NEON_TARGET inline void fuse_lanes(const Acc8* sumi, const void* const* act, int64_t i, float dw,
+                                          float32x4_t* acc_lo, float32x4_t* acc_hi) {
+#pragma GCC unroll 4
+  for (int j = 0; j < N; ++j) {
+    const float d = static_cast<const BlockQ8K*>(act[j])[i].d * dw;
+    acc_lo[j] = vfmaq_n_f32(acc_lo[j], vcvtq_f32_s32(sumi[j].lo), d);
+    acc_hi[j] = vfmaq_n_f32(acc_hi[j], vcvtq_f32_s32(sumi[j].hi), d);
+  }
+}
+
 // Q2_K: per block x86's eight lanes (scales 0..15 of the low nibbles) fused
 // with d = y.d * d_w, and its eight min lanes (the high nibbles against the
 // bsums) fused with dmin = y.d * dmin_w; result hsum8(acc) - hsum8(acc_min).
@@ -86,12 +98,7 @@ SLUICE_NEON_TARGET void q2_cols(int64_t n, const void* w, const void* const* act
     const uint8x16x2_t none{};
     q23_half<false, 0, N>(b.qs, none, yq, make_scales(vreinterpretq_s16_u16(vmovl_u8(vget_low_u8(sc)))), sumi);
     q23_half<false, 1, N>(b.qs, none, yq, make_scales(vreinterpretq_s16_u16(vmovl_high_u8(sc))), sumi);
-#pragma GCC unroll 4
-    for (int j = 0; j < N; ++j) {
-      const float d = static_cast<const BlockQ8K*>(act[j])[i].d * dw;
-      acc_lo[j] = vfmaq_n_f32(acc_lo[j], vcvtq_f32_s32(sumi[j].lo), d);
-      acc_hi[j] = vfmaq_n_f32(acc_hi[j], vcvtq_f32_s32(sumi[j].hi), d);
-    }
+    fuse_lanes<N>(sumi, act, i, dw, acc_lo, acc_hi);
   }
 #pragma GCC unroll 4
   for (int j = 0; j < N; ++j) out[j] = hsum8(acc_lo[j], acc_hi[j]) - hsum8(min_lo[j], min_hi[j]);
@@ -133,12 +140,11 @@ SLUICE_NEON_TARGET void q3_cols(int64_t n, const void* w, const void* const* act
     q23_half<true, 1, N>(b.qs, hmask, yq, make_scales(sc_hi), sumi);
 #pragma GCC unroll 4
     for (int j = 0; j < N; ++j) {
-      const BlockQ8K& y = static_cast<const BlockQ8K*>(act[j])[i];
-      const Acc8 off = pair_lanes(sc_lo, sc_hi, y.bsums);
-      const float d = y.d * dw;
-      acc_lo[j] = vfmaq_n_f32(acc_lo[j], vcvtq_f32_s32(vsubq_s32(sumi[j].lo, vshlq_n_s32(off.lo, 2))), d);
-      acc_hi[j] = vfmaq_n_f32(acc_hi[j], vcvtq_f32_s32(vsubq_s32(sumi[j].hi, vshlq_n_s32(off.hi, 2))), d);
+      const Acc8 off = pair_lanes(sc_lo, sc_hi, static_cast<const BlockQ8K*>(act[j])[i].bsums);
+      sumi[j].lo = vsubq_s32(sumi[j].lo, vshlq_n_s32(off.lo, 2));
+      sumi[j].hi = vsubq_s32(sumi[j].hi, vshlq_n_s32(off.hi, 2));
     }
+    fuse_lanes<N>(sumi, act, i, dw, acc_lo, acc_hi);
   }
 #pragma GCC unroll 4
   for (int j = 0; j < N; ++j) out[j] = hsum8(acc_lo[j], acc_hi[j]);
@@ -177,12 +183,7 @@ SLUICE_NEON_TARGET void iq4xs_cols(int64_t n, const void* w, const void* const* 
       }
     }
     const float dw = half_to_float(b.d);
-#pragma GCC unroll 4
-    for (int j = 0; j < N; ++j) {
-      const float d = static_cast<const BlockQ8K*>(act[j])[i].d * dw;
-      acc_lo[j] = vfmaq_n_f32(acc_lo[j], vcvtq_f32_s32(sumi[j].lo), d);
-      acc_hi[j] = vfmaq_n_f32(acc_hi[j], vcvtq_f32_s32(sumi[j].hi), d);
-    }
+    fuse_lanes<N>(sumi, act, i, dw, acc_lo, acc_hi);
   }
 #pragma GCC unroll 4
   for (int j = 0; j < N; ++j) out[j] = hsum8(acc_lo[j], acc_hi[j]);
