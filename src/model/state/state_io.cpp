@@ -150,6 +150,24 @@ void read_into(ModelState& st, std::string_view in) {
   st.checkpoint();
 }
 
+// The stored keys (or values) of row 0, as bytes: f32 or f16 bits.
+const char* stored(const KvRows& rows, bool keys) {
+  if (rows.type() == KvType::F32) return reinterpret_cast<const char*>(keys ? rows.k_f32(0) : rows.v_f32(0));
+  return reinterpret_cast<const char*>(keys ? rows.k_f16(0) : rows.v_f16(0));
+}
+
+// Appends positions [first, end) of the rows at `base` (row r at r * dim
+// elements), in position order: one run, or two where a ring wrapped.
+void put_positions(std::string& out, const KvRows& rows, const char* base, int dim, int first, int end) {
+  const uint64_t row_bytes = static_cast<uint64_t>(dim) * kv_type_bytes(rows.type());
+  for (int pos = first; pos < end;) {
+    const int r = rows.row(pos);
+    const int run = std::min(end - pos, rows.capacity() - r);
+    put_bytes(out, base + static_cast<uint64_t>(r) * row_bytes, static_cast<uint64_t>(run) * row_bytes);
+    pos += run;
+  }
+}
+
 }  // namespace
 
 void write_state(const ModelState& st, std::string& out) {
@@ -172,28 +190,14 @@ void write_state(const ModelState& st, std::string& out) {
       put<uint32_t>(out, static_cast<uint32_t>(rows.k_dim()));
       put<uint32_t>(out, static_cast<uint32_t>(rows.v_dim()));
       if (rows.ring()) put<int32_t>(out, first);
-      const uint64_t el = kv_type_bytes(rows.type());
-      auto key_row = [&](int pos) -> const void* {
-        return rows.type() == KvType::F32 ? static_cast<const void*>(rows.k_f32(rows.row(pos)))
-                                          : static_cast<const void*>(rows.k_f16(rows.row(pos)));
-      };
-      auto value_row = [&](int pos) -> const void* {
-        return rows.type() == KvType::F32 ? static_cast<const void*>(rows.v_f32(rows.row(pos)))
-                                          : static_cast<const void*>(rows.v_f16(rows.row(pos)));
-      };
-      for (int pos = first; pos < n_past; ++pos) put_bytes(out, key_row(pos), rows.k_dim() * el);
-      if (rows.v_dim() > 0)
-        for (int pos = first; pos < n_past; ++pos) put_bytes(out, value_row(pos), rows.v_dim() * el);
+      put_positions(out, rows, stored(rows, true), rows.k_dim(), first, n_past);
+      if (rows.v_dim() > 0) put_positions(out, rows, stored(rows, false), rows.v_dim(), first, n_past);
       if (const KvRows* blocks = st.blocks(l)) {
         const int n = n_past / spec.blocks.ratio;
         put<uint8_t>(out, kBlocks);
         put<uint32_t>(out, static_cast<uint32_t>(blocks->k_dim()));
         put<int32_t>(out, n);
-        const uint64_t row = static_cast<uint64_t>(blocks->k_dim()) * el;
-        if (n > 0)
-          put_bytes(out, blocks->type() == KvType::F32 ? static_cast<const void*>(blocks->k_f32(0))
-                                                       : static_cast<const void*>(blocks->k_f16(0)),
-                    static_cast<uint64_t>(n) * row);
+        put_positions(out, *blocks, stored(*blocks, true), blocks->k_dim(), 0, n);
       }
     } else if (spec.kind == StateKind::Recurrent) {
       // ModelState has no const recurrent(); the values are only read here.
