@@ -5,8 +5,8 @@
 #include <cstring>
 #include <vector>
 
+#include "kernels/quant.h"
 #include "util/error.h"
-#include "util/fp16.h"
 
 namespace sluice::model {
 namespace {
@@ -52,11 +52,7 @@ void to_f32(const char* p, uint64_t n, uint64_t el, float* dst) {
     return;
   }
   // f16 -> f32 -> f16 is exact: store() writes back the same bits.
-  for (uint64_t i = 0; i < n; ++i) {
-    uint16_t h;
-    std::memcpy(&h, p + i * 2, 2);
-    dst[i] = fp16_to_fp32(h);
-  }
+  kernels::dequantize_row(GgmlType::F16, p, dst, static_cast<int64_t>(n));
 }
 
 // A layer's completed-block rows: u8 4, u32 width, i32 count, count rows.
