@@ -206,7 +206,9 @@ unsigned worker_count(unsigned threads) {
 }
 
 void check_writable(const PlannedTensor& t) {
-  if (t.direct || t.type == GgmlType::F32) return;
+  if ((t.type == GgmlType::I32) != (t.init == Init::ExpertIds))
+    throw Error("synth: " + t.name + ": I32 tensors are expert-id tables and nothing else");
+  if (t.direct || t.type == GgmlType::F32 || t.type == GgmlType::I32) return;
   const kernels::TypeKernels* k = nullptr;
   try {
     k = &kernels::kernels_for(t.type);
@@ -263,6 +265,8 @@ void RowGenerator::float_row(const PlannedTensor& t, uint64_t row, float* out) c
     case Init::QuarterRope:
       for (uint64_t i = 0; i < n; ++i) out[i] = i < n / 4 ? 1.0f : 1e30f;
       break;
+    case Init::ExpertIds:  // integers, written by row()
+      throw Error("synth: " + t.name + " holds expert ids, not floats");
     case Init::Embedding: {
       // x = z + sqrt(n) u: after RMSNorm, u . x_norm ~ sqrt(n/2) for every token.
       const float c = std::sqrt(static_cast<float>(n));
@@ -289,6 +293,21 @@ void RowGenerator::float_row(const PlannedTensor& t, uint64_t row, float* out) c
 
 void RowGenerator::row(const PlannedTensor& t, uint64_t row, void* dst, float* scratch) const {
   const int64_t n = static_cast<int64_t>(t.ne[0]);
+  if (t.init == Init::ExpertIds) {
+    // The first n of a seeded shuffle of 0..n_expert-1: distinct, uniform.
+    if (static_cast<uint64_t>(n) > n_expert_)
+      throw Error("synth: " + t.name + " wants " + std::to_string(n) + " distinct experts of " +
+                  std::to_string(n_expert_));
+    Rng rng(mix_seed(mix_seed(seed_, hash_name(t.name)), row));
+    std::vector<int32_t> ids(n_expert_);
+    for (uint32_t e = 0; e < n_expert_; ++e) ids[e] = static_cast<int32_t>(e);
+    for (int64_t i = 0; i < n; ++i) {
+      const uint64_t j = static_cast<uint64_t>(i) + static_cast<uint64_t>(rng.uniform() * (n_expert_ - i));
+      std::swap(ids[i], ids[std::min<uint64_t>(j, n_expert_ - 1)]);
+    }
+    std::memcpy(dst, ids.data(), sizeof(int32_t) * n);
+    return;
+  }
   if (t.direct) {
     Rng rng(mix_seed(mix_seed(seed_, hash_name(t.name)), row));
     generate_direct_row(t.type, rng, 1.0f / std::sqrt(static_cast<float>(n)), dst, n);

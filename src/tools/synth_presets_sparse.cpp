@@ -20,11 +20,9 @@ namespace sluice::tools {
 // 44th, the MTP block's 0, is not written: llama.cpp's converter drops the
 // MTP block from the main file), rope theta 10000, compress rope theta
 // 160000, YaRN factor 16 over 65536, context 1048576, vocab 129280, rms eps
-// 1e-6, 3 hash-routed blocks, hc_mult 4, 20 Sinkhorn iterations, SwiGLU
-// limit 10. Deviation: synth writes no hash-routed blocks (their I32
-// token-to-expert table is not synthesised), so blocks 0-2 carry exp_probs_b
-// and route by score; the table would add 6 x 129280 x 4 B = 3.0 MiB per
-// block, nothing next to the experts. Types: as llama.cpp's converter writes
+// 1e-6, 3 hash-routed blocks (an I32 token-to-expert table of 6 x 129280 x
+// 4 B = 3.0 MiB each instead of exp_probs_b; random distinct experts per token
+// here), hc_mult 4, 20 Sinkhorn iterations, SwiGLU limit 10. Types: as llama.cpp's converter writes
 // DeepSeek-V4 (conversion/deepseek.py: the checkpoint's FP4 experts repacked
 // to MXFP4; the FP8 dense matrices, dequantized, stored Q8_0 with
 // --outtype q8_0), the "Q8_0 + MXFP4" files people run with llama.cpp.
@@ -44,6 +42,7 @@ SynthConfig deepseek_v4_flash() {
   c.dsv4_compress_ratios = {0, 0};
   for (int i = 0; i < 20; ++i) c.dsv4_compress_ratios.insert(c.dsv4_compress_ratios.end(), {4, 128});
   c.dsv4_compress_ratios.push_back(4);
+  c.dsv4_hash_layers = 3;
   c.n_swa = 128;
   c.n_expert = 256;
   c.n_expert_used = 6;

@@ -5,11 +5,14 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <tuple>
 #include <vector>
 
+#include "gguf/gguf.h"
+#include "io/file.h"
 #include "synth_test_support.h"
 #include "tools/synth.h"
 
@@ -26,6 +29,12 @@ nlohmann::json inspect_cut(const std::string& args, const TempFile& out) {
   std::tie(rc, log) = sluice_cli("inspect --json " + out.path.string());
   EXPECT_EQ(rc, 0) << log.substr(0, 2000);
   return nlohmann::json::parse(log);
+}
+
+bool has_tensor(const nlohmann::json& j, const std::string& name) {
+  for (const auto& t : j["tensors"])
+    if (t["name"] == name) return true;
+  return false;
 }
 
 uint64_t tensor_bytes(const nlohmann::json& j, const std::string& name) {
@@ -51,6 +60,11 @@ TEST(SynthSparsePresets, DeepseekV4FlashCut) {
   EXPECT_EQ(m["deepseek4.attention.indexer.top_k"], 512);
   EXPECT_EQ(m["deepseek4.attention.sliding_window"], 128);
   EXPECT_EQ(m["deepseek4.expert_used_count"], 6);
+  // Blocks 0-2 route by token id: an I32 table of 6 experts per vocabulary entry, no score bias.
+  EXPECT_EQ(m["deepseek4.hash_layer_count"], 3);
+  EXPECT_EQ(tensor_bytes(j, "blk.2.ffn_gate_tid2eid.weight"), 6ull * 129280 * 4);
+  EXPECT_FALSE(has_tensor(j, "blk.2.exp_probs_b.bias"));
+  EXPECT_EQ(tensor_bytes(j, "blk.3.exp_probs_b.bias"), 256u * 4);
   const uint64_t expert = 3ull * 4096 * 2048 / 32 * 17;
   EXPECT_EQ(tensor_bytes(j, "blk.2.ffn_gate_exps.weight"), 256 * expert / 3);
   EXPECT_EQ(tensor_bytes(j, "blk.0.attn_output_a.weight"), 64ull * 512 / 8 * 1024 * 8 / 32 * 34);  // Q8_0
@@ -100,6 +114,34 @@ TEST(SynthSparsePresets, Glm5Cut) {
   cfg.n_layer = 4;
   EXPECT_EQ(fs::file_size(out.path), synth_sizes(cfg, 1).file_bytes);
   EXPECT_EQ(synth_sizes(synth_preset("glm-5"), 1).file_bytes > 400ull << 30, true);
+}
+
+// The tiny deepseek4's hash-routed blk.0 (as shared/golden's deepseek4 cases):
+// row t of ffn_gate_tid2eid lists expert_used_count distinct experts in
+// [0, expert_count), different rows differ, and the block has no score bias.
+TEST(SynthSparsePresets, HashRoutedBlocksListDistinctExpertsPerToken) {
+  const SynthConfig cfg = synth_preset("tiny", "deepseek4");
+  TempFile out("d4hash.gguf");
+  synth_model(cfg, out.path.string(), 2);
+  const auto m = gguf::GgufModel::open(out.path.string());
+  EXPECT_EQ(m.metadata().find("deepseek4.hash_layer_count")->u, 1u);
+  EXPECT_EQ(m.find("blk.0.exp_probs_b.bias"), nullptr);
+  EXPECT_NE(m.find("blk.1.exp_probs_b.bias"), nullptr);
+  const gguf::TensorInfo& t = m.require("blk.0.ffn_gate_tid2eid.weight");
+  ASSERT_EQ(t.type, GgmlType::I32);
+  ASSERT_EQ(t.ne[0], cfg.n_expert_used);
+  ASSERT_EQ(t.n_rows(), m.require("token_embd.weight").ne[1]);  // one row per vocabulary entry
+  auto file = io::open_file(out.path.string());
+  std::vector<int32_t> ids(t.ne[0] * t.n_rows());
+  file->read_exact(ids.data(), ids.size() * sizeof(int32_t), t.offset);
+  std::set<std::vector<int32_t>> distinct_rows;
+  for (uint64_t r = 0; r < t.n_rows(); ++r) {
+    const std::vector<int32_t> row(ids.begin() + r * t.ne[0], ids.begin() + (r + 1) * t.ne[0]);
+    for (int32_t e : row) ASSERT_TRUE(e >= 0 && e < static_cast<int32_t>(cfg.n_expert)) << "row " << r;
+    EXPECT_EQ(std::set<int32_t>(row.begin(), row.end()).size(), row.size()) << "row " << r;
+    distinct_rows.insert(row);
+  }
+  EXPECT_GT(distinct_rows.size(), 20u);  // 8 experts choose 2 in order: 56 possible rows
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 // hash_layer_count layers pick experts by token id; clamped SwiGLU experts
 // and shared expert). Trailing NextN/MTP blocks (nextn_predict_layers) are
 // ignored: no MTP for deepseek4 yet.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <optional>
@@ -164,8 +165,7 @@ ArchDesc describe_deepseek4(const ArchReader& r) {
 namespace {
 
 // Fixed parts of a synthetic deepseek4 file (ArchSizes has no fields for
-// them): 4 streams, 20 Sinkhorn rounds, no hash-routed layers (their I32
-// table is not synthesised), SwiGLU clamp 10, compress RoPE base 160000 (as
+// them): 4 streams, 20 Sinkhorn rounds, SwiGLU clamp 10, compress RoPE base 160000 (as
 // DeepSeek-V4-Flash). Without the dsv4_* sizes: 2 output groups of rank
 // q_lora / 2 and compress ratios 4, 128, 0 repeating over the blocks.
 constexpr uint32_t kHc = 4, kSinkhorn = 20;
@@ -237,7 +237,8 @@ void plan_deepseek4(const ArchSizes& cfg, PlanBuilder& p) {
   p.md(a + ".hyper_connection.count", gguf::Value::from_u32(kHc));
   p.md(a + ".hyper_connection.sinkhorn_iterations", gguf::Value::from_u32(kSinkhorn));
   p.md(a + ".hyper_connection.epsilon", gguf::Value::from_f32(1e-6f));
-  p.md(a + ".hash_layer_count", gguf::Value::from_u32(0));
+  const uint32_t n_hash = std::min(cfg.dsv4_hash_layers, cfg.n_layer);  // a --layers cut keeps the first blocks
+  p.md(a + ".hash_layer_count", gguf::Value::from_u32(n_hash));
   p.file_type(cfg);
   const uint64_t V = p.tokenizer();
 
@@ -290,7 +291,10 @@ void plan_deepseek4(const ArchSizes& cfg, PlanBuilder& p) {
     }
     p.add(b + "ffn_norm.weight", f32, {E}, Init::Norm, l, "--n-embd");
     p.add(b + "ffn_gate_inp.weight", f32, {E, X}, Init::Router, l, "--experts");
-    p.add(b + "exp_probs_b.bias", f32, {X}, Init::Bias, l, "--experts");
+    if (l < n_hash)  // token id -> its experts, instead of the score bias
+      p.add(b + "ffn_gate_tid2eid.weight", GgmlType::I32, {cfg.n_expert_used, V}, Init::ExpertIds, l, "--experts");
+    else
+      p.add(b + "exp_probs_b.bias", f32, {X}, Init::Bias, l, "--experts");
     p.add(b + "ffn_gate_exps.weight", cfg.expert_type, {E, F, X}, Init::Projection, l, "--type");
     p.add(b + "ffn_up_exps.weight", cfg.expert_type, {E, F, X}, Init::Projection, l, "--type");
     p.add(b + "ffn_down_exps.weight", cfg.down_type, {F, E, X}, Init::Projection, l, "--type");
@@ -323,6 +327,7 @@ void tiny_deepseek4(ArchSizes& c) {
   c.rope_scaling_factor = 16.0f;
   c.rope_orig_ctx = 4096;
   c.rms_eps = 1e-6f;
+  c.dsv4_hash_layers = 1;  // blk.0 routes by token id, as in shared/golden's deepseek4 cases
 }
 
 }  // namespace

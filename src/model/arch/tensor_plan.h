@@ -81,6 +81,9 @@ struct ArchSizes {
   // (0: 2 groups of q_lora_rank / 2).
   std::vector<int32_t> dsv4_compress_ratios;
   uint32_t dsv4_o_groups = 0, dsv4_o_lora_rank = 0;
+  // deepseek4: the first dsv4_hash_layers trunk blocks route by token id
+  // (ffn_gate_tid2eid) instead of by score (exp_probs_b).
+  uint32_t dsv4_hash_layers = 0;
   // qwen35moe (gated DeltaNet hybrid): the width of the sigmoid-gated shared
   // expert, the DeltaNet sizes (ssm.*: conv taps, key/value head dim, key
   // heads, value heads), the full-attention period and IMROPE's sections.
@@ -127,6 +130,8 @@ enum class Init {
   Decay,       // -exp(U(ln 0.05, 0)): negative decay rates (DeltaNet ssm_a), so states shrink
   QuarterRope, // 1 for the first ne[0]/4 values, 1e30 after: RoPE frequency factors that rotate only
                // a quarter of the pairs (Gemma 4's "proportional" rope_freqs)
+  ExpertIds,   // I32 only: ne[0] distinct expert ids in [0, n_expert) per row, drawn uniformly
+               // (DeepSeek V4's ffn_gate_tid2eid: row t = the experts of token id t)
 };
 
 struct PlannedTensor {
