@@ -7,6 +7,7 @@
 # Usage: tests/golden/make_reference.sh [CASE...]   (default: every case below)
 #        tests/golden/make_reference.sh --synth-args "ARGS" --name NAME [--quantized] [--tokens N]
 #          one ad-hoc case (e.g. another --seed; N tokens, default 24) written to $WORK/out
+#          ([--mtp-head]: an F32 file written with --mtp, whose NextN head llama_mtp runs too)
 #          instead of tests/golden/
 # Environment: LLAMA_CPP (a built llama.cpp checkout, default /work/llama.cpp),
 #   LLAMA_CPP_VERSION (recorded in NAME.json, default b10573), SLUICE (default
@@ -19,8 +20,9 @@ SLUICE=${SLUICE:-build/sluice}
 WORK=${WORK:-build/golden-ref}
 PROMPT_LEN=8
 N_GEN=16
+MTP_K=3  # draft steps of an MTP case's chains (shared/golden's deepseek2-mtp-f32: 3)
 
-# NAME | arch | f32 or quant | tokens | sluice synth arguments (without -o)
+# NAME | arch | f32, quant or f32+mtp (with the MTP head's files) | tokens | sluice synth arguments (without -o)
 cases() {
   cat <<'EOF'
 qwen2moe-f32|qwen2moe|f32|24|--preset tiny --arch qwen2moe --type f32 --dense-type f32 --seed 1
@@ -29,6 +31,7 @@ lfm2moe-f32|lfm2moe|f32|24|--preset tiny --arch lfm2moe --type f32 --dense-type 
 lfm2moe-q8_0|lfm2moe|quant|24|--preset tiny --arch lfm2moe --type q8_0 --dense-type q8_0 --seed 4
 deepseek4-tiny-f32|deepseek4|f32|160|--preset tiny --arch deepseek4 --type f32 --dense-type f32 --seed 5
 glm-dsa-tiny-f32|glm-dsa|f32|48|--preset tiny --arch glm-dsa --type f32 --dense-type f32 --seed 8
+glm-dsa-mtp-f32|glm-dsa|f32+mtp|48|--preset tiny --arch glm-dsa --type f32 --dense-type f32 --seed 10 --mtp
 EOF
 }
 
@@ -40,11 +43,16 @@ tokens() {
 }
 
 mkdir -p "$WORK"
+# build_tool NAME: tests/golden/tools/NAME.cpp against llama.cpp's headers (src/ for llama-ext.h) and libllama.so.
+build_tool() {
+  if [[ ! -x "$WORK/$1" || tests/golden/tools/$1.cpp -nt "$WORK/$1" ]]; then
+    g++ -std=c++17 -O2 -I"$LLAMA_CPP/include" -I"$LLAMA_CPP/ggml/include" -I"$LLAMA_CPP/src" tests/golden/tools/"$1".cpp \
+      -L"$LLAMA_CPP/build/bin" -lllama -Wl,-rpath,"$LLAMA_CPP/build/bin" -o "$WORK/$1"
+  fi
+}
+build_tool llama_logits
+build_tool llama_mtp
 tool="$WORK/llama_logits"
-if [[ ! -x "$tool" || tests/golden/tools/llama_logits.cpp -nt "$tool" ]]; then
-  g++ -std=c++17 -O2 -I"$LLAMA_CPP/include" -I"$LLAMA_CPP/ggml/include" tests/golden/tools/llama_logits.cpp \
-    -L"$LLAMA_CPP/build/bin" -lllama -Wl,-rpath,"$LLAMA_CPP/build/bin" -o "$tool"
-fi
 
 # make_one NAME ARCH KIND N_TOKENS "SYNTH ARGS" OUT_DIR
 make_one() {
@@ -56,6 +64,10 @@ make_one() {
   timeout 600 "$tool" "$gguf" "$run" "$(tokens "$n_tokens")" "$PROMPT_LEN" "$N_GEN"
   local q=()
   [[ $kind == quant ]] && q=(--quantized)
+  if [[ $kind == f32+mtp ]]; then  # the NextN/MTP head too: draft logits, hidden states, K-step chains
+    timeout 600 "$WORK/llama_mtp" "$gguf" "$run" "$(tokens "$n_tokens")" "$MTP_K"
+    q=(--mtp-k "$MTP_K")
+  fi
   python3 tests/golden/tools/make_case.py --name "$name" --arch "$arch" --synth-args "$args" --gguf "$gguf" \
     --work "$run" --tokens "$(cat "$run/tokens.txt" | tr ' ' ,)" --prompt-len "$PROMPT_LEN" \
     --llama-cpp "$LLAMA_CPP_VERSION" --out "$out" "${q[@]}"
@@ -67,6 +79,7 @@ if [[ "${1:-}" == --synth-args ]]; then
   while [[ $# -gt 0 ]]; do
     case $1 in
       --quantized) kind=quant; shift ;;
+      --mtp-head) kind=f32+mtp; shift ;;  # synth args with --mtp: the head's files too
       --tokens) n_tokens=$2; shift 2 ;;
       *) echo "make_reference.sh: unknown option $1" >&2; exit 2 ;;
     esac

@@ -27,6 +27,7 @@
 
 #include "golden_rule.h"
 #include "model_test_support.h"
+#include "mtp_golden.h"
 #include "runtime/sampler.h"
 #include "runtime/session.h"
 
@@ -57,6 +58,21 @@ std::vector<std::string> case_names() {
 nlohmann::json read_case(const std::string& name) {
   std::ifstream f(golden_dir() + "/" + name + ".json");
   return nlohmann::json::parse(f);
+}
+
+// The cases made with their NextN/MTP head (make_reference.sh kind f32+mtp).
+std::vector<std::string> mtp_case_names() {
+  std::vector<std::string> names;
+  for (const std::string& n : case_names())
+    if (read_case(n).contains("mtp")) names.push_back(n);
+  return names;
+}
+
+std::string param_name(const std::string& case_name) {
+  std::string s = case_name;
+  for (char& ch : s)
+    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  return s;
 }
 
 std::string sha256_of(const std::string& path) {
@@ -195,12 +211,23 @@ TEST_P(GoldenLocalTest, NgramDraftsKeepTheGreedyTokens) {
   EXPECT_GT(counters.drafted, 0u);
 }
 
-INSTANTIATE_TEST_SUITE_P(Cases, GoldenLocalTest, ::testing::ValuesIn(case_names()), [](const auto& info) {
-  std::string s = info.param;
-  for (char& ch : s)
-    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-  return s;
-});
+INSTANTIATE_TEST_SUITE_P(Cases, GoldenLocalTest, ::testing::ValuesIn(case_names()),
+                         [](const auto& info) { return param_name(info.param); });
+
+// The head's draft logits, chains and hidden states against llama_mtp's.
+class GoldenLocalMtp : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(GoldenLocalMtp, DraftLogitsChainsAndHiddenStatesMatchLlamaCpp) {
+  const nlohmann::json c = read_case(GetParam());
+  TempDir dir;
+  const std::string gguf = synth_case(c, dir);
+  ASSERT_EQ(sha256_of(gguf), c["gguf_sha256"].get<std::string>());
+  expect_mtp_matches_llama_cpp(c, gguf, golden_dir());
+}
+
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(GoldenLocalMtp);  // SLUICE_GOLDEN_CASES may name none
+INSTANTIATE_TEST_SUITE_P(Cases, GoldenLocalMtp, ::testing::ValuesIn(mtp_case_names()),
+                         [](const auto& info) { return param_name(info.param); });
 
 // ---- injected bugs: each broken variant must fail the case's comparison
 

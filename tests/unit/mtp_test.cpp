@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model_test_support.h"
+#include "mtp_golden.h"
 #include "runtime/mtp_trace.h"
 #include "runtime/sampler.h"
 #include "runtime/session.h"
@@ -50,30 +51,27 @@ RowCheck compare_rows(const std::vector<float>& ref, const std::vector<float>& g
   return c;
 }
 
-class MtpGoldenCase : public ::testing::TestWithParam<std::string> {};
+}  // namespace
 
-TEST_P(MtpGoldenCase, DraftLogitsChainsAndHiddenStatesMatchLlamaCpp) {
-  const std::string kase = GetParam();
-  const std::string json_path = shared_path(kase + ".json");
-  REQUIRE_SHARED(kase + ".json");
-  std::ifstream jf(json_path);
-  const nlohmann::json c = nlohmann::json::parse(jf);
+// Declared in mtp_golden.h: the head of `gguf` against the case `c`, whose
+// MTP files (c["mtp"]["files"]) lie in `files_dir`.
+void expect_mtp_matches_llama_cpp(const nlohmann::json& c, const std::string& gguf, const std::string& files_dir) {
   const auto tokens = c["tokens"].get<std::vector<int32_t>>();
   const auto& mtp = c["mtp"];
   const int K = mtp["chain"]["k"].get<int>();
   auto cfg = golden_config();
   cfg.mtp = true;
-  auto m = load(shared_path(kase + ".gguf"), cfg);
+  auto m = load(gguf, cfg);
   ASSERT_TRUE(m->has_mtp());
   const runtime::MtpTrace t = runtime::mtp_trace(*m, tokens, K);
 
-  auto file = [&](const char* key) { return read_f32_file(shared_path("golden/" + mtp["files"][key].get<std::string>())); };
+  auto file = [&](const char* key) { return read_f32_file(files_dir + "/" + mtp["files"][key].get<std::string>()); };
   // The head's inputs and its normalised output: F32 all the way, so tight.
   const RowCheck h = compare_rows(file("h_nextn"), t.hidden, t.n_embd, 1e-4);
   EXPECT_LT(h.worst, 1e-4);
   // mtp_h holds g of the rows at positions 0..n-2 (its row 0 is the row
-  // (t_0, zero hidden); the README says i+1, the data says i): compare the
-  // positions both have, 1..n-2.
+  // (t_0, zero hidden); shared/golden's README says i+1, its data says i, and
+  // tests/golden's files follow the data): compare the positions both have, 1..n-2.
   std::vector<float> ref_g = file("mtp_h");
   ref_g.erase(ref_g.begin(), ref_g.begin() + t.n_embd);
   const std::vector<float> our_g(t.draft_g.begin(), t.draft_g.end() - t.n_embd);
@@ -99,6 +97,17 @@ TEST_P(MtpGoldenCase, DraftLogitsChainsAndHiddenStatesMatchLlamaCpp) {
       }
     }
   }
+}
+
+namespace {
+
+class MtpGoldenCase : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(MtpGoldenCase, DraftLogitsChainsAndHiddenStatesMatchLlamaCpp) {
+  const std::string kase = GetParam();
+  REQUIRE_SHARED(kase + ".json");
+  std::ifstream jf(shared_path(kase + ".json"));
+  expect_mtp_matches_llama_cpp(nlohmann::json::parse(jf), shared_path(kase + ".gguf"), shared_path("golden"));
 }
 
 // deepseek2: MLA trunk, MoE head with its own embedding and lm head;

@@ -78,6 +78,7 @@ def main():
     ap.add_argument("--quantized", action="store_true")
     ap.add_argument("--llama-cpp", required=True, help="llama.cpp version string")
     ap.add_argument("--out", required=True, help="directory of the case files")
+    ap.add_argument("--mtp-k", type=int, default=0, help="chain length of the MTP part (llama_mtp's outputs in --work)")
     a = ap.parse_args()
 
     info = dict(line.split(" ", 1) for line in open(os.path.join(a.work, "info.txt")).read().splitlines())
@@ -149,6 +150,9 @@ def main():
                    "top1_top2_margins": margins},
         "stats": st, "noise_floor": floors, "tolerance": tol, "sanity": sanity,
     }
+    if a.mtp_k:
+        from mtp_case import mtp_block  # imports this file's helpers
+        case["mtp"] = mtp_block(a.name, a.work, a.out, nv, n, a.mtp_k)
     with open(os.path.join(a.out, a.name + ".json"), "w") as f:
         json.dump(case, f, indent=1)
         f.write("\n")
