@@ -37,9 +37,10 @@ run_emulated() {
 }
 
 if [[ "${1:-}" == "--asan" ]]; then
-  # Debug (-O0, assert() on). Tried -O1 in a clean root on 2 cores: the suite under the
-  # sanitizers ran in 260 s instead of 509 s, but the build took ~1240 s instead of 717 s
-  # (with some 25 more sources): -O0 is faster overall.
+  # Debug (-O0, assert() on), except the kernels, model and moe layers at -O1 (CMakeLists.txt:
+  # the math every golden case runs; -O1 everywhere had run the suite in 260 s instead of 509 s
+  # but cost ~520 s more build), linked non-PIE (every test is a process: 2026-12-05, 2 cores,
+  # the suite took 647 s instead of 1297 s).
   scripts/build.sh build-asan -DSLUICE_SANITIZE=ON -DSLUICE_BENCH=OFF -DCMAKE_BUILD_TYPE=Debug
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
   ctest --test-dir build-asan --output-on-failure -j"$(nproc)" --timeout 900
