@@ -45,7 +45,7 @@ tokens() {
 mkdir -p "$WORK"
 # build_tool NAME: tests/golden/tools/NAME.cpp against llama.cpp's headers (src/ for llama-ext.h) and libllama.so.
 build_tool() {
-  if [[ ! -x "$WORK/$1" || tests/golden/tools/$1.cpp -nt "$WORK/$1" ]]; then
+  if [[ ! -x "$WORK/$1" || tests/golden/tools/$1.cpp -nt "$WORK/$1" || tests/golden/tools/llama_common.h -nt "$WORK/$1" ]]; then
     g++ -std=c++17 -O2 -I"$LLAMA_CPP/include" -I"$LLAMA_CPP/ggml/include" -I"$LLAMA_CPP/src" tests/golden/tools/"$1".cpp \
       -L"$LLAMA_CPP/build/bin" -lllama -Wl,-rpath,"$LLAMA_CPP/build/bin" -o "$WORK/$1"
   fi

@@ -24,38 +24,18 @@
 #include <vector>
 
 #include "llama.h"
+#include "llama_common.h"
+
+namespace golden {
+const char* const kTool = "llama_logits";
+}  // namespace golden
 
 namespace {
 
-[[noreturn]] void die(const std::string& why) {
-  std::fprintf(stderr, "llama_logits: %s\n", why.c_str());
-  std::exit(1);
-}
-
-struct Ctx {
-  llama_context* ctx = nullptr;
-  ~Ctx() {
-    if (ctx) llama_free(ctx);
-  }
-};
-
-llama_context* make_ctx(llama_model* model, int threads, bool f16_fa) {
-  llama_context_params p = llama_context_default_params();
-  p.n_ctx = 512;
-  p.n_batch = 512;
-  p.n_ubatch = 512;
-  p.n_seq_max = 1;
-  p.n_threads = threads;
-  p.n_threads_batch = threads;
-  p.type_k = f16_fa ? GGML_TYPE_F16 : GGML_TYPE_F32;
-  p.type_v = f16_fa ? GGML_TYPE_F16 : GGML_TYPE_F32;
-  p.flash_attn_type = f16_fa ? LLAMA_FLASH_ATTN_TYPE_ENABLED : LLAMA_FLASH_ATTN_TYPE_DISABLED;
-  p.swa_full = true;
-  p.no_perf = true;
-  llama_context* c = llama_init_from_model(model, p);
-  if (!c) die("cannot create a context");
-  return c;
-}
+using golden::Ctx;
+using golden::die;
+using golden::make_ctx;
+using golden::write_f32;
 
 // Decodes tokens[0..n) at positions pos0.. in one call; logits of every row
 // (want_all) or of the last only. Returns those rows.
@@ -78,12 +58,6 @@ std::vector<float> decode(llama_context* c, const int32_t* tokens, int n, int po
   }
   llama_batch_free(b);
   return out;
-}
-
-void write_f32(const std::string& path, const std::vector<float>& v) {
-  std::ofstream f(path, std::ios::binary);
-  f.write(reinterpret_cast<const char*>(v.data()), static_cast<std::streamsize>(v.size() * sizeof(float)));
-  if (!f) die("cannot write " + path);
 }
 
 std::vector<float> batch_logits(llama_model* m, const std::vector<int32_t>& t, int threads, bool f16_fa, int nv) {
@@ -130,10 +104,6 @@ std::string join(const std::vector<int32_t>& v) {
   return s;
 }
 
-void quiet_log(ggml_log_level level, const char* text, void*) {
-  if (level == GGML_LOG_LEVEL_ERROR || level == GGML_LOG_LEVEL_WARN) std::fputs(text, stderr);
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -149,7 +119,7 @@ int main(int argc, char** argv) {
   if (items.empty() || prompt_len <= 0 || prompt_len > static_cast<int>(items.size()) || n_gen <= 0)
     die("bad TOKENS / PROMPT_LEN / N_GEN");
 
-  llama_log_set(quiet_log, nullptr);
+  llama_log_set(golden::quiet_log, nullptr);
   llama_backend_init();
   llama_model_params mp = llama_model_default_params();
   llama_model* model = llama_model_load_from_file(model_path.c_str(), mp);

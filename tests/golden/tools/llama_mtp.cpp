@@ -33,39 +33,23 @@
 #include <vector>
 
 #include "llama.h"
+#include "llama_common.h"
 #include "../src/llama-ext.h"
+
+namespace golden {
+const char* const kTool = "llama_mtp";
+}  // namespace golden
 
 namespace {
 
-[[noreturn]] void die(const std::string& why) {
-  std::fprintf(stderr, "llama_mtp: %s\n", why.c_str());
-  std::exit(1);
-}
+using golden::Ctx;
+using golden::die;
+using golden::write_f32;
 
-struct Ctx {
-  llama_context* ctx = nullptr;
-  ~Ctx() {
-    if (ctx) llama_free(ctx);
-  }
-};
-
+// The trunk hands every row's hidden state on; the MTP context only the rows asked for.
 llama_context* make_ctx(llama_model* model, int threads, bool mtp) {
-  llama_context_params p = llama_context_default_params();
-  p.n_ctx = 512;
-  p.n_batch = 512;
-  p.n_ubatch = 512;
-  p.n_seq_max = 1;
-  p.n_threads = threads;
-  p.n_threads_batch = threads;
-  p.type_k = GGML_TYPE_F32;
-  p.type_v = GGML_TYPE_F32;
-  p.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_DISABLED;
-  p.swa_full = true;
-  p.no_perf = true;
-  if (mtp) p.ctx_type = LLAMA_CONTEXT_TYPE_MTP;
-  llama_context* c = llama_init_from_model(model, p);
-  if (!c) die(mtp ? "cannot create an MTP context" : "cannot create a context");
-  // The trunk hands every row's hidden state on; the MTP context only the rows asked for.
+  llama_context* c = golden::make_ctx(model, threads, /*f16_fa=*/false,
+                                      mtp ? LLAMA_CONTEXT_TYPE_MTP : LLAMA_CONTEXT_TYPE_DEFAULT);
   llama_set_embeddings_nextn(c, true, /*masked=*/mtp);
   return c;
 }
@@ -90,12 +74,6 @@ struct Rows {
     b.logits[i] = out;
   }
 };
-
-void write_f32(const std::string& path, const std::vector<float>& v) {
-  std::ofstream f(path, std::ios::binary);
-  f.write(reinterpret_cast<const char*>(v.data()), static_cast<std::streamsize>(v.size() * sizeof(float)));
-  if (!f) die("cannot write " + path);
-}
 
 // The trunk's h_nextn at every position, from one batch.
 std::vector<float> trunk_hidden(llama_model* m, const std::vector<int32_t>& t, int n_embd) {
@@ -196,10 +174,6 @@ std::vector<float> chain(llama_model* m, const std::vector<int32_t>& t, const st
   return out;
 }
 
-void quiet_log(ggml_log_level level, const char* text, void*) {
-  if (level == GGML_LOG_LEVEL_ERROR || level == GGML_LOG_LEVEL_WARN) std::fputs(text, stderr);
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -214,7 +188,7 @@ int main(int argc, char** argv) {
   const int K = std::atoi(argv[4]);
   if (items.size() < 2 || K < 1 || K > 8) die("bad TOKENS / K");
 
-  llama_log_set(quiet_log, nullptr);
+  llama_log_set(golden::quiet_log, nullptr);
   llama_backend_init();
   llama_model_params mp = llama_model_default_params();
   mp.load_mtp = true;  // what llama-server --spec-type draft-mtp sets
