@@ -340,9 +340,14 @@ class Model {
 
   // MTP (ModelConfig::mtp, a file with a NextN block): speculative drafts.
   virtual bool has_mtp() const { return false; }
+  // Floats per row of the NextN head's hidden input and of its g: n_embd, or
+  // for a model with hyper-connection streams (deepseek4) the streams side by
+  // side, hc x n_embd (what llama.cpp hands its MTP graph too).
+  virtual int64_t mtp_hidden_width() const { return hparams().n_embd; }
   // eval() (all_rows) or eval_last() that also writes every row's hidden
-  // state after output_norm (the vector the lm head multiplies; the NextN
-  // head's input), [T][n_embd].
+  // state [T][mtp_hidden_width()]: after output_norm (the vector the lm head
+  // multiplies; the NextN head's input), or deepseek4's last streams before
+  // the hyper-connection head.
   virtual void eval_hidden(std::span<const int32_t> tokens, int pos0, float* logits_out, float* hidden_out,
                            bool all_rows = true) {
     throw Error("this model has no MTP head loaded");
@@ -351,8 +356,8 @@ class Model {
   // hidden[i] is the trunk's eval_hidden row of the PREVIOUS position (zeros
   // at position 0) or a previous draft's g. The head keeps its own KV rows:
   // pos0 must equal mtp_n_past() (Error otherwise; mtp_truncate first). Writes the draft logits [T][n_vocab]
-  // and, when g_out is set, the head's normalised output [T][n_embd] (the
-  // hidden input of a chained draft step).
+  // and, when g_out is set, the head's output [T][mtp_hidden_width()] (the
+  // hidden input of a chained draft step: normalised, or deepseek4's streams).
   // all_rows = false: logits_out gets the last row only (one row of n_vocab).
   virtual void mtp_eval(std::span<const int32_t> tokens, const float* hidden, int pos0, float* logits_out,
                         float* g_out, bool all_rows = true) {

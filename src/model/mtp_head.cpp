@@ -1,5 +1,6 @@
 #include "model/mtp_head.h"
 
+#include <algorithm>
 #include <string>
 
 #include "kernels/quant.h"
@@ -30,17 +31,21 @@ void MtpHead::bind(Binder& b, uint32_t il, const HParams& hp, const moe::DenseWe
 void MtpHead::input(std::span<const int32_t> tokens, const float* hidden, const HParams& hp, float* x,
                     ThreadPool& pool, QuantizedRows& act) {
   const int T = static_cast<int>(tokens.size());
-  const int64_t n_embd = hp.n_embd;
+  const int64_t n_embd = hp.n_embd, hc = std::max<int64_t>(1, hp.dsv4.hc_count);
   const float eps = hp.rms_eps;
-  // Embedding first, then the hidden state.
-  cat_.resize(static_cast<size_t>(T) * 2 * n_embd);
+  // Per row and stream: the embedding first, then the hidden state.
+  cat_.resize(static_cast<size_t>(T * hc) * 2 * n_embd);
   for (int t = 0; t < T; ++t) {
-    float* cat = &cat_[static_cast<size_t>(t) * 2 * n_embd];
-    kernels::dequantize_row(embd_->type, embd_data_ + embd_->row_bytes() * tokens[t], cat, n_embd);
-    rms_norm(cat, enorm_, n_embd, eps, cat);
-    rms_norm(hidden + static_cast<int64_t>(t) * n_embd, hnorm_, n_embd, eps, cat + n_embd);
+    float* first = &cat_[static_cast<size_t>(t * hc) * 2 * n_embd];
+    kernels::dequantize_row(embd_->type, embd_data_ + embd_->row_bytes() * tokens[t], first, n_embd);
+    rms_norm(first, enorm_, n_embd, eps, first);
+    for (int64_t s = 0; s < hc; ++s) {
+      float* cat = first + s * 2 * n_embd;
+      if (s > 0) std::copy(first, first + n_embd, cat);
+      rms_norm(hidden + (t * hc + s) * n_embd, hnorm_, n_embd, eps, cat + n_embd);
+    }
   }
-  matmul_f32(eh_proj_, cat_.data(), T, x, pool, act);
+  matmul_f32(eh_proj_, cat_.data(), static_cast<int>(T * hc), x, pool, act);
 }
 
 void MtpHead::output(const float* x, int T, int first_row, const HParams& hp, float* g, float* logits,

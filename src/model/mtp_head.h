@@ -31,10 +31,13 @@ class MtpHead {
   void bind(Binder& b, uint32_t il, const HParams& hp, const moe::DenseWeights& dense,
             const gguf::TensorInfo* token_embd, const float* output_norm, const WeightMatrix& output);
 
-  // x (T rows of n_embd) = eh_proj . [norm(embed(tokens[t])) * enorm, norm(hidden[t]) * hnorm].
+  // x = eh_proj . [norm(embed(tokens[t])) * enorm, norm(hidden[t]) * hnorm]:
+  // T rows of n_embd; with hp.dsv4.hc_count = hc streams, hidden and x are
+  // T rows of hc x n_embd and each stream s gets eh_proj . [the same embedding
+  // half, norm(hidden[t] stream s) * hnorm] (llama.cpp's deepseek4 MTP graph).
   void input(std::span<const int32_t> tokens, const float* hidden, const HParams& hp, float* x, ThreadPool& pool,
              QuantizedRows& act);
-  // g (T rows) = norm(x); logits of rows [first_row, T) = lm . g.
+  // g (T rows of n_embd) = norm(x); logits of rows [first_row, T) = lm . g.
   void output(const float* x, int T, int first_row, const HParams& hp, float* g, float* logits, ThreadPool& pool,
               QuantizedRows& act) const;
 

@@ -211,7 +211,7 @@ void Transformer::run(std::span<const int32_t> tokens, int pos0, float* logits_o
     for (int c0 = 0; c0 < T; c0 += S) {
       const int n = std::min(S, T - c0);
       const bool last = c0 + n == T;
-      float* hidden = hidden_out ? hidden_out + static_cast<int64_t>(c0) * hp_.n_embd : nullptr;
+      float* hidden = hidden_out ? hidden_out + static_cast<int64_t>(c0) * mtp_hidden_width() : nullptr;
       if (!all_rows && !last) {
         run_ubatch(tokens.subspan(c0, n), pos0 + c0, n, nullptr, hidden);  // no logits wanted
       } else if (all_rows) {
@@ -245,7 +245,14 @@ void Transformer::run_ubatch(std::span<const int32_t> tokens, int pos0, int firs
   state_->commit_append();
 
   const int n_out = T - first_row;
-  if (hidden_out) {
+  if (hidden_out && hp_.dsv4.hc_count > 0) {
+    // deepseek4's NextN head reads the last streams themselves, before the head mixes them.
+    std::copy(x_.begin(), x_.begin() + static_cast<std::ptrdiff_t>(T * x_width()), hidden_out);
+    if (n_out > 0) {
+      final_norm_rows(&x_[static_cast<size_t>(first_row * x_width())], n_out, xn_.data());
+      matmul_f32(output_, xn_.data(), n_out, logits_out, pool_, act_);
+    }
+  } else if (hidden_out) {
     // Every row's state after output_norm (rows are independent: the logits'
     // rows are the same values either way).
     final_norm_rows(x_.data(), T, hidden_out);

@@ -103,6 +103,7 @@ class Transformer final : public Model {
   ModelStats stats() const override;
   uint64_t expert_bytes(int layer) const override;
   bool has_mtp() const override { return mtp_layer_ >= 0; }
+  int64_t mtp_hidden_width() const override { return hp_.dsv4.hc_count > 0 ? x_width() : hp_.n_embd; }
   void eval_hidden(std::span<const int32_t> tokens, int pos0, float* logits_out, float* hidden_out,
                    bool all_rows = true) override;
   void mtp_eval(std::span<const int32_t> tokens, const float* hidden, int pos0, float* logits_out, float* g_out,
@@ -217,6 +218,8 @@ class Transformer final : public Model {
   // n_embd each into out): RMSNorm * output_norm, after the hyper-connection
   // head where the model has streams.
   void final_norm_rows(const float* x, int n, float* out);
+  // deepseek4: the rows' streams mixed into one (output_hc_*), n_embd each, before any norm.
+  void hc_head_rows(const float* x, int n, float* out);
   // The routed experts of MoE layer il over rows xn_ (routed by router_logits_,
   // which the caller filled) into tmp_: replay, trims, prefetch, traces, usage.
   void routed_experts(int il, int n_tokens, std::span<const RowSegment> segs, const float* selection_bias);

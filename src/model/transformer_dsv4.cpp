@@ -183,8 +183,14 @@ void Transformer::forward_dsv4_layer(int il, int T, std::span<const RowSegment> 
 }
 
 void Transformer::final_norm_rows(const float* x, int rows, float* out) {
+  const int64_t n = hp_.n_embd;
+  if (hp_.dsv4.hc_count == 0) return rms_norm_rows(x, output_norm_, rows, n, hp_.rms_eps, out);
+  hc_head_rows(x, rows, out);
+  rms_norm_rows(out, output_norm_, rows, n, hp_.rms_eps, out);
+}
+
+void Transformer::hc_head_rows(const float* x, int rows, float* out) {
   const int64_t n = hp_.n_embd, hc = hp_.dsv4.hc_count;
-  if (hc == 0) return rms_norm_rows(x, output_norm_, rows, n, hp_.rms_eps, out);
   const int64_t W = n * hc;
   std::vector<float> flat(static_cast<size_t>(rows * W)), mix(static_cast<size_t>(rows * hc));
   rms_norm_rows(x, nullptr, rows, W, hp_.rms_eps, flat.data());
@@ -200,7 +206,6 @@ void Transformer::final_norm_rows(const float* x, int rows, float* out) {
       for (int64_t i = 0; i < n; ++i) u[i] += pre * X[s * n + i];
     }
   }
-  rms_norm_rows(out, output_norm_, rows, n, hp_.rms_eps, out);
 }
 
 }  // namespace sluice::model

@@ -29,7 +29,7 @@ void Transformer::mtp_eval(std::span<const int32_t> tokens, const float* hidden,
   if (T == 0) return;
   const auto t_eval = std::chrono::steady_clock::now();
   check_eval(tokens, pos0, *mtp_.state, "mtp_eval");
-  const int64_t n_vocab = hp_.n_vocab, n_embd = hp_.n_embd;
+  const int64_t n_vocab = hp_.n_vocab, W = mtp_hidden_width();
   const int S = cfg_.ubatch;
   try {
     for (int c0 = 0; c0 < T; c0 += S) {
@@ -37,8 +37,8 @@ void Transformer::mtp_eval(std::span<const int32_t> tokens, const float* hidden,
       const bool last = c0 + n == T;
       const int first_row = all_rows ? 0 : (last ? n - 1 : n);
       float* logits = all_rows ? logits_out + c0 * n_vocab : logits_out;
-      mtp_ubatch(tokens.subspan(c0, n), hidden + c0 * n_embd, pos0 + c0, first_row, logits,
-                 g_out ? g_out + c0 * n_embd : nullptr);
+      mtp_ubatch(tokens.subspan(c0, n), hidden + c0 * W, pos0 + c0, first_row, logits,
+                 g_out ? g_out + c0 * W : nullptr);
     }
   } catch (...) {
     mtp_.state->abort_append();
@@ -52,8 +52,7 @@ void Transformer::mtp_eval(std::span<const int32_t> tokens, const float* hidden,
 void Transformer::mtp_ubatch(std::span<const int32_t> tokens, const float* hidden, int pos0, int first_row,
                              float* logits_out, float* g_out) {
   const int T = static_cast<int>(tokens.size());
-  const int64_t n_embd = hp_.n_embd;
-  x_.resize(static_cast<size_t>(T) * n_embd);
+  x_.resize(static_cast<size_t>(T * x_width()));
   xn_.resize(x_.size());
   tmp_.resize(x_.size());
   mtp_.input(tokens, hidden, hp_, x_.data(), pool_, act_);
@@ -62,6 +61,15 @@ void Transformer::mtp_ubatch(std::span<const int32_t> tokens, const float* hidde
   forward_layer(mtp_layer_, T, {&seg, 1}, 0);
   prefetch_.reset();
   mtp_.state->commit_append();
+  if (hp_.dsv4.hc_count > 0) {
+    // deepseek4: the chained hidden is the block's streams; the draft logits
+    // come from them mixed by the trunk's hyper-connection head, then the
+    // head's norm and lm (llama.cpp's MTP graph).
+    if (g_out) std::copy(x_.begin(), x_.begin() + static_cast<std::ptrdiff_t>(T * x_width()), g_out);
+    hc_head_rows(x_.data(), T, xn_.data());
+    mtp_.output(xn_.data(), T, first_row, hp_, tmp_.data(), logits_out, pool_, act_);
+    return;
+  }
   mtp_.output(x_.data(), T, first_row, hp_, g_out ? g_out : xn_.data(), logits_out, pool_, act_);
 }
 

@@ -21,9 +21,9 @@ MtpTrace mtp_trace(model::Model& m, std::span<const int32_t> tokens, int chain_k
   MtpTrace t;
   t.n_tokens = n;
   t.n_vocab = static_cast<int>(m.hparams().n_vocab);
-  t.n_embd = static_cast<int>(m.hparams().n_embd);
+  t.width = static_cast<int>(m.mtp_hidden_width());
   t.chain_k = chain_k;
-  const size_t V = static_cast<size_t>(t.n_vocab), E = static_cast<size_t>(t.n_embd), N = static_cast<size_t>(n);
+  const size_t V = static_cast<size_t>(t.n_vocab), E = static_cast<size_t>(t.width), N = static_cast<size_t>(n);
   m.reset();
   t.trunk_logits.resize(N * V);
   t.hidden.resize(N * E);

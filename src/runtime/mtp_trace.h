@@ -21,11 +21,12 @@
 namespace sluice::runtime {
 
 struct MtpTrace {
-  int n_tokens = 0, n_vocab = 0, n_embd = 0, chain_k = 0;
+  int n_tokens = 0, n_vocab = 0, chain_k = 0;
+  int width = 0;                    // floats per hidden row: Model::mtp_hidden_width()
   std::vector<float> trunk_logits;  // [n][n_vocab]
-  std::vector<float> hidden;        // [n][n_embd]: h_p
+  std::vector<float> hidden;        // [n][width]: h_p
   std::vector<float> draft_logits;  // [n-1][n_vocab]: MTP rows 1..n-1
-  std::vector<float> draft_g;       // [n-1][n_embd]
+  std::vector<float> draft_g;       // [n-1][width]
   std::vector<float> chain;         // [n-1][chain_k][n_vocab]
   std::vector<int32_t> chain_tokens;  // [n-1][chain_k]: the tokens each step fed forward (its argmax or forced)
 };

@@ -24,7 +24,7 @@ void Session::reset() {
   tokens_.clear();
   pending_.clear();
   mtp_n_ = 0;
-  if (head_drafts()) mtp_hidden_.assign(static_cast<size_t>(model_->hparams().n_embd), 0.0f);
+  if (head_drafts()) mtp_hidden_.assign(static_cast<size_t>(model_->mtp_hidden_width()), 0.0f);
 }
 
 size_t Session::common_prefix(std::span<const int32_t> tokens) const {
@@ -50,10 +50,10 @@ void Session::rewind(size_t n) {
   // re-evaluates [r, n) from the history before the next evaluation.
   if (model_->n_past() > static_cast<int>(tokens_.size())) model_->truncate(static_cast<int>(tokens_.size()));
   if (!head_drafts()) return;
-  const size_t n_embd = model_->hparams().n_embd;
+  const size_t width = static_cast<size_t>(model_->mtp_hidden_width());  // floats per hidden row
   if (static_cast<size_t>(mtp_n_) <= tokens_.size()) {
     // Keep the hidden inputs of rows [mtp_n_, tokens_.size()] (mtp_hidden_'s invariant).
-    mtp_hidden_.resize((tokens_.size() - static_cast<size_t>(mtp_n_) + 1) * n_embd);
+    mtp_hidden_.resize((tokens_.size() - static_cast<size_t>(mtp_n_) + 1) * width);
     if (model_->mtp_n_past() > mtp_n_) model_->mtp_truncate(mtp_n_);  // draft rows past the true ones
   } else {
     // The head has seen rows past the new end and the hidden state it would
@@ -62,7 +62,7 @@ void Session::rewind(size_t n) {
     tokens_.clear();
     model_->reset();
     mtp_n_ = 0;
-    mtp_hidden_.assign(n_embd, 0.0f);
+    mtp_hidden_.assign(width, 0.0f);
   }
 }
 
@@ -83,7 +83,7 @@ void Session::set_mtp(const MtpOptions& o) {
   mtp_counters_.accepted_at.assign(static_cast<size_t>(o.depth), 0);
   mtp_n_ = 0;
   mtp_counters_.ngram = o.ngram;
-  if (head_drafts()) mtp_hidden_.assign(static_cast<size_t>(model_->hparams().n_embd), 0.0f);
+  if (head_drafts()) mtp_hidden_.assign(static_cast<size_t>(model_->mtp_hidden_width()), 0.0f);
 }
 
 void Session::sync_model() {
@@ -113,8 +113,8 @@ std::span<const float> Session::feed_as(std::span<const int32_t> tokens, telemet
   recorder_.begin(*model_);
   sync_model();  // inside the record: its cost is this evaluation's
   if (head_drafts()) {  // keep the hidden states the NextN head will need
-    const size_t n_embd = model_->hparams().n_embd;
-    std::vector<float> hidden(all.size() * n_embd);
+    const size_t width = static_cast<size_t>(model_->mtp_hidden_width());  // floats per hidden row
+    std::vector<float> hidden(all.size() * width);
     model_->eval_hidden(all, pos, logits_.data(), hidden.data(), false);
     mtp_hidden_.insert(mtp_hidden_.end(), hidden.begin(), hidden.end());
   } else {
@@ -182,8 +182,8 @@ void Session::eval_all(std::span<const int32_t> tokens, float* logits_out) {
   recorder_.begin(*model_);
   sync_model();
   if (head_drafts()) {
-    const size_t n_embd = model_->hparams().n_embd;
-    std::vector<float> hidden(tokens.size() * n_embd);
+    const size_t width = static_cast<size_t>(model_->mtp_hidden_width());  // floats per hidden row
+    std::vector<float> hidden(tokens.size() * width);
     model_->eval_hidden(tokens, pos, logits_out, hidden.data(), true);
     mtp_hidden_.insert(mtp_hidden_.end(), hidden.begin(), hidden.end());
   } else {

@@ -80,22 +80,22 @@ class AutoSwitch {
 }  // namespace
 
 void Session::mtp_catch_up_and_draft(int32_t next) {
-  const size_t n_embd = model_->hparams().n_embd;
+  const size_t width = static_cast<size_t>(model_->mtp_hidden_width());  // floats per hidden row
   const int P = static_cast<int>(tokens_.size());
   // Rows q in [mtp_n_, P]: the evaluated tokens the head has not seen, then
   // (next, h_{P-1}) whose logits are the first draft.
   std::vector<int32_t> rows(tokens_.begin() + mtp_n_, tokens_.end());
   rows.push_back(next);
-  if (mtp_hidden_.size() != rows.size() * n_embd)
-    throw Error("internal: MTP hidden states out of step (" + std::to_string(mtp_hidden_.size() / n_embd) +
+  if (mtp_hidden_.size() != rows.size() * width)
+    throw Error("internal: MTP hidden states out of step (" + std::to_string(mtp_hidden_.size() / width) +
                 " rows for " + std::to_string(rows.size()) + " tokens)");
-  std::vector<float> g(rows.size() * n_embd);
+  std::vector<float> g(rows.size() * width);
   mtp_logits_.resize(static_cast<size_t>(n_vocab()));
   recorder_.begin(*model_);
   if (model_->mtp_n_past() > mtp_n_) model_->mtp_truncate(mtp_n_);  // the last step's draft rows
   model_->mtp_eval(rows, mtp_hidden_.data(), mtp_n_, mtp_logits_.data(), g.data(), false);
   recorder_.end(*model_, telemetry::EvalKind::Draft, static_cast<int>(rows.size()), mtp_n_, 0);
-  mtp_g_.assign(g.end() - static_cast<std::ptrdiff_t>(n_embd), g.end());
+  mtp_g_.assign(g.end() - static_cast<std::ptrdiff_t>(width), g.end());
   mtp_n_ = P + 1;  // row P holds `next`, which is emitted: a true row
   mtp_hidden_.clear();
 }
@@ -119,7 +119,7 @@ GenerationStats Session::generate_mtp(std::span<const int32_t> prompt, int n_pre
   if (n_predict == 0) return st;
 
   const size_t nv = static_cast<size_t>(n_vocab());
-  const size_t n_embd = model_->hparams().n_embd;
+  const size_t width = static_cast<size_t>(model_->mtp_hidden_width());  // floats per hidden row
   std::vector<int32_t> history = tokens_;
   // Hands one token to the caller; false when generation stops at it.
   auto emit = [&](int32_t id) {
@@ -180,7 +180,7 @@ GenerationStats Session::generate_mtp(std::span<const int32_t> prompt, int n_pre
     std::vector<int32_t> batch{t};
     batch.insert(batch.end(), drafts.begin(), drafts.end());
     verify_logits_.resize(batch.size() * nv);
-    verify_hidden_.resize(batch.size() * n_embd);
+    verify_hidden_.resize(batch.size() * width);
     recorder_.begin(*model_);
     sync_model();
     // A verify batch with j of k drafts accepted is truncated back to P + 1 + j:
@@ -233,7 +233,7 @@ GenerationStats Session::generate_mtp(std::span<const int32_t> prompt, int n_pre
     tokens_.insert(tokens_.end(), accepted.begin(), accepted.begin() + static_cast<std::ptrdiff_t>(kept));
     model_->truncate(static_cast<int>(tokens_.size()));
     const auto hidden_rows = [&](size_t n) {
-      return std::vector<float>(verify_hidden_.begin(), verify_hidden_.begin() + static_cast<std::ptrdiff_t>(n * n_embd));
+      return std::vector<float>(verify_hidden_.begin(), verify_hidden_.begin() + static_cast<std::ptrdiff_t>(n * width));
     };
     if (!head_drafts()) {
       // --ngram: the head's hidden states are not kept.

@@ -32,6 +32,7 @@ lfm2moe-q8_0|lfm2moe|quant|24|--preset tiny --arch lfm2moe --type q8_0 --dense-t
 deepseek4-tiny-f32|deepseek4|f32|160|--preset tiny --arch deepseek4 --type f32 --dense-type f32 --seed 5
 glm-dsa-tiny-f32|glm-dsa|f32|48|--preset tiny --arch glm-dsa --type f32 --dense-type f32 --seed 8
 glm-dsa-mtp-f32|glm-dsa|f32+mtp|48|--preset tiny --arch glm-dsa --type f32 --dense-type f32 --seed 10 --mtp
+deepseek4-mtp-f32|deepseek4|f32+mtp|48|--preset tiny --arch deepseek4 --type f32 --dense-type f32 --seed 5 --mtp
 EOF
 }
 

@@ -169,7 +169,7 @@ TEST_P(RollbackMtpHead, HeadTruncateThenAppendIsBitIdentical) {
   cfg.n_ctx = 64;
   cfg.mtp = true;
   auto m = load(path, cfg);
-  const size_t nv = m->hparams().n_vocab, ne = m->hparams().n_embd;
+  const size_t nv = m->hparams().n_vocab, ne = static_cast<size_t>(m->mtp_hidden_width());
   for (const Lengths& l : kLengths) {
     const int n = l.a + l.b;
     std::vector<int32_t> tokens;

@@ -67,15 +67,15 @@ void expect_mtp_matches_llama_cpp(const nlohmann::json& c, const std::string& gg
 
   auto file = [&](const char* key) { return read_f32_file(files_dir + "/" + mtp["files"][key].get<std::string>()); };
   // The head's inputs and its normalised output: F32 all the way, so tight.
-  const RowCheck h = compare_rows(file("h_nextn"), t.hidden, t.n_embd, 1e-4);
+  const RowCheck h = compare_rows(file("h_nextn"), t.hidden, t.width, 1e-4);
   EXPECT_LT(h.worst, 1e-4);
   // mtp_h holds g of the rows at positions 0..n-2 (its row 0 is the row
   // (t_0, zero hidden); shared/golden's README says i+1, its data says i, and
   // tests/golden's files follow the data): compare the positions both have, 1..n-2.
   std::vector<float> ref_g = file("mtp_h");
-  ref_g.erase(ref_g.begin(), ref_g.begin() + t.n_embd);
-  const std::vector<float> our_g(t.draft_g.begin(), t.draft_g.end() - t.n_embd);
-  const RowCheck g = compare_rows(ref_g, our_g, t.n_embd, 1e-4);
+  ref_g.erase(ref_g.begin(), ref_g.begin() + t.width);
+  const std::vector<float> our_g(t.draft_g.begin(), t.draft_g.end() - t.width);
+  const RowCheck g = compare_rows(ref_g, our_g, t.width, 1e-4);
   EXPECT_LT(g.worst, 1e-4);
   // Draft logits and chains under the case's pass rule.
   for (const auto& [key, got, tol] :

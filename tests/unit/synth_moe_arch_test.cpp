@@ -191,8 +191,8 @@ void expect_sane_logits(const std::vector<float>& v, const std::string& what) {
   EXPECT_GE(argmax.size(), 2u) << what;
 }
 
-// Tiny glm4moe (1 NextN block) and deepseek2 (with --nextn 1; and with q
-// LoRA off, i.e. attn_q) run through the engine. A NextN block is not part of
+// Tiny glm4moe (1 NextN block), deepseek2 (with --nextn 1; and with q
+// LoRA off, i.e. attn_q) and deepseek4 (--nextn 1) run through the engine. A NextN block is not part of
 // the trunk: the same file without it gives bitwise the same logits.
 TEST(SynthMoeArch, TinyFilesRunAndNextnLeavesTheTrunkAlone) {
   for (const char* arch : {"glm4moe", "deepseek2"}) {
@@ -211,6 +211,20 @@ TEST(SynthMoeArch, TinyFilesRunAndNextnLeavesTheTrunkAlone) {
     const auto a = logits_of(with.path, 4), b = logits_of(without.path, 4);
     expect_sane_logits(a, arch);
     EXPECT_EQ(a, b) << arch;
+  }
+  {  // deepseek4's 3 trunk blocks + blk.3, window-only (its compress ratio 0), with its own head
+    TempFile with("d4with.gguf"), without("d4without.gguf");
+    auto [rc, log] = sluice_cli("synth -q --arch deepseek4 --nextn 1 -o " + with.path.string());
+    ASSERT_EQ(rc, 0) << log;
+    std::tie(rc, log) = sluice_cli("synth -q --arch deepseek4 -o " + without.path.string());
+    ASSERT_EQ(rc, 0) << log;
+    const auto m = gguf::GgufModel::open(with.path.string());
+    EXPECT_EQ(m.metadata().require_uint("deepseek4.block_count"), 4u);
+    EXPECT_EQ(m.metadata().find("deepseek4.attention.compress_ratios")->array.back().i, 0);
+    EXPECT_NE(m.find("blk.3.nextn.shared_head_head.weight"), nullptr);
+    EXPECT_NE(m.find("blk.3.hc_ffn_fn.weight"), nullptr);
+    EXPECT_EQ(m.find("blk.3.attn_compressor_kv.weight"), nullptr);
+    EXPECT_EQ(logits_of(with.path, 4), logits_of(without.path, 4));
   }
   SynthConfig c = synth_preset("tiny", "deepseek2");
   c.q_lora_rank = 0;  // DeepSeek-V2-Lite style: attn_q, no q_lora_rank key

@@ -4,8 +4,9 @@
 // layer's compress ratio, the lightning indexer on ratio-4 layers, sinks,
 // grouped output LoRA) and a MoE sublayer (sqrt-softplus scores; the first
 // hash_layer_count layers pick experts by token id; clamped SwiGLU experts
-// and shared expert). Trailing NextN/MTP blocks (nextn_predict_layers) are
-// ignored: no MTP for deepseek4 yet.
+// and shared expert). One trailing NextN/MTP block (nextn_predict_layers)
+// is the --mtp head: a window-only block of the same kind whose hidden input
+// and output are the hyper-connection streams (model/mtp_head.h).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -74,10 +75,9 @@ ArchDesc describe_deepseek4(const ArchReader& r) {
   HParams& hp = d.hp = r.common();
   const uint32_t n_nextn = r.u32("nextn_predict_layers", 0);
   if (n_nextn >= hp.n_layer) r.bad("nextn_predict_layers", "must be less than block_count");
+  if (n_nextn > 1) r.bad("nextn_predict_layers", "more than one NextN/MTP block is not supported (as llama.cpp)");
   const uint32_t n_all = hp.n_layer;
   hp.n_layer = n_all - n_nextn;
-  for (uint32_t il = hp.n_layer; il < n_all; ++il)
-    d.ignored.push_back("blk." + std::to_string(il) + ".*");
 
   if (hp.n_head_kv != 1) r.bad("attention.head_count_kv", "must be 1 (one K = V head)");
   if (hp.head_dim_v != hp.head_dim)
@@ -137,9 +137,8 @@ ArchDesc describe_deepseek4(const ArchReader& r) {
   const bool w_norm = r.flag("expert_weights_norm", false);
 
   d.tied_output = false;
-  d.layers.resize(hp.n_layer);
-  for (uint32_t il = 0; il < hp.n_layer; ++il) {
-    LayerDesc& l = d.layers[il];
+  auto block = [&](uint32_t il) {
+    LayerDesc l;
     l.block = BlockKind::Dsv4;
     l.attn.kind = AttentionKind::Dsv4;
     l.attn.sinks = Need::Required;
@@ -156,6 +155,18 @@ ArchDesc describe_deepseek4(const ArchReader& r) {
     l.ffn.router.normalize = w_norm;
     l.ffn.router.weights_scale = w_scale;
     l.ffn.router.selection_bias = il < x.hash_layers ? Need::Absent : Need::Required;
+    return l;
+  };
+  for (uint32_t il = 0; il < hp.n_layer; ++il) d.layers.push_back(block(il));
+  // The NextN/MTP block (blk.<n_layer>): an ordinary block of this architecture
+  // over the head's own rows, sliding window only, as llama.cpp's MTP graph
+  // runs it (a plain sliding-window cache); loaded with --mtp, else ignored.
+  for (uint32_t il = hp.n_layer; il < n_all; ++il) {
+    if (ratios[il] != 0)
+      r.bad("attention.compress_ratios", "entry " + std::to_string(il) + " (the NextN/MTP block) is " +
+                                             std::to_string(ratios[il]) + ": MTP runs a sliding window only (0)");
+    d.ignored.push_back("blk." + std::to_string(il) + ".*");
+    d.nextn.push_back({il, block(il)});
   }
   return d;
 }
@@ -184,7 +195,7 @@ std::vector<int32_t> block_ratios(const ArchSizes& cfg) {
 // hyper-connection tensors and the compressors' ape F32, as llama.cpp's
 // converter writes DeepSeek-V4.
 void plan_deepseek4(const ArchSizes& cfg, PlanBuilder& p) {
-  reject_nextn(cfg);
+  if (cfg.n_nextn > 1) fail("--nextn", "deepseek4 takes at most one NextN/MTP block (as llama.cpp)");
   if (cfg.n_expert == 0) fail("--experts", "deepseek4 needs experts (every layer is MoE)");
   const uint32_t groups = cfg.dsv4_o_groups ? cfg.dsv4_o_groups : 2;
   if (cfg.n_head % groups != 0)
@@ -192,14 +203,17 @@ void plan_deepseek4(const ArchSizes& cfg, PlanBuilder& p) {
   if (!cfg.dsv4_compress_ratios.empty() && cfg.dsv4_compress_ratios.size() < cfg.n_layer)
     fail("--layers", "the preset's compress ratios cover " + std::to_string(cfg.dsv4_compress_ratios.size()) +
                          " blocks");
-  const std::vector<int32_t> ratios = block_ratios(cfg);
+  std::vector<int32_t> ratios = block_ratios(cfg);
+  const uint32_t n_blocks = cfg.n_layer + cfg.n_nextn;
+  ratios.resize(n_blocks, 0);  // the NextN/MTP block: sliding window only
   if (cfg.q_lora_rank < 2) fail("--q-lora-rank", "deepseek4 needs a q LoRA (the indexer reads it)");
   const uint32_t n_rot = cfg.n_rot ? cfg.n_rot : cfg.head_dim;
   if (n_rot % 2 != 0 || n_rot > cfg.head_dim || n_rot > cfg.dsa_head_dim)
     fail("--head-dim", "deepseek4's rope dims must be even and fit the head and indexer dims");
   const std::string a = cfg.arch;
   p.general(cfg);
-  p.md(a + ".block_count", gguf::Value::from_u32(cfg.n_layer));
+  p.md(a + ".block_count", gguf::Value::from_u32(n_blocks));
+  if (cfg.n_nextn > 0) p.md(a + ".nextn_predict_layers", gguf::Value::from_u32(cfg.n_nextn));
   p.md(a + ".context_length", gguf::Value::from_u32(cfg.context_length));
   p.md(a + ".embedding_length", gguf::Value::from_u32(cfg.n_embd));
   p.md(a + ".feed_forward_length", gguf::Value::from_u32(cfg.n_ff_exp));
@@ -257,9 +271,10 @@ void plan_deepseek4(const ArchSizes& cfg, PlanBuilder& p) {
   p.add("output_norm.weight", f32, {E}, Init::Norm, 0, "--n-embd");
   p.add("output.weight", quantize_fallback(cfg.output_type, E), {E, V}, Init::Projection, 0,
         "--dense-type");
-  for (uint32_t l = 0; l < cfg.n_layer; ++l) {
+  for (uint32_t l = 0; l < n_blocks; ++l) {
     const std::string b = "blk." + std::to_string(l) + ".";
     const int32_t ratio = ratios[l];
+    if (l >= cfg.n_layer) add_nextn(p, cfg, b, l, V, /*own_head=*/true);
     p.add(b + "attn_norm.weight", f32, {E}, Init::Norm, l, "--n-embd");
     p.add(b + "attn_sinks.weight", f32, {H}, Init::Bias, l, "--heads");
     mat(b + "attn_q_a.weight", E, QR, l);

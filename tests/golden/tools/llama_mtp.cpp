@@ -10,12 +10,15 @@
 //   outputs h_nextn for every row, an MTP context (LLAMA_CONTEXT_TYPE_MTP) whose
 //   row at position p is (token t_p, trunk hidden h_{p-1}), h_{-1} = 0.
 //   Writes to OUT_DIR (raw little-endian float32, row-major, no header):
-//     h_nextn.f32       [n][n_embd]    h_p, the trunk's hidden state after output_norm
+//     h_nextn.f32       [n][n_embd]    h_p, the trunk's hidden state after output_norm (deepseek4:
+//                                      its last streams before the hyper-connection head, hc x n_embd
+//                                      wide; every [n_embd] here is llama_model_n_embd_out)
 //     mtp_logits.f32    [n-1][n_vocab] row i: draft logits of the MTP row at position i+1
 //                                      (all n rows in ONE llama_decode, 2 threads)
 //     mtp_logits_t1.f32 the same with 1 thread
 //     mtp_logits_inc.f32 the same rows, one llama_decode per row (2 threads)
-//     mtp_h.f32         [n-1][n_embd]  row i: g of the MTP row at position i (after shared_head_norm),
+//     mtp_h.f32         [n-1][n_embd]  row i: g of the MTP row at position i (after shared_head_norm;
+//                                      deepseek4: the block's streams, what a chained step reads),
 //                                      i = 0..n-2 (the layout of shared/golden's mtp_h files)
 //     mtp_chain.f32     [n-1][K][n_vocab] anchor m = 1..n-1: step 1 decodes (t_m, h_{m-1}) at
 //                                      position m, step k >= 2 (d_{k-1}, g_{k-1}) at m+k-1 with
@@ -196,7 +199,9 @@ int main(int argc, char** argv) {
   if (!model) die("llama.cpp cannot load " + model_path);
   if (llama_model_n_layer_nextn(model) < 1) die(model_path + " has no NextN/MTP block");
   const llama_vocab* vocab = llama_model_get_vocab(model);
-  const int nv = llama_vocab_n_tokens(vocab), n_embd = llama_model_n_embd(model);
+  // The hidden rows the head reads and hands on: n_embd, or deepseek4's hyper-connection
+  // streams side by side (n_embd_out = hc x n_embd).
+  const int nv = llama_vocab_n_tokens(vocab), n_embd = llama_model_n_embd_out(model);
   std::vector<int32_t> tokens;
   for (const std::string& item : items) tokens.push_back(item == "bos" ? llama_vocab_bos(vocab) : std::stoi(item));
   for (int32_t t : tokens)
