@@ -156,7 +156,15 @@ void ThreadPool::parallel_for(int64_t n, const RangeFn& fn, int64_t min_chunk) {
   error_ = nullptr;
   done_chunks_.store(0, std::memory_order_relaxed);
   const uint64_t gen = gen_of(claim_.load(std::memory_order_relaxed)) + 1;
-  claim_.store(pack(gen & 0xFFFFFFFFu, static_cast<uint64_t>(n_chunks), 0));  // publishes the job
+  // Publishes the job. Here and for caller_sleeping_ below, the store that
+  // precedes the other side's check is an exchange, not a plain seq_cst store:
+  // the same on x86 (a seq_cst store is an xchg there) and on ARMv8 (SWPAL vs
+  // STLR), but qemu's TCG translates STLR;LDAR on an x86 host without a fence
+  // between the store and the load, so the two sides of the handshake could
+  // each miss the other: a worker asleep beside a caller asleep, forever (seen
+  // once under qemu -cpu max in CI). A read-modify-write is a locked
+  // instruction on the host, which drains the store first.
+  claim_.exchange(pack(gen & 0xFFFFFFFFu, static_cast<uint64_t>(n_chunks), 0));
   if (sleeping_workers_.load() > 0) {
     { std::lock_guard<std::mutex> lock(mu_); }  // a worker between its check and its wait gets the notify
     start_cv_.notify_all();
@@ -165,7 +173,7 @@ void ThreadPool::parallel_for(int64_t n, const RangeFn& fn, int64_t min_chunk) {
   const auto all_done = [&] { return done_chunks_.load() == n_chunks; };
   if (!spin_until(all_done)) {
     std::unique_lock<std::mutex> lock(mu_);
-    caller_sleeping_.store(true);
+    caller_sleeping_.exchange(true);  // an exchange: see claim_ above
     done_cv_.wait(lock, all_done);
     caller_sleeping_.store(false);
   }

@@ -107,7 +107,8 @@ class ThreadPool {
   std::atomic<bool> stop_{false};
   // Blocking fallback. sleeping_workers_ / caller_sleeping_ tell the other
   // side whether it must take the mutex and notify (checked after publishing,
-  // with sequentially consistent ordering, so no wake-up is lost).
+  // with sequentially consistent ordering, so no wake-up is lost; each side
+  // publishes with a read-modify-write, see parallel_for).
   std::mutex mu_;
   std::condition_variable start_cv_;
   std::condition_variable done_cv_;
