@@ -6,6 +6,7 @@
 
 #include "model/arch/tensor_plan.h"
 #include "tools/synth.h"
+#include "tools/synth_presets_gemma_lfm_qwen2.h"
 #include "tools/synth_presets_sparse.h"
 #include "util/error.h"
 
@@ -278,7 +279,8 @@ std::string joined(const std::vector<std::string>& v) {
 
 std::vector<std::string> synth_preset_names() {
   return {"tiny", "qwen3-30b-a3b", "gpt-oss-20b", "gpt-oss-120b", "deepseek-v3", "kimi-k2", "glm-4.5-air",
-          "qwen3.6-35b-a3b", "qwen3.5-397b-a17b", "deepseek-v4-flash", "glm-5"};
+          "qwen3.6-35b-a3b", "qwen3.5-397b-a17b", "deepseek-v4-flash", "glm-5", "gemma-4-26b-a4b",
+          "lfm2-8b-a1b", "qwen2-57b-a14b"};
 }
 
 SynthConfig synth_preset(const std::string& preset, const std::string& arch) {
@@ -299,6 +301,9 @@ SynthConfig synth_preset(const std::string& preset, const std::string& arch) {
   else if (preset == "qwen3.5-397b-a17b") c = qwen35_397b_a17b();
   else if (preset == "deepseek-v4-flash") c = deepseek_v4_flash();
   else if (preset == "glm-5") c = glm_5();
+  else if (preset == "gemma-4-26b-a4b") c = gemma_4_26b_a4b();
+  else if (preset == "lfm2-8b-a1b") c = lfm2_8b_a1b();
+  else if (preset == "qwen2-57b-a14b") c = qwen2_57b_a14b();
   else fail("--preset", "unknown preset '" + preset + "' (available: " + joined(synth_preset_names()) + ")");
   if (!arch.empty() && arch != c.arch)
     fail("--arch", "preset " + preset + " is a " + c.arch + " model; it cannot be written as " + arch);

@@ -20,29 +20,12 @@ namespace sluice::tools {
 namespace {
 
 namespace fs = std::filesystem;
+using test::has_tensor;
 using test::sluice_cli;
+using test::tensor_bytes;
 using test::TempFile;
 
-nlohmann::json inspect_cut(const std::string& args, const TempFile& out) {
-  auto [rc, log] = sluice_cli("synth -q --zero-data -o " + out.path.string() + " " + args);
-  EXPECT_EQ(rc, 0) << log;
-  std::tie(rc, log) = sluice_cli("inspect --json " + out.path.string());
-  EXPECT_EQ(rc, 0) << log.substr(0, 2000);
-  return nlohmann::json::parse(log);
-}
-
-bool has_tensor(const nlohmann::json& j, const std::string& name) {
-  for (const auto& t : j["tensors"])
-    if (t["name"] == name) return true;
-  return false;
-}
-
-uint64_t tensor_bytes(const nlohmann::json& j, const std::string& name) {
-  for (const auto& t : j["tensors"])
-    if (t["name"] == name) return t["bytes"].get<uint64_t>();
-  ADD_FAILURE() << "no tensor " << name;
-  return 0;
-}
+nlohmann::json inspect_cut(const std::string& args, const TempFile& out) { return test::inspect_zero_data(args, out); }
 
 // The first 4 of V4-Flash's 43 blocks: window-only, window-only, CSA (ratio
 // 4 + indexer), HCA (ratio 128); 8 output groups of LoRA 1024; MXFP4 experts

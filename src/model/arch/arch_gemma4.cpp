@@ -188,7 +188,10 @@ void plan_gemma4(const ArchSizes& cfg, PlanBuilder& p) {
   p.add("token_embd.weight", quantize_fallback(cfg.embd_type, E), {E, V}, Init::Embedding, 0, "--embd-type");
   p.add("rope_freqs.weight", f32, {cfg.head_dim / 2}, Init::QuarterRope, 0, "--head-dim");
   p.add("output_norm.weight", f32, {E}, Init::Norm, 0, "--n-embd");
-  uint32_t n_attn_v = 0;
+  // llama-quantize's Q4_K_M counts attn_v among the attn_v tensors: the
+  // sliding-window layers' (full layers have K = V, no attn_v).
+  uint32_t n_attn_v = 0, i_attn_v = 0;
+  for (uint32_t l = 0; l < L; ++l) n_attn_v += full(l) ? 0 : 1;
   for (uint32_t l = 0; l < L; ++l) {
     const std::string b = "blk." + std::to_string(l) + ".";
     const uint64_t D = full(l) ? cfg.head_dim : cfg.head_dim_swa;
@@ -198,7 +201,7 @@ void plan_gemma4(const ArchSizes& cfg, PlanBuilder& p) {
     p.add(b + "attn_q.weight", dense(E), {E, Q}, Init::Projection, l, "--dense-type");
     p.add(b + "attn_k.weight", dense(E), {E, KV}, Init::Projection, l, "--dense-type");
     if (!full(l)) {
-      const GgmlType vt = quantize_fallback(more_bits_type(cfg, cfg.attn_v_type, n_attn_v++, L), E);
+      const GgmlType vt = quantize_fallback(more_bits_type(cfg, cfg.attn_v_type, i_attn_v++, n_attn_v), E);
       p.add(b + "attn_v.weight", vt, {E, KV}, Init::Projection, l, "--dense-type");
     }
     p.add(b + "attn_output.weight", dense(Q), {Q, E}, Init::Projection, l, "--dense-type");

@@ -92,8 +92,9 @@ ArchDesc describe_lfm2moe(const ArchReader& r) {
 namespace {
 
 // Keys and tensors as llama.cpp's converter writes LLM_ARCH_LFM2MOE: layer il
-// is attention iff (il + 1) % full_attention_interval == 0 (head_count_kv[il]
-// = n_head_kv, else 0); conv layers shortconv.conv {L, E} (F32), in_proj {E,
+// is attention iff (il + 1) % full_attention_interval == 0, or iff il is in
+// attention_layers when that is set (entries past a --layers cut are
+// dropped) (head_count_kv[il] = n_head_kv, else 0); conv layers shortconv.conv {L, E} (F32), in_proj {E,
 // 3E}, out_proj {E, E}; attention layers attn_q/k/v/output with
 // attn_q_norm/attn_k_norm {head_dim}; the first n_lead_dense blocks a dense
 // SwiGLU of n_ff, the others ffn_gate_inp, stacked experts and
@@ -109,6 +110,14 @@ void plan_lfm2moe(const ArchSizes& cfg, PlanBuilder& p) {
   std::vector<int32_t> kv(cfg.n_layer);
   for (uint32_t l = 0; l < cfg.n_layer; ++l)
     kv[l] = (l + 1) % cfg.full_attention_interval == 0 ? static_cast<int32_t>(cfg.n_head_kv) : 0;
+  if (!cfg.attention_layers.empty()) {
+    std::fill(kv.begin(), kv.end(), 0);
+    for (const int32_t l : cfg.attention_layers) {
+      if (l < 0) fail("attention_layers", "a block index must be >= 0 (got " + std::to_string(l) + ")");
+      if (static_cast<uint32_t>(l) < cfg.n_layer) kv[static_cast<size_t>(l)] = static_cast<int32_t>(cfg.n_head_kv);
+    }
+  }
+  const uint32_t n_attn_v = static_cast<uint32_t>(std::count_if(kv.begin(), kv.end(), [](int32_t h) { return h > 0; }));
   const uint32_t n_dense = std::min(cfg.n_lead_dense, cfg.n_layer);
 
   const std::string a = cfg.arch;
@@ -136,14 +145,18 @@ void plan_lfm2moe(const ArchSizes& cfg, PlanBuilder& p) {
   auto dense = [&](uint64_t row) { return quantize_fallback(cfg.attn_type, row); };
   p.add("token_embd.weight", quantize_fallback(cfg.embd_type, E), {E, V}, Init::Embedding, 0, "--embd-type");
   p.add("token_embd_norm.weight", f32, {E}, Init::Norm, 0, "--n-embd");
+  uint32_t i_attn_v = 0;
   for (uint32_t l = 0; l < cfg.n_layer; ++l) {
     const std::string b = "blk." + std::to_string(l) + ".";
+    // llama-quantize's Q4_K_M: ffn_down* by block, attn_v by its index among the attn_v tensors.
+    auto down = [&](GgmlType t, uint64_t row) { return quantize_fallback(more_bits_type(cfg, t, l, cfg.n_layer), row); };
     p.add(b + "attn_norm.weight", f32, {E}, Init::Norm, l, "--n-embd");
     p.add(b + "ffn_norm.weight", f32, {E}, Init::Norm, l, "--n-embd");
     if (kv[l] > 0) {
       p.add(b + "attn_q.weight", dense(E), {E, E}, Init::Projection, l, "--dense-type");
       p.add(b + "attn_k.weight", dense(E), {E, KV}, Init::Projection, l, "--dense-type");
-      p.add(b + "attn_v.weight", quantize_fallback(cfg.attn_v_type, E), {E, KV}, Init::Projection, l, "--dense-type");
+      const GgmlType vt = quantize_fallback(more_bits_type(cfg, cfg.attn_v_type, i_attn_v++, n_attn_v), E);
+      p.add(b + "attn_v.weight", vt, {E, KV}, Init::Projection, l, "--dense-type");
       p.add(b + "attn_output.weight", dense(E), {E, E}, Init::Projection, l, "--dense-type");
       p.add(b + "attn_q_norm.weight", f32, {D}, Init::Norm, l, "--head-dim");
       p.add(b + "attn_k_norm.weight", f32, {D}, Init::Norm, l, "--head-dim");
@@ -155,7 +168,7 @@ void plan_lfm2moe(const ArchSizes& cfg, PlanBuilder& p) {
     if (l < n_dense) {
       p.add(b + "ffn_gate.weight", dense(E), {E, FD}, Init::Projection, l, "--dense-type");
       p.add(b + "ffn_up.weight", dense(E), {E, FD}, Init::Projection, l, "--dense-type");
-      p.add(b + "ffn_down.weight", dense(FD), {FD, E}, Init::Projection, l, "--n-ff");
+      p.add(b + "ffn_down.weight", down(cfg.attn_type, FD), {FD, E}, Init::Projection, l, "--n-ff");
     } else {
       p.add(b + "ffn_gate_inp.weight", f32, {E, X}, Init::Router, l, "--n-embd");
       p.add(b + "exp_probs_b.bias", f32, {X}, Init::Bias, l, "--experts");
@@ -163,7 +176,7 @@ void plan_lfm2moe(const ArchSizes& cfg, PlanBuilder& p) {
             "--type");
       p.add(b + "ffn_up_exps.weight", quantize_fallback(cfg.expert_type, E), {E, F, X}, Init::Projection, l,
             "--type");
-      p.add(b + "ffn_down_exps.weight", quantize_fallback(cfg.down_type, F), {F, E, X}, Init::Projection, l,
+      p.add(b + "ffn_down_exps.weight", down(cfg.down_type, F), {F, E, X}, Init::Projection, l,
             "--n-ff-exp");
     }
   }

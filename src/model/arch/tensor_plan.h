@@ -93,6 +93,10 @@ struct ArchSizes {
   uint32_t ssm_group_count = 2;
   uint32_t ssm_time_step_rank = 4;
   uint32_t full_attention_interval = 4;
+  // lfm2moe: the attention blocks when they are not every
+  // full_attention_interval-th (LFM2-8B-A1B's are 2, 6, 10, 14, 18, 21);
+  // empty: the interval rule.
+  std::vector<int32_t> attention_layers;
   std::vector<int32_t> rope_sections = {3, 3, 2, 0};
   // gemma4: layer il is full attention iff (il + 1) % swa_period == 0 (n_head_kv_full
   // KV heads of head_dim, K = V, proportional RoPE over a quarter of the pairs,

@@ -1,0 +1,124 @@
+// synth's presets of Gemma 4 MoE, LFM2-MoE and Qwen2-MoE (issue 32): sizes
+// and quantization mixes only; which tensors each file has is the
+// architecture's generator's business (model/arch/arch_gemma4.cpp,
+// arch_lfm2moe.cpp, arch_qwen2moe.cpp).
+//
+// Types: Q4_K_M as llama-quantize (llama.cpp b10573, src/llama-quant.cpp)
+// assigns it: Q4_K by default; ffn_down* Q6_K in the blocks where
+// use_more_bits(block, block_count) holds, attn_v likewise by its index among
+// the attn_v tensors; rows that are not a multiple of 256 fall back (Q4_K ->
+// Q5_0, Q6_K -> Q8_0); the output matrix Q6_K, and where the embeddings are
+// tied (Gemma 4, LFM2: no output.weight) token_embd takes the output's type,
+// Q6_K. Norms, routers and biases stay F32.
+#include "tools/synth_presets_gemma_lfm_qwen2.h"
+
+namespace sluice::tools {
+namespace {
+
+void q4_k_m(SynthConfig& c, bool tied_embeddings) {
+  c.expert_type = c.down_type = c.attn_type = c.attn_v_type = GgmlType::Q4_K;
+  c.output_type = GgmlType::Q6_K;
+  c.embd_type = tied_embeddings ? GgmlType::Q6_K : GgmlType::Q4_K;
+  c.q4_k_m_more_bits = true;
+}
+
+}  // namespace
+
+// Gemma-4-26B-A4B (google/gemma-4-26b-a4b; its text_config as inlined by
+// several public projects' tests and parsers found with the search tool, which
+// agree): 30 layers, 5 sliding-window (window 1024, 8 KV heads of 256, rope
+// theta 10000) then 1 full (2 KV heads of 512, K = V, proportional RoPE over a
+// quarter of the pairs, theta 1e6); hidden 2816, 16 query heads; the dense
+// GELU MLP 2112 wide beside 128 experts top-8 of width 704 (fused gate/up, as
+// the converter writes them); vocab 262144; context 262144; rms eps 1e-6;
+// final logit softcap 30; tied embeddings. The expert down rows (704) are not
+// a multiple of 256: Q5_0, or Q8_0 in the more-bits blocks. Some model pages
+// quote "hidden 2112, 704 intermediate": those are the MLP and expert widths.
+SynthConfig gemma_4_26b_a4b() {
+  SynthConfig c;
+  c.arch = "gemma4";
+  c.name = "sluice-synth-gemma-4-26b-a4b";
+  c.n_layer = c.preset_layers = 30;
+  c.swa_period = 6;
+  c.n_embd = 2816;
+  c.n_head = 16;
+  c.n_head_kv = 8;
+  c.head_dim_swa = 256;
+  c.n_head_kv_full = 2;
+  c.head_dim = 512;
+  c.n_swa = 1024;
+  c.n_ff = 2112;
+  c.n_expert = 128;
+  c.n_expert_used = 8;
+  c.n_ff_exp = 704;
+  c.fused_gate_up = true;
+  c.n_vocab = 262144;
+  c.context_length = 262144;
+  c.rope_theta = 1e6f;
+  c.rope_theta_swa = 1e4f;
+  c.rms_eps = 1e-6f;
+  c.logit_softcap = 30.0f;
+  q4_k_m(c, true);
+  return c;
+}
+
+// LFM2-8B-A1B (LiquidAI/LFM2-8B-A1B config.json, as published copies of it
+// show): 24 blocks, attention at 2, 6, 10, 14, 18, 21 (32 query / 8 KV heads
+// of 64), gated short convolutions of 3 taps elsewhere; hidden 2048; the first
+// 2 blocks a dense SwiGLU of 7168, the others 32 experts top-4 of width 1792
+// with sigmoid routing and an expert bias (use_expert_bias), normalised
+// weights; vocab 65536; context 128000; rope theta 1e6; norm eps 1e-5; tied
+// embeddings.
+SynthConfig lfm2_8b_a1b() {
+  SynthConfig c;
+  c.arch = "lfm2moe";
+  c.name = "sluice-synth-lfm2-8b-a1b";
+  c.n_layer = c.preset_layers = 24;
+  c.attention_layers = {2, 6, 10, 14, 18, 21};
+  c.n_embd = 2048;
+  c.n_head = 32;
+  c.n_head_kv = 8;
+  c.head_dim = 64;
+  c.ssm_conv_kernel = 3;
+  c.n_lead_dense = 2;
+  c.n_ff = 7168;
+  c.n_expert = 32;
+  c.n_expert_used = 4;
+  c.n_ff_exp = 1792;
+  c.n_vocab = 65536;
+  c.context_length = 128000;
+  c.rope_theta = 1e6f;
+  c.rms_eps = 1e-5f;
+  q4_k_m(c, true);
+  return c;
+}
+
+// Qwen2-57B-A14B (Qwen/Qwen2-57B-A14B-Instruct config.json, the largest
+// qwen2moe): 28 blocks, hidden 3584, 28 query / 4 KV heads of 128 with q/k/v
+// biases; 64 experts top-8 of width 2560 (softmax over all, weights not
+// normalised) plus a sigmoid-gated shared expert of 20480; vocab 151936;
+// context 32768 (the instruct model's; the base model says 131072); rope
+// theta 1e6; rms eps 1e-6; an untied output matrix.
+SynthConfig qwen2_57b_a14b() {
+  SynthConfig c;
+  c.arch = "qwen2moe";
+  c.name = "sluice-synth-qwen2-57b-a14b";
+  c.n_layer = c.preset_layers = 28;
+  c.n_embd = 3584;
+  c.n_head = 28;
+  c.n_head_kv = 4;
+  c.head_dim = 128;
+  c.n_expert = 64;
+  c.n_expert_used = 8;
+  c.n_ff_exp = 2560;
+  c.n_ff_shexp = 20480;
+  c.n_ff = 18944;
+  c.n_vocab = 151936;
+  c.context_length = 32768;
+  c.rope_theta = 1e6f;
+  c.rms_eps = 1e-6f;
+  q4_k_m(c, false);
+  return c;
+}
+
+}  // namespace sluice::tools
