@@ -65,6 +65,10 @@ struct SynthConfig : model::ArchSizes {
 // "tiny" takes any architecture; the real-model presets imply theirs and
 // reject another. Throws sluice::Error naming the flag if unknown/conflicting.
 SynthConfig synth_preset(const std::string& preset, const std::string& arch = "");
+// The real-model presets' Q4_K_M: the types llama-quantize gives each tensor
+// (synth_presets.cpp lists the rules); tied_embeddings: the model has no
+// output.weight, so token_embd takes the output's type.
+void set_q4_k_m(SynthConfig& c, bool tied_embeddings = false);
 std::vector<std::string> synth_preset_names();
 
 // Range checks of every shape flag (message names the flag and its limit).

@@ -23,23 +23,6 @@ SynthConfig tiny(const std::string& arch) {
   return c;
 }
 
-// Q4_K_M as llama-quantize assigns it without overrides (llama.cpp's
-// src/llama-quant.cpp, llama_tensor_get_type, checked with the search tool):
-// Q4_K by default; output.weight Q6_K; every tensor whose name contains
-// "ffn_down" (dense, _exps, _shexp) Q6_K where use_more_bits(block, n_layer)
-// holds, n_layer being block_count (NextN blocks included); attn_v.weight
-// likewise by its index among the attn_v tensors (= the block); rows not a
-// multiple of 256 fall back (Q4_K -> Q5_0, Q6_K -> Q8_0). token_embd stays
-// Q4_K (its special cases are other ftypes'); attn_output/attn_k are raised
-// only for 8-expert models; MLA's attn_k_b/attn_v_b and the NextN head's
-// embed_tokens/shared_head_head match no rule. Norms, routers (ffn_gate_inp)
-// and biases stay F32. This is the mix of plain llama-quantize Q4_K_M files
-// (e.g. bartowski's); unsloth's "UD" dynamic files use other mixes.
-void q4_k_m(SynthConfig& c) {
-  c.expert_type = c.down_type = c.attn_type = c.attn_v_type = c.embd_type = GgmlType::Q4_K;
-  c.output_type = GgmlType::Q6_K;
-  c.q4_k_m_more_bits = true;
-}
 
 // DeepSeek-V3 / R1 (deepseek-ai/DeepSeek-V3 config.json): 61 blocks (3 dense),
 // 256 routed experts top-8 in 8 groups (4 used) + 1 shared, MLA q_lora 1536,
@@ -49,7 +32,7 @@ void q4_k_m(SynthConfig& c) {
 // drops it for DeepSeek-V3 (DeepseekV2Model.skip_mtp: layers >= num_hidden_layers
 // are skipped; block_count 61), so --nextn defaults to 0; --nextn 1 writes it
 // as the MTP-keeping converters do (DeepSeek-V3.2, GLM-4.7-Flash). Types: Q4_K_M
-// (q4_k_m below). The result, 404.5 GB, is the size usually quoted for
+// (set_q4_k_m below). The result, 404.5 GB, is the size usually quoted for
 // DeepSeek-V3 Q4_K_M GGUFs (~404 GB; no per-tensor listing was checked).
 SynthConfig deepseek_v3() {
   SynthConfig c;
@@ -81,7 +64,7 @@ SynthConfig deepseek_v3() {
   c.yarn_log_multiplier = 0.1f;
   c.expert_weights_scale = 2.5f;
   c.rms_eps = 1e-6f;
-  q4_k_m(c);
+  set_q4_k_m(c);
   return c;
 }
 
@@ -143,7 +126,7 @@ SynthConfig glm_45_air() {
   c.rope_theta = 1e6f;
   c.rms_eps = 1e-5f;
   c.expert_weights_scale = 1.0f;
-  q4_k_m(c);
+  set_q4_k_m(c);
   return c;
 }
 
@@ -216,7 +199,7 @@ SynthConfig qwen3_30b_a3b() {
 // Not verified from the config.json itself: conv kernel 4 (Qwen3-Next's
 // linear_conv_kernel_dim), rope theta 1e7 (as Qwen3.5-27B's rotary base),
 // mrope sections [11, 11, 10] (as the dense Qwen3.5 GGUF's), rms eps 1e-6.
-// Types: Q4_K_M (q4_k_m; the architecture adds attn_qkv Q5_K).
+// Types: Q4_K_M (set_q4_k_m; the architecture adds attn_qkv Q5_K).
 SynthConfig qwen36_35b_a3b() {
   SynthConfig c;
   c.arch = "qwen35moe";
@@ -242,7 +225,7 @@ SynthConfig qwen36_35b_a3b() {
   c.n_vocab = 248320;
   c.context_length = 262144;
   c.rms_eps = 1e-6f;
-  q4_k_m(c);
+  set_q4_k_m(c);
   return c;
 }
 
@@ -276,6 +259,27 @@ std::string joined(const std::vector<std::string>& v) {
 }
 
 }  // namespace
+
+// Q4_K_M as llama-quantize assigns it without overrides (llama.cpp's
+// src/llama-quant.cpp, llama_tensor_get_type, checked with the search tool):
+// Q4_K by default; output.weight Q6_K; every tensor whose name contains
+// "ffn_down" (dense, _exps, _shexp) Q6_K where use_more_bits(block, n_layer)
+// holds, n_layer being block_count (NextN blocks included); attn_v.weight
+// likewise by its index among the attn_v tensors (= the block); rows not a
+// multiple of 256 fall back (Q4_K -> Q5_0, Q6_K -> Q8_0). token_embd stays
+// Q4_K (its special cases are other ftypes'), except that a model without
+// output.weight (tied embeddings) quantizes it as the output, Q6_K;
+// attn_output/attn_k are raised
+// only for 8-expert models; MLA's attn_k_b/attn_v_b and the NextN head's
+// embed_tokens/shared_head_head match no rule. Norms, routers (ffn_gate_inp)
+// and biases stay F32. This is the mix of plain llama-quantize Q4_K_M files
+// (e.g. bartowski's); unsloth's "UD" dynamic files use other mixes.
+void set_q4_k_m(SynthConfig& c, bool tied_embeddings) {
+  c.expert_type = c.down_type = c.attn_type = c.attn_v_type = GgmlType::Q4_K;
+  c.output_type = GgmlType::Q6_K;
+  c.embd_type = tied_embeddings ? GgmlType::Q6_K : GgmlType::Q4_K;
+  c.q4_k_m_more_bits = true;
+}
 
 std::vector<std::string> synth_preset_names() {
   return {"tiny", "qwen3-30b-a3b", "gpt-oss-20b", "gpt-oss-120b", "deepseek-v3", "kimi-k2", "glm-4.5-air",

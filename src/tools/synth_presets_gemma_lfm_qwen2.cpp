@@ -3,27 +3,11 @@
 // architecture's generator's business (model/arch/arch_gemma4.cpp,
 // arch_lfm2moe.cpp, arch_qwen2moe.cpp).
 //
-// Types: Q4_K_M as llama-quantize (llama.cpp b10573, src/llama-quant.cpp)
-// assigns it: Q4_K by default; ffn_down* Q6_K in the blocks where
-// use_more_bits(block, block_count) holds, attn_v likewise by its index among
-// the attn_v tensors; rows that are not a multiple of 256 fall back (Q4_K ->
-// Q5_0, Q6_K -> Q8_0); the output matrix Q6_K, and where the embeddings are
-// tied (Gemma 4, LFM2: no output.weight) token_embd takes the output's type,
-// Q6_K. Norms, routers and biases stay F32.
+// Types: Q4_K_M as llama-quantize (llama.cpp b10573) assigns it (set_q4_k_m);
+// Gemma 4 and LFM2 tie their embeddings, so their token_embd is Q6_K.
 #include "tools/synth_presets_gemma_lfm_qwen2.h"
 
 namespace sluice::tools {
-namespace {
-
-void q4_k_m(SynthConfig& c, bool tied_embeddings) {
-  c.expert_type = c.down_type = c.attn_type = c.attn_v_type = GgmlType::Q4_K;
-  c.output_type = GgmlType::Q6_K;
-  c.embd_type = tied_embeddings ? GgmlType::Q6_K : GgmlType::Q4_K;
-  c.q4_k_m_more_bits = true;
-}
-
-}  // namespace
-
 // Gemma-4-26B-A4B (google/gemma-4-26b-a4b; its text_config as inlined by
 // several public projects' tests and parsers found with the search tool, which
 // agree): 30 layers, 5 sliding-window (window 1024, 8 KV heads of 256, rope
@@ -58,7 +42,7 @@ SynthConfig gemma_4_26b_a4b() {
   c.rope_theta_swa = 1e4f;
   c.rms_eps = 1e-6f;
   c.logit_softcap = 30.0f;
-  q4_k_m(c, true);
+  set_q4_k_m(c, true);
   return c;
 }
 
@@ -89,7 +73,7 @@ SynthConfig lfm2_8b_a1b() {
   c.context_length = 128000;
   c.rope_theta = 1e6f;
   c.rms_eps = 1e-5f;
-  q4_k_m(c, true);
+  set_q4_k_m(c, true);
   return c;
 }
 
@@ -117,7 +101,7 @@ SynthConfig qwen2_57b_a14b() {
   c.context_length = 32768;
   c.rope_theta = 1e6f;
   c.rms_eps = 1e-6f;
-  q4_k_m(c, false);
+  set_q4_k_m(c);
   return c;
 }
 

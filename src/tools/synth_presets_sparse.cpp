@@ -109,9 +109,7 @@ SynthConfig glm_5() {
   c.context_length = 202752;
   c.n_vocab = 154880;
   c.rms_eps = 1e-5f;
-  c.expert_type = c.down_type = c.attn_type = c.attn_v_type = c.embd_type = GgmlType::Q4_K;
-  c.output_type = GgmlType::Q6_K;
-  c.q4_k_m_more_bits = true;
+  set_q4_k_m(c);
   return c;
 }
 

@@ -21,18 +21,16 @@ namespace {
 
 namespace fs = std::filesystem;
 using test::has_tensor;
-using test::sluice_cli;
+using test::inspect_zero_data;
 using test::tensor_bytes;
 using test::TempFile;
-
-nlohmann::json inspect_cut(const std::string& args, const TempFile& out) { return test::inspect_zero_data(args, out); }
 
 // The first 4 of V4-Flash's 43 blocks: window-only, window-only, CSA (ratio
 // 4 + indexer), HCA (ratio 128); 8 output groups of LoRA 1024; MXFP4 experts
 // of 3 x 4096 x 2048 (17 bytes per 32 values); top-6.
 TEST(SynthSparsePresets, DeepseekV4FlashCut) {
   TempFile out("v4flash4.gguf");
-  const auto j = inspect_cut("--preset deepseek-v4-flash --layers 4", out);
+  const auto j = inspect_zero_data("--preset deepseek-v4-flash --layers 4", out);
   const auto& m = j["metadata"];
   EXPECT_EQ(j["architecture"], "deepseek4");
   EXPECT_EQ(j["block_count"], 4);
@@ -78,7 +76,7 @@ TEST(SynthSparsePresets, DeepseekV4FlashCut) {
 // of 512 + 64 plus the indexer's 128-wide keys in every block, F16.
 TEST(SynthSparsePresets, Glm5Cut) {
   TempFile out("glm5x4.gguf");
-  const auto j = inspect_cut("--preset glm-5 --layers 4", out);
+  const auto j = inspect_zero_data("--preset glm-5 --layers 4", out);
   const auto& m = j["metadata"];
   EXPECT_EQ(j["architecture"], "glm-dsa");
   EXPECT_EQ(j["block_count"], 5);

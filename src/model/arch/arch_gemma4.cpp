@@ -196,12 +196,12 @@ void plan_gemma4(const ArchSizes& cfg, PlanBuilder& p) {
     const std::string b = "blk." + std::to_string(l) + ".";
     const uint64_t D = full(l) ? cfg.head_dim : cfg.head_dim_swa;
     const uint64_t Q = uint64_t{cfg.n_head} * D, KV = static_cast<uint64_t>(kv_heads[l]) * D;
-    auto down = [&](GgmlType t, uint64_t row) { return quantize_fallback(more_bits_type(cfg, t, l, L), row); };
+    auto down = [&](GgmlType t, uint64_t row) { return more_bits_type(cfg, t, l, L, row); };
     p.add(b + "attn_norm.weight", f32, {E}, Init::Norm, l, "--n-embd");
     p.add(b + "attn_q.weight", dense(E), {E, Q}, Init::Projection, l, "--dense-type");
     p.add(b + "attn_k.weight", dense(E), {E, KV}, Init::Projection, l, "--dense-type");
     if (!full(l)) {
-      const GgmlType vt = quantize_fallback(more_bits_type(cfg, cfg.attn_v_type, i_attn_v++, n_attn_v), E);
+      const GgmlType vt = more_bits_type(cfg, cfg.attn_v_type, i_attn_v++, n_attn_v, E);
       p.add(b + "attn_v.weight", vt, {E, KV}, Init::Projection, l, "--dense-type");
     }
     p.add(b + "attn_output.weight", dense(Q), {Q, E}, Init::Projection, l, "--dense-type");

@@ -103,7 +103,7 @@ void plan_glm4moe(const ArchSizes& cfg, PlanBuilder& p) {
   p.add("output.weight", quantize_fallback(cfg.output_type, E), {E, V}, Init::Projection, 0, "--dense-type");
   for (uint32_t l = 0; l < n_blocks; ++l) {
     const std::string b = "blk." + std::to_string(l) + ".";
-    const GgmlType vt = quantize_fallback(more_bits_type(cfg, cfg.attn_v_type, l, n_blocks), E);
+    const GgmlType vt = more_bits_type(cfg, cfg.attn_v_type, l, n_blocks, E);
     p.add(b + "attn_norm.weight", f32, {E}, Init::Norm, l, "--n-embd");
     p.add(b + "attn_q.weight", at, {E, Q}, Init::Projection, l, "--dense-type");
     p.add(b + "attn_q.bias", f32, {Q}, Init::Bias, l, "--head-dim");

@@ -92,10 +92,10 @@ ArchDesc describe_lfm2moe(const ArchReader& r) {
 namespace {
 
 // Keys and tensors as llama.cpp's converter writes LLM_ARCH_LFM2MOE: layer il
-// is attention iff (il + 1) % full_attention_interval == 0, or iff il is in
+// is attention (head_count_kv[il] = n_head_kv, else 0) iff il is in
 // attention_layers when that is set (entries past a --layers cut are
-// dropped) (head_count_kv[il] = n_head_kv, else 0); conv layers shortconv.conv {L, E} (F32), in_proj {E,
-// 3E}, out_proj {E, E}; attention layers attn_q/k/v/output with
+// dropped), else iff (il + 1) % full_attention_interval == 0; conv layers
+// shortconv.conv {L, E} (F32), in_proj {E, 3E}, out_proj {E, E}; attention layers attn_q/k/v/output with
 // attn_q_norm/attn_k_norm {head_dim}; the first n_lead_dense blocks a dense
 // SwiGLU of n_ff, the others ffn_gate_inp, stacked experts and
 // exp_probs_b.bias; token_embd_norm; tied embeddings (no output.weight), as
@@ -107,15 +107,15 @@ void plan_lfm2moe(const ArchSizes& cfg, PlanBuilder& p) {
     fail("--head-dim", "lfm2moe needs heads x head dim = n_embd (llama.cpp's attn_output is {n_embd, n_embd})");
   if (cfg.full_attention_interval == 0) fail("full_attention_interval", "must be > 0");
   if (cfg.ssm_conv_kernel < 2) fail("shortconv.l_cache", "must be >= 2");
-  std::vector<int32_t> kv(cfg.n_layer);
-  for (uint32_t l = 0; l < cfg.n_layer; ++l)
-    kv[l] = (l + 1) % cfg.full_attention_interval == 0 ? static_cast<int32_t>(cfg.n_head_kv) : 0;
-  if (!cfg.attention_layers.empty()) {
-    std::fill(kv.begin(), kv.end(), 0);
-    for (const int32_t l : cfg.attention_layers) {
-      if (l < 0) fail("attention_layers", "a block index must be >= 0 (got " + std::to_string(l) + ")");
-      if (static_cast<uint32_t>(l) < cfg.n_layer) kv[static_cast<size_t>(l)] = static_cast<int32_t>(cfg.n_head_kv);
-    }
+  const int32_t attn_kv = static_cast<int32_t>(cfg.n_head_kv);
+  std::vector<int32_t> kv(cfg.n_layer, 0);
+  if (cfg.attention_layers.empty()) {
+    for (uint32_t l = 0; l < cfg.n_layer; ++l)
+      if ((l + 1) % cfg.full_attention_interval == 0) kv[l] = attn_kv;
+  }
+  for (const int32_t l : cfg.attention_layers) {
+    if (l < 0) fail("attention_layers", "a block index must be >= 0 (got " + std::to_string(l) + ")");
+    if (static_cast<uint32_t>(l) < cfg.n_layer) kv[static_cast<size_t>(l)] = attn_kv;
   }
   const uint32_t n_attn_v = static_cast<uint32_t>(std::count_if(kv.begin(), kv.end(), [](int32_t h) { return h > 0; }));
   const uint32_t n_dense = std::min(cfg.n_lead_dense, cfg.n_layer);
@@ -149,13 +149,13 @@ void plan_lfm2moe(const ArchSizes& cfg, PlanBuilder& p) {
   for (uint32_t l = 0; l < cfg.n_layer; ++l) {
     const std::string b = "blk." + std::to_string(l) + ".";
     // llama-quantize's Q4_K_M: ffn_down* by block, attn_v by its index among the attn_v tensors.
-    auto down = [&](GgmlType t, uint64_t row) { return quantize_fallback(more_bits_type(cfg, t, l, cfg.n_layer), row); };
+    auto down = [&](GgmlType t, uint64_t row) { return more_bits_type(cfg, t, l, cfg.n_layer, row); };
     p.add(b + "attn_norm.weight", f32, {E}, Init::Norm, l, "--n-embd");
     p.add(b + "ffn_norm.weight", f32, {E}, Init::Norm, l, "--n-embd");
     if (kv[l] > 0) {
       p.add(b + "attn_q.weight", dense(E), {E, E}, Init::Projection, l, "--dense-type");
       p.add(b + "attn_k.weight", dense(E), {E, KV}, Init::Projection, l, "--dense-type");
-      const GgmlType vt = quantize_fallback(more_bits_type(cfg, cfg.attn_v_type, i_attn_v++, n_attn_v), E);
+      const GgmlType vt = more_bits_type(cfg, cfg.attn_v_type, i_attn_v++, n_attn_v, E);
       p.add(b + "attn_v.weight", vt, {E, KV}, Init::Projection, l, "--dense-type");
       p.add(b + "attn_output.weight", dense(E), {E, E}, Init::Projection, l, "--dense-type");
       p.add(b + "attn_q_norm.weight", f32, {D}, Init::Norm, l, "--head-dim");

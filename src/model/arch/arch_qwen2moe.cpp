@@ -83,26 +83,26 @@ void plan_qwen2moe(const ArchSizes& cfg, PlanBuilder& p) {
   p.add("output.weight", quantize_fallback(cfg.output_type, E), {E, V}, Init::Projection, 0, "--dense-type");
   for (uint32_t l = 0; l < cfg.n_layer; ++l) {
     const std::string b = "blk." + std::to_string(l) + ".";
-    // llama-quantize's Q4_K_M: ffn_down* and attn_v (one per block) by block.
-    auto more_bits = [&](GgmlType t, uint64_t row) { return quantize_fallback(more_bits_type(cfg, t, l, cfg.n_layer), row); };
+    // llama-quantize's Q4_K_M types: ffn_down* and attn_v (one per block) by block.
+    auto down = [&](GgmlType t, uint64_t row) { return more_bits_type(cfg, t, l, cfg.n_layer, row); };
     p.add(b + "attn_norm.weight", f32, {E}, Init::Norm, l, "--n-embd");
     p.add(b + "attn_q.weight", dense(E), {E, E}, Init::Projection, l, "--dense-type");
     p.add(b + "attn_q.bias", f32, {E}, Init::Bias, l, "--n-embd");
     p.add(b + "attn_k.weight", dense(E), {E, KV}, Init::Projection, l, "--dense-type");
     p.add(b + "attn_k.bias", f32, {KV}, Init::Bias, l, "--kv-heads");
-    p.add(b + "attn_v.weight", more_bits(cfg.attn_v_type, E), {E, KV}, Init::Projection, l, "--dense-type");
+    p.add(b + "attn_v.weight", down(cfg.attn_v_type, E), {E, KV}, Init::Projection, l, "--dense-type");
     p.add(b + "attn_v.bias", f32, {KV}, Init::Bias, l, "--kv-heads");
     p.add(b + "attn_output.weight", dense(E), {E, E}, Init::Projection, l, "--dense-type");
     p.add(b + "ffn_norm.weight", f32, {E}, Init::Norm, l, "--n-embd");
     p.add(b + "ffn_gate_inp.weight", f32, {E, X}, Init::Router, l, "--n-embd");
     p.add(b + "ffn_gate_exps.weight", quantize_fallback(cfg.expert_type, E), {E, F, X}, Init::Projection, l, "--type");
     p.add(b + "ffn_up_exps.weight", quantize_fallback(cfg.expert_type, E), {E, F, X}, Init::Projection, l, "--type");
-    p.add(b + "ffn_down_exps.weight", more_bits(cfg.down_type, F), {F, E, X}, Init::Projection, l,
+    p.add(b + "ffn_down_exps.weight", down(cfg.down_type, F), {F, E, X}, Init::Projection, l,
           "--n-ff-exp");
     p.add(b + "ffn_gate_inp_shexp.weight", f32, {E}, Init::Projection, l, "--n-embd");
     p.add(b + "ffn_gate_shexp.weight", dense(E), {E, FS}, Init::Projection, l, "--dense-type");
     p.add(b + "ffn_up_shexp.weight", dense(E), {E, FS}, Init::Projection, l, "--dense-type");
-    p.add(b + "ffn_down_shexp.weight", more_bits(cfg.attn_type, FS), {FS, E}, Init::Projection, l, "--n-ff-exp");
+    p.add(b + "ffn_down_shexp.weight", down(cfg.attn_type, FS), {FS, E}, Init::Projection, l, "--n-ff-exp");
   }
   p.sort_as_quantized();
 }

@@ -172,14 +172,14 @@ void plan_qwen35moe(const ArchSizes& cfg, PlanBuilder& p) {
   uint32_t n_attn_v = 0;  // attn_v tensors so far
   for (uint32_t l = 0; l < n_blocks; ++l) {
     const std::string b = "blk." + std::to_string(l) + ".";
-    auto down = [&](GgmlType t, uint64_t row) { return quantize_fallback(more_bits_type(cfg, t, l, n_blocks), row); };
+    auto down = [&](GgmlType t, uint64_t row) { return more_bits_type(cfg, t, l, n_blocks, row); };
     p.add(b + "attn_norm.weight", f32, {E}, Init::Norm, l, "--n-embd");
     p.add(b + "post_attention_norm.weight", f32, {E}, Init::Norm, l, "--n-embd");
     const bool full = l >= cfg.n_layer || (l + 1) % cfg.full_attention_interval == 0;
     if (full) {
       p.add(b + "attn_q.weight", dense(E), {E, 2 * Q}, Init::Projection, l, "--dense-type");
       p.add(b + "attn_k.weight", dense(E), {E, KV}, Init::Projection, l, "--dense-type");
-      const GgmlType vt = quantize_fallback(more_bits_type(cfg, cfg.attn_v_type, n_attn_v++, n_blocks), E);
+      const GgmlType vt = more_bits_type(cfg, cfg.attn_v_type, n_attn_v++, n_blocks, E);
       p.add(b + "attn_v.weight", vt, {E, KV}, Init::Projection, l, "--dense-type");
       p.add(b + "attn_output.weight", dense(Q), {Q, E}, Init::Projection, l, "--dense-type");
       p.add(b + "attn_q_norm.weight", f32, {D}, Init::Norm, l, "--head-dim");

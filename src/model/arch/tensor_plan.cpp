@@ -94,8 +94,8 @@ GgmlType quantize_fallback(GgmlType t, uint64_t row_len) {
   }
 }
 
-GgmlType more_bits_type(const ArchSizes& cfg, GgmlType t, uint32_t block, uint32_t n_blocks) {
-  return cfg.q4_k_m_more_bits && use_more_bits(block, n_blocks) ? GgmlType::Q6_K : t;
+GgmlType more_bits_type(const ArchSizes& cfg, GgmlType t, uint32_t index, uint32_t count, uint64_t row_len) {
+  return quantize_fallback(cfg.q4_k_m_more_bits && use_more_bits(index, count) ? GgmlType::Q6_K : t, row_len);
 }
 
 void add_moe_metadata(PlanBuilder& p, const ArchSizes& cfg) {
@@ -115,7 +115,7 @@ void add_moe_metadata(PlanBuilder& p, const ArchSizes& cfg) {
 void add_moe_ffn(PlanBuilder& p, const ArchSizes& cfg, const std::string& b, uint32_t block, uint32_t n_blocks) {
   const uint64_t E = cfg.n_embd, X = cfg.n_expert, F = cfg.n_ff_exp, S = uint64_t{cfg.n_ff_exp} * cfg.n_expert_shared;
   const GgmlType f32 = GgmlType::F32, dense = cfg.attn_type;
-  auto down = [&](GgmlType t, uint64_t row) { return quantize_fallback(more_bits_type(cfg, t, block, n_blocks), row); };
+  auto down = [&](GgmlType t, uint64_t row) { return more_bits_type(cfg, t, block, n_blocks, row); };
   if (block < lead_dense(cfg)) {
     const uint64_t FF = cfg.n_ff;
     p.add(b + "ffn_gate.weight", quantize_fallback(dense, E), {E, FF}, Init::Projection, block, "--dense-type");

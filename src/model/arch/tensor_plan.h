@@ -202,9 +202,10 @@ void reject_nextn(const ArchSizes& cfg);
 // llama-quantize's type for a k-quant whose rows are not a multiple of 256
 // (Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0; others unchanged).
 GgmlType quantize_fallback(GgmlType t, uint64_t row_len);
-// `t` for an ffn_down* or attn_v matrix of `block` of `n_blocks`, or Q6_K where
-// cfg.q4_k_m_more_bits and llama-quantize's use_more_bits(block, n_blocks) say so.
-GgmlType more_bits_type(const ArchSizes& cfg, GgmlType t, uint32_t block, uint32_t n_blocks);
+// The type of an ffn_down* or attn_v matrix (rows of row_len) that is number
+// `index` of `count` such tensors: `t`, or Q6_K where cfg.q4_k_m_more_bits and
+// llama-quantize's use_more_bits(index, count) say so; then quantize_fallback.
+GgmlType more_bits_type(const ArchSizes& cfg, GgmlType t, uint32_t index, uint32_t count, uint64_t row_len);
 // DeepSeek-V3-style MoE (glm4moe, deepseek2). The MoE keys: expert counts and
 // widths, leading dense blocks, sigmoid gating, weight norm/scale, shared
 // experts and (when cfg.n_nextn > 0) nextn_predict_layers.
