@@ -174,7 +174,7 @@ TEST_F(CacheEngine, BigCacheServesARepeatFromMemory) {
 }
 
 TEST_F(CacheEngine, RouteTraceRecordsEveryTokenAndLayerWithHits) {
-  const std::filesystem::path file = std::filesystem::temp_directory_path() / "sluice_cache_engine_trace.jsonl";
+  const std::filesystem::path file = process_temp_path("cache_engine_trace.jsonl");
   model::ModelConfig c = config_with_cache((floor_ + shape_.all_experts) / 2);
   c.route_trace = std::make_shared<moe::RouteTraceWriter>(file.string());
   auto m = load(path_, c);
@@ -243,7 +243,7 @@ TEST_F(CacheEngine, AutoSizesFromMeminfoAndClamps) {
 TEST_F(CacheEngine, CliLogitsWithCacheAutoPrintsTheSizingLine) {
   std::string list;
   for (int32_t t : tokens_) list += (list.empty() ? "" : ",") + std::to_string(t);
-  const std::string out = (std::filesystem::temp_directory_path() / "sluice_cache_engine_logits.f32").string();
+  const std::string out = process_temp_path("cache_engine_logits.f32");
   const std::string cmd = std::string(SLUICE_BINARY) + " logits -m " + path_ + " --tokens " + list + " -o " + out +
                           " --kv-type f32 -t 2 --no-odirect --cache-mb auto 2>&1";
   std::FILE* p = ::popen(cmd.c_str(), "r");

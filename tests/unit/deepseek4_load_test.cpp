@@ -23,7 +23,7 @@ std::string edited_copy(const std::string& key, const std::optional<gguf::Value>
   for (char& c : tag)
     if (c == '.') c = '_';
   const std::string path =
-      (std::filesystem::temp_directory_path() / ("sluice_ds4_" + tag + ".gguf")).string();
+      process_temp_path("ds4_" + tag + ".gguf");
   gguf::Writer w(path);
   for (const auto& [k, v] : g.metadata().entries()) {
     if (k != key) {

@@ -32,7 +32,7 @@ struct TinySpec {
 // A 1-layer dense llama (n_embd 256, 4 heads of 64, 2 KV heads, FFN 256,
 // vocab 8) with all-zero weights, written to a temp file.
 std::string write_tiny(const TinySpec& s, const std::string& name) {
-  const std::string path = (std::filesystem::temp_directory_path() / ("sluice_model_" + name + ".gguf")).string();
+  const std::string path = process_temp_path("model_" + name + ".gguf");
   gguf::Writer w(path);
   const std::string a = s.arch;
   w.add_metadata("general.architecture", gguf::Value::from_string(a));
@@ -220,7 +220,7 @@ TEST(CliLogits, WritesExactlyTheLibraryLogits) {
   const auto tokens = nlohmann::json::parse(jf)["tokens"].get<std::vector<int32_t>>();
   std::string list;
   for (int32_t t : tokens) list += (list.empty() ? "" : ",") + std::to_string(t);
-  const std::string out = (std::filesystem::temp_directory_path() / "sluice_cli_logits.f32").string();
+  const std::string out = process_temp_path("cli_logits.f32");
   const std::string model = shared_path("golden/llama-moe-q8_0.gguf");
   const std::string cmd = std::string(SLUICE_BINARY) + " logits -m " + model + " --tokens " + list + " -o " + out +
                           " --kv-type f32 -t 3 --no-odirect 2>/dev/null";

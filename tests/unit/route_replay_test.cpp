@@ -174,7 +174,7 @@ TEST(RouteReplayEngine, ReadsExactlyTheExpertsTheMappedTraceNames) {
 
   auto trace = std::make_shared<const moe::RouteTrace>(small_trace());
   const moe::RouteReplay want(*trace, n_expert, k);
-  const std::filesystem::path file = std::filesystem::temp_directory_path() / "sluice_route_replay_test.jsonl";
+  const std::filesystem::path file = process_temp_path("route_replay_test.jsonl");
   model::ModelConfig c = golden_config();
   c.cache_bytes = 2 * all_bytes;  // everything fits: a read is a first use
   c.route_replay = trace;

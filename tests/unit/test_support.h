@@ -40,6 +40,13 @@ struct TempDir {
   std::filesystem::path path;
 };
 
+// A file name in the system temp dir private to this test process: ctest runs
+// each test as its own process, two at a time, so a fixed name would be
+// written by two tests at once.
+inline std::string process_temp_path(const std::string& name) {
+  return (std::filesystem::temp_directory_path() / ("sluice_" + std::to_string(::getpid()) + "_" + name)).string();
+}
+
 // Absolute path of a file under the shared reference data folder.
 inline std::string shared_path(const std::string& rel) { return std::string(SLUICE_SHARED_DIR) + "/" + rel; }
 inline bool shared_has(const std::string& rel) { return std::filesystem::exists(shared_path(rel)); }
