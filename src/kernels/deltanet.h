@@ -22,6 +22,10 @@
 // versions vectorise over j only, so every ISA gives the scalar bits. u is
 // scratch of S floats (it holds delta on return); o gets S floats. q, k, v,
 // u and o must not alias M or each other.
+//
+// kda_step(M, q, k, v, decay, beta, S, u, o): the same with a decay per key
+// dimension (Kimi Delta Attention, bailingmoe3): row i of M is scaled by
+// decay[i] instead of one scalar; same order and rounding otherwise.
 #pragma once
 
 #include "kernels/ops.h"

@@ -59,6 +59,9 @@ struct OpsKernels {
   void (*conv_step)(float* taps, const float* x, const float* w, int64_t K, int64_t C, float* y) = nullptr;
   void (*delta_step)(float* M, const float* q, const float* k, const float* v, float decay, float beta, int64_t S,
                      float* u, float* o) = nullptr;
+  // Kimi Delta Attention's step: delta_step with one decay per key row.
+  void (*kda_step)(float* M, const float* q, const float* k, const float* v, const float* decay, float beta,
+                   int64_t S, float* u, float* o) = nullptr;
 };
 
 // The fastest complete set this CPU runs (chosen once, thread-safe): SIMD

@@ -37,6 +37,9 @@ enum class AttentionKind {
              // no KV rows, a recurrent state instead
   ShortConv,  // LFM2's gated short convolution (model/mixers/short_conv.h): shortconv.in_proj, shortconv.conv,
               // shortconv.out_proj; no KV rows, a recurrent state of conv_taps - 1 inputs
+  Kda,       // Kimi Delta Attention (bailingmoe3; HParams::deltanet, model/mixers/kda.h): attn_q/k/v,
+             // ssm_conv1d_{q,k,v}, ssm_f_a, ssm_dt.bias, ssm_a, ssm_beta, ssm_g_a, ssm_norm, attn_output;
+             // a recurrent state like DeltaNet's
   Dsv4,      // DeepSeek V4 (HParams::dsv4; model/mixers/dsv4_attention.h): one K = V head over a
              // sliding window plus compressed blocks (compress_ratio), sinks, grouped output LoRA
 };
@@ -76,6 +79,9 @@ struct AttentionDesc {
   bool v_from_k = false;
   bool v_norm = false;
   DsaIndexer indexer = DsaIndexer::None;  // Mla only
+  // Mla only (bailingmoe3): each head's output scaled by sigmoid(attn_gate . xn),
+  // attn_gate.weight {n_embd, n_head}.
+  bool head_gate = false;
   uint32_t conv_taps = 0;                 // ShortConv only: the conv's width L (shortconv.l_cache)
   // Dsv4: 0 (window only), 4 (overlapping compressed blocks + lightning
   // indexer top-k) or 128 (every compressed block).

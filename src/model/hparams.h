@@ -55,6 +55,10 @@ struct DeltaNetParams {
   uint32_t n_v_heads = 0;    // ssm.time_step_rank (a multiple of n_k_heads)
   uint64_t channels() const { return (2ull * n_k_heads + n_v_heads) * state_size; }
   uint64_t inner() const { return uint64_t{n_v_heads} * state_size; }  // ssm.inner_size
+  // Kimi Delta Attention (bailingmoe3; model/mixers/kda.h): n_k = n_v = the
+  // head count, S = kda.head_dim, three convs (q, k, v) of inner() channels
+  // each (so channels() is their sum), and kda.gate_lower_bound (< 0).
+  float gate_lower_bound = 0.0f;
 };
 
 // DSA "lightning indexer" (glm-dsa; model/mixers/dsa_attention.h): per query

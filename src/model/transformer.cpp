@@ -315,13 +315,17 @@ void Transformer::forward_layer(int il, int T, std::span<const RowSegment> segs,
     } else if (d.attn.kind == AttentionKind::Mla) {
       const AttentionOptions opt{d.attn.window, L.sinks, hp_.attn_scale, true};
       mla_.run(L.mla, opt, hp_, xn, sg.n, sg.pos0, il, st.kv(st_layer), rope_, act_, pool_, out);
-    } else if (d.attn.kind == AttentionKind::DeltaNet) {
+    } else if (d.attn.kind == AttentionKind::DeltaNet || d.attn.kind == AttentionKind::Kda) {
       RecurrentState& rs = st.recurrent(st_layer);
       std::vector<float*> row_dst;  // MTP verification: the rows ModelState checkpoints
       for (float* p = st.row_capture(st_layer, 0); p; p = st.row_capture(st_layer, static_cast<int>(row_dst.size())))
         row_dst.push_back(p);
       DeltaNetStateView view{rs.conv(), rs.matrices(), row_dst.data(), static_cast<int>(row_dst.size())};
-      deltanet_.run(L.dn, hp_, xn, sg.n, view, out, pool_, act_);
+      if (d.attn.kind == AttentionKind::Kda) {
+        kda_.run(L.kda, hp_, xn, sg.n, view, out, pool_, act_);
+      } else {
+        deltanet_.run(L.dn, hp_, xn, sg.n, view, out, pool_, act_);
+      }
     } else if (d.attn.kind == AttentionKind::ShortConv) {
       short_conv_.run(L.sc, hp_, xn, sg.n, st.recurrent(st_layer).conv(), out, pool_, act_);
     } else {

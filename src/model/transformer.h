@@ -22,6 +22,7 @@
 #include "model/ffn.h"
 #include "model/matmul.h"
 #include "model/mixers/gated_deltanet.h"
+#include "model/mixers/kda.h"
 #include "model/mixers/gemma4_attention.h"
 #include "model/model.h"
 #include "model/moe_ffn.h"
@@ -128,6 +129,7 @@ class Transformer final : public Model {
     MlaWeights mla;
     DsaIndexerWeights dsa;  // Mla with a Full DSA indexer
     DeltaNetWeights dn;
+    KdaWeights kda;
     ShortConvWeights sc;
     const float* bo = nullptr;     // attention output bias
     const float* sinks = nullptr;  // attention sinks
@@ -269,6 +271,7 @@ class Transformer final : public Model {
   MlaAttention mla_;
   DsaAttention dsa_;
   GatedDeltaNet deltanet_;
+  KimiDeltaAttention kda_;
   ShortConv short_conv_;
   Gemma4Attention gemma4_attn_;
   std::vector<float> g4_mlp_;  // Gemma 4: the dense MLP's rows

@@ -62,10 +62,12 @@ void Transformer::bind_layer(Binder& b, uint32_t il, const LayerDesc& d,
   // The token mixer (its own file under mixers/, with its state), then what
   // every attention mixer shares: the output bias and the sinks.
   if (d.attn.kind == AttentionKind::Mla) {
-    L.mla = bind_mla(b, p, hp_);
+    L.mla = bind_mla(b, p, hp_, d.attn.head_gate);
     if (d.attn.indexer == DsaIndexer::Full) L.dsa = bind_dsa_indexer(b, p, hp_);
   } else if (d.attn.kind == AttentionKind::DeltaNet) {
     L.dn = bind_deltanet(b, p, hp_);
+  } else if (d.attn.kind == AttentionKind::Kda) {
+    L.kda = bind_kda(b, p, hp_);
   } else if (d.attn.kind == AttentionKind::ShortConv) {
     L.sc = bind_short_conv(b, p, hp_, d.attn.conv_taps);
   } else {

@@ -259,7 +259,9 @@ ModelInfo model_info(const gguf::GgufModel& model, uint64_t kv_context) {
     for (size_t il = 0; il < desc->layers.size(); ++il) {
       const model::AttentionKind k = desc->layers[il].attn.kind;
       if (k == model::AttentionKind::ShortConv) recurrent = "short-conv";
-      if (k != model::AttentionKind::DeltaNet && k != model::AttentionKind::ShortConv)
+      if (k == model::AttentionKind::Kda) recurrent = "kimi-delta";
+      if (k != model::AttentionKind::DeltaNet && k != model::AttentionKind::ShortConv &&
+          k != model::AttentionKind::Kda)
         attention += (n_attention++ ? ", " : "") + std::to_string(il);
     }
     const size_t n_delta = desc->layers.size() - n_attention;

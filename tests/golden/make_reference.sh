@@ -33,6 +33,7 @@ deepseek4-tiny-f32|deepseek4|f32|160|--preset tiny --arch deepseek4 --type f32 -
 glm-dsa-tiny-f32|glm-dsa|f32|48|--preset tiny --arch glm-dsa --type f32 --dense-type f32 --seed 8
 glm-dsa-mtp-f32|glm-dsa|f32+mtp|48|--preset tiny --arch glm-dsa --type f32 --dense-type f32 --seed 10 --mtp
 deepseek4-mtp-f32|deepseek4|f32+mtp|48|--preset tiny --arch deepseek4 --type f32 --dense-type f32 --seed 5 --mtp
+bailingmoe3-f32|bailingmoe3|f32|24|--preset tiny --arch bailingmoe3 --type f32 --dense-type f32 --seed 11
 EOF
 }
 

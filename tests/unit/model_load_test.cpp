@@ -94,7 +94,7 @@ TEST(ModelLoad, UnsupportedArchitecture) {
   TinySpec s;
   s.arch = "mamba";
   const std::string path = write_tiny(s, "arch");
-  EXPECT_EQ(load_error(path), path + ": unsupported architecture mamba (supported: deepseek2, deepseek4, gemma4, glm-dsa, glm4moe, gpt-oss, lfm2moe, llama, qwen2moe, qwen35moe, qwen3moe)");
+  EXPECT_EQ(load_error(path), path + ": unsupported architecture mamba (supported: bailingmoe3, deepseek2, deepseek4, gemma4, glm-dsa, glm4moe, gpt-oss, lfm2moe, llama, qwen2moe, qwen35moe, qwen3moe)");
 }
 
 // A tensor no block of the architecture takes is an error naming it (a llama

@@ -16,15 +16,10 @@
 
 namespace sluice::model {
 
-// The deepseek2 declaration, shared with glm-dsa (arch_glm_dsa.cpp): gating
-// function 0 or absent means `default_gating` (llama.cpp: softmax for
-// deepseek2, sigmoid for glm-dsa).
-ArchDesc describe_deepseek2_family(const ArchReader& r, uint32_t default_gating) {
-  ArchDesc d;
-  HParams& hp = d.hp;
-  hp = r.common();
-  hp.rope.type = RopeType::Norm;
-  if (!hp.is_moe()) r.bad("expert_count", "deepseek2 needs experts");
+// MLA's keys (q/kv LoRA ranks, key/value_length_mla, the cached latent row's
+// key/value_length) into hp.mla_params, RoPE on the rope part only, and the
+// score scale with DeepSeek's YaRN mscale; shared with bailingmoe3.
+void describe_mla(const ArchReader& r, HParams& hp) {
   MlaParams& m = hp.mla_params;
   hp.mla = true;
   m.q_lora_rank = r.u32("attention.q_lora_rank", 0);
@@ -38,7 +33,6 @@ ArchDesc describe_deepseek2_family(const ArchReader& r, uint32_t default_gating)
                                           std::to_string(m.kv_rope_dim));
   if (m.v_head_dim == 0) r.bad("attention.value_length_mla", "must be > 0");
   // The cached "head": [compressed kv, rope part]; the values are its first kv_lora_rank dims.
-  if (hp.n_head_kv != 1) r.bad("attention.head_count_kv", "must be 1 for MLA (got " + std::to_string(hp.n_head_kv) + ")");
   if (hp.head_dim != m.kv_lora_rank + m.kv_rope_dim)
     r.bad("attention.key_length", std::to_string(hp.head_dim) + " must be kv_lora_rank + rope dims = " +
                                       std::to_string(m.kv_lora_rank + m.kv_rope_dim));
@@ -55,6 +49,19 @@ ArchDesc describe_deepseek2_family(const ArchReader& r, uint32_t default_gating)
     hp.rope.attn_factor = 1.0f / (1.0f + 0.1f * std::log(hp.rope.yarn_factor));
   }
   hp.attn_scale = mscale * mscale / std::sqrt(static_cast<float>(m.qk_head_dim));
+}
+
+// The deepseek2 declaration, shared with glm-dsa (arch_glm_dsa.cpp): gating
+// function 0 or absent means `default_gating` (llama.cpp: softmax for
+// deepseek2, sigmoid for glm-dsa).
+ArchDesc describe_deepseek2_family(const ArchReader& r, uint32_t default_gating) {
+  ArchDesc d;
+  HParams& hp = d.hp;
+  hp = r.common();
+  hp.rope.type = RopeType::Norm;
+  if (!hp.is_moe()) r.bad("expert_count", "deepseek2 needs experts");
+  if (hp.n_head_kv != 1) r.bad("attention.head_count_kv", "must be 1 for MLA (got " + std::to_string(hp.n_head_kv) + ")");
+  describe_mla(r, hp);
 
   const uint32_t nextn = r.u32("nextn_predict_layers", 0);
   if (nextn >= hp.n_layer)

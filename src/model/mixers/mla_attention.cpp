@@ -1,13 +1,14 @@
 #include "model/mixers/mla_attention.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "model/norm.h"
 
 namespace sluice::model {
 
-MlaWeights bind_mla(Binder& b, const std::string& p, const HParams& hp_) {
+MlaWeights bind_mla(Binder& b, const std::string& p, const HParams& hp_, bool head_gate) {
   MlaWeights L;
   const MlaParams& m = hp_.mla_params;
   const uint64_t n_embd = hp_.n_embd, n_head = hp_.n_head;
@@ -24,6 +25,10 @@ MlaWeights bind_mla(Binder& b, const std::string& p, const HParams& hp_) {
   L.k_b = b.per_head(p + "attn_k_b.weight", m.nope_dim(), m.kv_lora_rank, n_head);
   L.v_b = b.per_head(p + "attn_v_b.weight", m.kv_lora_rank, m.v_head_dim, n_head);
   L.wo = b.matrix(p + "attn_output.weight", n_head * m.v_head_dim, n_embd);
+  if (head_gate) {
+    L.head_gate = b.matrix(p + "attn_gate.weight", n_embd, n_head);
+    L.has_head_gate = true;
+  }
   return L;
 }
 
@@ -67,6 +72,11 @@ void MlaAttention::prepare(const MlaWeights& L, const HParams& hp_, const float*
     apply_rope(&q_[static_cast<size_t>(t) * n_head * qk] + nope, n_head, static_cast<int>(qk), rope_,
                hp_.rope.type);
   }
+  if (L.has_head_gate) {  // [T][n_head] sigmoid(attn_gate . xn), applied in finish()
+    gate_.resize(static_cast<size_t>(T) * n_head);
+    matmul_f32(L.head_gate, xn, T, gate_.data(), pool_, act_);
+    for (float& g : gate_) g = 1.0f / (1.0f + std::exp(-g));
+  }
   // Absorbed queries: [T][n_head][row] = [k_b_h . q_nope_h | q_pe_h].
   v_.resize(static_cast<size_t>(T) * n_head * row);
   in_.resize(static_cast<size_t>(T) * nope);
@@ -99,9 +109,14 @@ void MlaAttention::finish(const MlaWeights& L, const HParams& hp_, const float* 
       std::memcpy(&in_[static_cast<size_t>(t) * lora], &attn[(static_cast<size_t>(t) * n_head + h) * lora],
                   sizeof(float) * lora);
     matmul_f32(L.v_b[h], in_.data(), T, out_.data(), pool_, act_);
-    for (int t = 0; t < T; ++t)
-      std::memcpy(&q_[(static_cast<size_t>(t) * n_head + h) * vh], &out_[static_cast<size_t>(t) * vh],
-                  sizeof(float) * vh);
+    for (int t = 0; t < T; ++t) {
+      float* dst = &q_[(static_cast<size_t>(t) * n_head + h) * vh];
+      std::memcpy(dst, &out_[static_cast<size_t>(t) * vh], sizeof(float) * vh);
+      if (L.has_head_gate) {
+        const float g = gate_[static_cast<size_t>(t) * n_head + h];
+        for (int64_t i = 0; i < vh; ++i) dst[i] *= g;
+      }
+    }
   }
   matmul_f32(L.wo, q_.data(), T, out, pool_, act_);
 }

@@ -26,9 +26,14 @@ struct MlaWeights {
   const float* q_a_norm = nullptr;
   const float* kv_a_norm = nullptr;
   std::vector<WeightMatrix> k_b, v_b;  // [n_head]
+  // bailingmoe3: attn_gate {n_embd, n_head}; each head's values are scaled by
+  // sigmoid(attn_gate . xn) before attn_output (absent: no gate).
+  WeightMatrix head_gate;
+  bool has_head_gate = false;
 };
 
-MlaWeights bind_mla(Binder& b, const std::string& prefix, const HParams& hp);
+// head_gate: also bind `prefix`attn_gate.weight (AttentionDesc::head_gate).
+MlaWeights bind_mla(Binder& b, const std::string& prefix, const HParams& hp, bool head_gate = false);
 
 class MlaAttention {
  public:
@@ -42,7 +47,8 @@ class MlaAttention {
   // only with q_lora_rank > 0), the rows to cache (latent_rows(), [T][head_dim]:
   // [norm(kv_cmpr) | rope(k_pe)]) and the absorbed queries (queries(),
   // [T][n_head][head_dim]); nothing is stored. finish() maps the attended
-  // latents attn [T][n_head][kv_lora_rank] through v_b and attn_output into `out`.
+  // latents attn [T][n_head][kv_lora_rank] through v_b (times the head gate
+  // prepare() computed, where the layer has one) and attn_output into `out`.
   void prepare(const MlaWeights& w, const HParams& hp, const float* xn, int T, int pos0, RopeAngles& rope,
                QuantizedRows& act, ThreadPool& pool);
   const float* q_lora() const { return qa_.data(); }
@@ -52,7 +58,7 @@ class MlaAttention {
               float* out);
 
  private:
-  std::vector<float> q_, k_, v_, attn_, qa_, in_, out_;
+  std::vector<float> q_, k_, v_, attn_, qa_, in_, out_, gate_;
   Attention attention_;
 };
 

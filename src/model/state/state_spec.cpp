@@ -69,7 +69,8 @@ LayerStateSpec layer_state_spec(const LayerDesc& d, const HParams& hp, int n_ctx
                     n_ctx / static_cast<int>(d.attn.compress_ratio)};
       break;
     }
-    case AttentionKind::DeltaNet: {
+    case AttentionKind::DeltaNet:
+    case AttentionKind::Kda: {  // KDA: n_k = n_v, channels() = the three convs' inputs
       // The last K-1 conv inputs and one S x S matrix per value head; no rows.
       const DeltaNetParams& p = hp.deltanet;
       s.kind = StateKind::Recurrent;
