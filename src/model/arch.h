@@ -219,6 +219,17 @@ class ArchReader {
   std::string file_;
 };
 
+// ---- describe pieces several architectures share (arch_deepseek2.cpp) ----
+
+// DeepSeek's MLA sizes (q/kv LoRA ranks, key/value lengths) into hp.
+void describe_mla(const ArchReader& r, HParams& hp);
+// expert_group_count / expert_group_used_count into `router` (whose kind is
+// set): DeepSeek-V3's group-limited selection, checked against the expert
+// counts; refused with softmax gating. llama.cpp applies the keys for every
+// architecture, so describe_architecture refuses a file that sets them where
+// the architecture's description did not read them.
+void describe_expert_groups(const ArchReader& r, const HParams& hp, RouterDesc& router);
+
 struct ArchSynth;  // model/arch/tensor_plan.h
 
 // One architecture: its general.architecture name, how to describe a file of

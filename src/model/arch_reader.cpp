@@ -217,6 +217,15 @@ ArchDesc describe_architecture(const gguf::GgufModel& model) {
   for (const ArchEntry& e : architectures()) {
     if (r.arch() != e.name) continue;
     ArchDesc d = e.describe(r);
+    // llama.cpp limits expert selection to the best groups for any
+    // architecture whose file sets expert_group_count > 1; a description
+    // that did not read the keys would route differently, silently.
+    const uint32_t groups = r.u32("expert_group_count", 0);
+    const bool read = std::any_of(d.layers.begin(), d.layers.end(),
+                                  [](const LayerDesc& l) { return l.ffn.router.n_group > 0; });
+    if (groups > 1 && r.u32("expert_group_used_count", 0) != groups && !read)
+      r.bad("expert_group_count", std::to_string(groups) + " groups: group-limited expert selection is not supported for " +
+                                      r.arch());
     if (d.layers.size() != d.hp.n_layer)
       throw Error("architecture " + r.arch() + " described " + std::to_string(d.layers.size()) + " layers, expected " +
                   std::to_string(d.hp.n_layer));

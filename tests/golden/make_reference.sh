@@ -34,6 +34,7 @@ glm-dsa-tiny-f32|glm-dsa|f32|48|--preset tiny --arch glm-dsa --type f32 --dense-
 glm-dsa-mtp-f32|glm-dsa|f32+mtp|48|--preset tiny --arch glm-dsa --type f32 --dense-type f32 --seed 10 --mtp
 deepseek4-mtp-f32|deepseek4|f32+mtp|48|--preset tiny --arch deepseek4 --type f32 --dense-type f32 --seed 5 --mtp
 bailingmoe3-f32|bailingmoe3|f32|24|--preset tiny --arch bailingmoe3 --type f32 --dense-type f32 --seed 11
+bailingmoe3-q8_0|bailingmoe3|quant|24|--preset tiny --arch bailingmoe3 --type q8_0 --dense-type q8_0 --seed 12
 EOF
 }
 

@@ -7,7 +7,6 @@
 #include <filesystem>
 #include <optional>
 
-#include "gguf/writer.h"
 #include "model_test_support.h"
 #include "util/error.h"
 
@@ -18,27 +17,11 @@ const char* const kCase = "golden/deepseek4-f32.gguf";
 
 // The case's file with `key` dropped (replacement: nullopt) or replaced; zero tensor data.
 std::string edited_copy(const std::string& key, const std::optional<gguf::Value>& replacement) {
-  const gguf::GgufModel g = gguf::GgufModel::open(shared_path(kCase));
   std::string tag = key;
   for (char& c : tag)
     if (c == '.') c = '_';
-  const std::string path =
-      process_temp_path("ds4_" + tag + ".gguf");
-  gguf::Writer w(path);
-  for (const auto& [k, v] : g.metadata().entries()) {
-    if (k != key) {
-      w.add_metadata(k, v);
-    } else if (replacement) {
-      w.add_metadata(k, *replacement);
-    }
-  }
-  for (const gguf::TensorInfo& t : g.tensors()) w.add_tensor(t.name, t.type, t.ne);
-  w.write_header();
-  for (const gguf::TensorInfo& t : g.tensors()) {
-    const std::vector<uint8_t> zeros(t.bytes, 0);
-    w.write_tensor_data(zeros.data(), zeros.size());
-  }
-  w.finish();
+  const std::string path = process_temp_path("ds4_" + tag + ".gguf");
+  write_edited_gguf(shared_path(kCase), path, key, replacement, true);
   return path;
 }
 

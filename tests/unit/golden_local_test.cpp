@@ -318,5 +318,49 @@ TEST(GoldenLocalBug, Lfm2moeWithReversedConvTapsFails) {
             "");
 }
 
+// bailingmoe3's MLA blocks gate each head's output by sigmoid(attn_gate . x):
+// without the gate (zeroed: every head scaled by 0.5) it must fail.
+TEST(GoldenLocalBug, Bailingmoe3WithoutHeadGateFails) {
+  if (!has_case("bailingmoe3-f32")) GTEST_SKIP() << "no bailingmoe3-f32 case in " << golden_dir();
+  EXPECT_NE(broken_violations("bailingmoe3-f32",
+                              [](const std::string& g) { EXPECT_GT(zero_tensors(g, "attn_gate.weight"), 0); }),
+            "");
+}
+
+// Kimi delta attention's q/k/v short convolutions with their taps reversed
+// must fail.
+TEST(GoldenLocalBug, Bailingmoe3WithReversedKdaConvTapsFails) {
+  if (!has_case("bailingmoe3-f32")) GTEST_SKIP() << "no bailingmoe3-f32 case in " << golden_dir();
+  EXPECT_NE(broken_violations("bailingmoe3-f32",
+                              [](const std::string& g) {
+                                for (const char* s : {"ssm_conv1d_q.weight", "ssm_conv1d_k.weight", "ssm_conv1d_v.weight"})
+                                  EXPECT_GT(reverse_rows(g, s), 0) << s;
+                              }),
+            "");
+}
+
+// Its per-channel decay depends on the token (ssm_f_a . x + ssm_dt.bias):
+// with ssm_f_a zeroed every token decays alike, which must fail.
+TEST(GoldenLocalBug, Bailingmoe3WithTokenIndependentDecayFails) {
+  if (!has_case("bailingmoe3-f32")) GTEST_SKIP() << "no bailingmoe3-f32 case in " << golden_dir();
+  EXPECT_NE(broken_violations("bailingmoe3-f32",
+                              [](const std::string& g) { EXPECT_GT(zero_tensors(g, "ssm_f_a.weight"), 0); }),
+            "");
+}
+
+// Its experts are chosen within the best expert groups (4 groups of 2, the
+// best 2 compete): a router that ignores the groups must fail.
+TEST(GoldenLocalBug, Bailingmoe3WithoutExpertGroupsFails) {
+  if (!has_case("bailingmoe3-f32")) GTEST_SKIP() << "no bailingmoe3-f32 case in " << golden_dir();
+  EXPECT_NE(broken_violations("bailingmoe3-f32",
+                              [](const std::string& g) {
+                                const std::string all = g + ".all-groups";
+                                write_edited_gguf(g, all, "bailingmoe3.expert_group_used_count",
+                                                  gguf::Value::from_u32(4), false);
+                                fs::rename(all, g);
+                              }),
+            "");
+}
+
 }  // namespace
 }  // namespace sluice::test

@@ -79,6 +79,20 @@ std::string load_error(const std::string& path) {
   return "";
 }
 
+// llama.cpp limits expert selection to groups for any architecture whose
+// file sets expert_group_count > 1: one whose description does not read the
+// keys refuses the file rather than route otherwise.
+TEST(ModelLoad, ExpertGroupsAreRefusedWhereTheArchitectureDoesNotReadThem) {
+  REQUIRE_SHARED("golden/qwen3moe-f32.gguf");
+  const std::string path = process_temp_path("model_groups.gguf");
+  write_edited_gguf(shared_path("golden/qwen3moe-f32.gguf"), path, "qwen3moe.expert_group_count",
+                    gguf::Value::from_u32(4), true);
+  const std::string error = load_error(path);
+  std::filesystem::remove(path);
+  EXPECT_EQ(error, path + ": invalid metadata qwen3moe.expert_group_count: 4 groups: group-limited expert selection is "
+                          "not supported for qwen3moe");
+}
+
 TEST(ModelLoad, TinyZeroModelGivesUniformLogits) {
   auto m = load(write_tiny({}, "ok"), golden_config());
   std::vector<float> logits(2 * 8);

@@ -9,10 +9,12 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "gguf/gguf.h"
+#include "gguf/writer.h"
 #include "model/model.h"
 #include "test_support.h"
 
@@ -48,6 +50,31 @@ inline std::vector<float> read_f32_file(const std::string& path) {
   f.seekg(0);
   f.read(reinterpret_cast<char*>(v.data()), static_cast<std::streamsize>(v.size() * sizeof(float)));
   return v;
+}
+
+// Writes GGUF `from` again at `to` with metadata `key` dropped (replacement:
+// nullopt) or set (replaced, or added last); the tensor data copied, or zeros
+// with zero_data.
+inline void write_edited_gguf(const std::string& from, const std::string& to, const std::string& key,
+                              const std::optional<gguf::Value>& replacement, bool zero_data) {
+  const gguf::GgufModel g = gguf::GgufModel::open(from);
+  gguf::Writer w(to);
+  for (const auto& [k, v] : g.metadata().entries())
+    if (k != key) w.add_metadata(k, v);
+  if (replacement) w.add_metadata(key, *replacement);
+  for (const gguf::TensorInfo& t : g.tensors()) w.add_tensor(t.name, t.type, t.ne);
+  w.write_header();
+  std::ifstream in(from, std::ios::binary);
+  for (const gguf::TensorInfo& t : g.tensors()) {
+    std::vector<char> data(t.bytes, 0);
+    if (!zero_data) {
+      in.seekg(static_cast<std::streamoff>(t.offset));
+      in.read(data.data(), static_cast<std::streamsize>(data.size()));
+      ASSERT_TRUE(in) << from << ": cannot read tensor " << t.name;
+    }
+    w.write_tensor_data(data.data(), data.size());
+  }
+  w.finish();
 }
 
 // All logits of `tokens` evaluated as one sequence from position 0.

@@ -1,12 +1,14 @@
-// bailingmoe3 (llama.cpp's src/models/bailingmoe3.cpp: Ling/Ring 2.x linear
-// hybrids, LLM_TYPE_7_9B_A1_3B and 124B_A5_1B): a stack of Kimi Delta
-// Attention layers (attention.head_count_kv[il] = 0; model/mixers/kda.h) and
-// gated MLA layers (head_count_kv 1: DeepSeek's absorbed MLA, NORM RoPE on the
-// rope part, scale 1/sqrt(key_length_mla), each head's output scaled by
-// sigmoid(attn_gate . xn)); leading dense SwiGLU blocks, then MoE blocks with
-// sigmoid gating + exp_probs_b selection, optional weight norm and scale, and
-// a shared expert. Trailing NextN/MTP blocks are not part of the trunk and not
-// loaded. Not supported yet (refused by name): YaRN, SwiGLU clamps.
+// bailingmoe3 (llama.cpp's src/models/bailingmoe3.cpp: the Ling 3.0 linear
+// hybrids, BailingMoeV3ForCausalLM: Ling-3.0-tiny 7.9B-A1.3B, Ling-3.0-flash
+// 124B-A5.1B): a stack of Kimi Delta Attention layers
+// (attention.head_count_kv[il] = 0; model/mixers/kda.h) and gated MLA layers
+// (head_count_kv 1: DeepSeek's absorbed MLA, NORM RoPE on the rope part, scale
+// 1/sqrt(key_length_mla), each head's output scaled by sigmoid(attn_gate .
+// xn)); leading dense SwiGLU blocks, then MoE blocks with sigmoid gating +
+// exp_probs_b selection limited to the best expert groups, optional weight
+// norm and scale, and a shared expert. Trailing NextN/MTP blocks are not part
+// of the trunk and not loaded. Not supported yet (refused by name): YaRN,
+// SwiGLU clamps.
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -16,8 +18,6 @@
 #include "util/error.h"
 
 namespace sluice::model {
-
-void describe_mla(const ArchReader& r, HParams& hp);  // arch_deepseek2.cpp
 
 ArchDesc describe_bailingmoe3(const ArchReader& r) {
   ArchDesc d;
@@ -73,6 +73,7 @@ ArchDesc describe_bailingmoe3(const ArchReader& r) {
   router.selection_bias = Need::Required;
   router.normalize = r.flag("expert_weights_norm", false);
   router.weights_scale = r.f32("expert_weights_scale", 1.0f);
+  describe_expert_groups(r, hp, router);  // Ling-3.0: 8 groups, 4 used
   for (uint32_t il = 0; il < trunk; ++il) {
     LayerDesc l = il < lead ? dense : moe;
     const int64_t h = (*kv)[il];
@@ -136,6 +137,7 @@ void plan_bailingmoe3(const ArchSizes& cfg, PlanBuilder& p) {
   p.md(a + ".kda.head_dim", gguf::Value::from_u32(cfg.ssm_state_size));
   p.md(a + ".kda.gate_lower_bound", gguf::Value::from_f32(-5.0f));
   add_moe_metadata(p, cfg);
+  add_expert_groups(p, cfg);
   p.file_type(cfg);
   const uint64_t V = p.tokenizer();
 
@@ -147,12 +149,17 @@ void plan_bailingmoe3(const ArchSizes& cfg, PlanBuilder& p) {
   p.add("token_embd.weight", quantize_fallback(cfg.embd_type, E), {E, V}, Init::Embedding, 0, "--embd-type");
   p.add("output_norm.weight", f32, {E}, Init::Norm, 0, "--n-embd");
   p.add("output.weight", quantize_fallback(cfg.output_type, E), {E, V}, Init::Projection, 0, "--dense-type");
+  // llama-quantize's more-bits rule counts the attn_v tensors: the KDA blocks'.
+  const auto n_kda = static_cast<uint32_t>(std::count(kv.begin(), kv.end(), 0));
+  uint32_t i_kda = 0;
   for (uint32_t l = 0; l < cfg.n_layer; ++l) {
     const std::string b = "blk." + std::to_string(l) + ".";
     p.add(b + "attn_norm.weight", f32, {E}, Init::Norm, l, "--n-embd");
     if (kv[l] == 0) {
-      for (const char* n : {"attn_q", "attn_k", "attn_v"})
+      for (const char* n : {"attn_q", "attn_k"})
         p.add(b + n + ".weight", dense(E), {E, D}, Init::Projection, l, "--dense-type");
+      p.add(b + "attn_v.weight", more_bits_type(cfg, at, i_kda++, n_kda, E), {E, D}, Init::Projection, l,
+            "--dense-type");
       for (const char* n : {"ssm_conv1d_q", "ssm_conv1d_k", "ssm_conv1d_v"})
         p.add(b + n + ".weight", f32, {K, 1, D}, Init::Projection, l, "ssm.conv_kernel");
       p.add(b + "ssm_f_a.weight", dense(E), {E, D}, Init::Projection, l, "--dense-type");
@@ -183,7 +190,8 @@ void plan_bailingmoe3(const ArchSizes& cfg, PlanBuilder& p) {
   p.sort_as_quantized();
 }
 
-// 4 blocks (KDA, KDA, KDA, MLA), the first dense; 8 experts top-2 + 1 shared;
+// 4 blocks (KDA, KDA, KDA, MLA), the first dense; 8 experts top-2 in 4 groups
+// of which the best 2 compete (as Ling-3.0's 8 groups, 4 used) + 1 shared;
 // KDA 4 heads of 32 with 4 conv taps; MLA q LoRA 64, kv LoRA 64, qk 48 (16
 // rope), v 32.
 void tiny_bailingmoe3(ArchSizes& c) {
@@ -192,6 +200,8 @@ void tiny_bailingmoe3(ArchSizes& c) {
   c.n_lead_dense = 1;
   c.n_expert = 8;
   c.n_expert_used = 2;
+  c.n_group = 4;
+  c.n_group_used = 2;
   c.n_expert_shared = 1;
   c.n_ff_exp = 64;
   c.n_ff = 256;

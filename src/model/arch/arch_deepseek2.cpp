@@ -51,6 +51,19 @@ void describe_mla(const ArchReader& r, HParams& hp) {
   hp.attn_scale = mscale * mscale / std::sqrt(static_cast<float>(m.qk_head_dim));
 }
 
+void describe_expert_groups(const ArchReader& r, const HParams& hp, RouterDesc& router) {
+  router.n_group = r.u32("expert_group_count", 0);
+  router.n_group_used = r.u32("expert_group_used_count", 0);
+  if (router.kind != RouterKind::SigmoidBiased && router.n_group_used > 0 && router.n_group_used < router.n_group)
+    r.bad("expert_group_used_count", "group-limited selection with softmax gating is not supported");
+  if (router.n_group > 0 && (hp.n_expert % router.n_group != 0 || router.n_group_used > router.n_group))
+    r.bad("expert_group_count", std::to_string(router.n_group) + " groups (" + std::to_string(router.n_group_used) +
+                                    " used) do not split " + std::to_string(hp.n_expert) + " experts");
+  if (router.n_group > 0 && router.n_group_used > 0 &&
+      static_cast<uint64_t>(hp.n_expert / router.n_group) * router.n_group_used < hp.n_expert_used)
+    r.bad("expert_group_used_count", "the used groups hold fewer experts than expert_used_count");
+}
+
 // The deepseek2 declaration, shared with glm-dsa (arch_glm_dsa.cpp): gating
 // function 0 or absent means `default_gating` (llama.cpp: softmax for
 // deepseek2, sigmoid for glm-dsa).
@@ -87,24 +100,15 @@ ArchDesc describe_deepseek2_family(const ArchReader& r, uint32_t default_gating)
   RouterDesc& router = moe.ffn.router;
   router.normalize = r.flag("expert_weights_norm", false);
   router.weights_scale = r.f32("expert_weights_scale", 1.0f);
-  router.n_group = r.u32("expert_group_count", 0);
-  router.n_group_used = r.u32("expert_group_used_count", 0);
   if (gating == 2) {
     router.kind = RouterKind::SigmoidBiased;
     router.selection_bias = Need::Optional;  // DeepSeek-V3 and later carry exp_probs_b
   } else if (gating == 1) {
     router.kind = RouterKind::SoftmaxAll;
-    if (router.n_group_used > 0 && router.n_group_used < router.n_group)
-      r.bad("expert_group_used_count", "group-limited selection with softmax gating is not supported");
   } else {
     r.bad("expert_gating_func", std::to_string(gating) + " is not supported (1: softmax, 2: sigmoid)");
   }
-  if (router.n_group > 0 && (hp.n_expert % router.n_group != 0 || router.n_group_used > router.n_group))
-    r.bad("expert_group_count", std::to_string(router.n_group) + " groups (" + std::to_string(router.n_group_used) +
-                                    " used) do not split " + std::to_string(hp.n_expert) + " experts");
-  if (router.n_group > 0 && router.n_group_used > 0 &&
-      static_cast<uint64_t>(hp.n_expert / router.n_group) * router.n_group_used < hp.n_expert_used)
-    r.bad("expert_group_used_count", "the used groups hold fewer experts than expert_used_count");
+  describe_expert_groups(r, hp, router);
   for (uint32_t il = 0; il < trunk; ++il) d.layers.push_back(il < lead ? dense : moe);
   for (uint32_t il = trunk; il < hp.n_layer; ++il) {
     d.ignored.push_back("blk." + std::to_string(il) + ".*");
@@ -141,11 +145,6 @@ void plan_deepseek2(const ArchSizes& cfg, PlanBuilder& p) {
     fail("--head-dim", "deepseek2's rope part (rope.dimension_count " + std::to_string(cfg.n_rot) +
                            ") must be even, > 0 and below key_length_mla " + std::to_string(cfg.head_dim));
   if (cfg.kv_lora_rank == 0 || cfg.head_dim_v == 0) fail("--head-dim", "deepseek2 needs kv_lora_rank and v head dim > 0");
-  if (cfg.n_group > 0 && (cfg.n_expert % cfg.n_group != 0 || cfg.n_group_used == 0 || cfg.n_group_used > cfg.n_group ||
-                          uint64_t{cfg.n_expert / cfg.n_group} * cfg.n_group_used < cfg.n_expert_used))
-    fail("--experts", std::to_string(cfg.n_group) + " expert groups (" + std::to_string(cfg.n_group_used) +
-                          " used) do not fit " + std::to_string(cfg.n_expert) + " experts with " +
-                          std::to_string(cfg.n_expert_used) + " used");
   const uint32_t n_blocks = cfg.n_layer + cfg.n_nextn;
   const std::string a = cfg.arch;
   p.general(cfg);
@@ -171,10 +170,7 @@ void plan_deepseek2(const ArchSizes& cfg, PlanBuilder& p) {
     p.md(a + ".rope.scaling.yarn_log_multiplier", gguf::Value::from_f32(cfg.yarn_log_multiplier));
   }
   add_moe_metadata(p, cfg);
-  if (cfg.n_group > 0) {
-    p.md(a + ".expert_group_count", gguf::Value::from_u32(cfg.n_group));
-    p.md(a + ".expert_group_used_count", gguf::Value::from_u32(cfg.n_group_used));
-  }
+  add_expert_groups(p, cfg);
   p.file_type(cfg);
   const uint64_t V = p.tokenizer();
   p.md(a + ".vocab_size", gguf::Value::from_u32(static_cast<uint32_t>(V)));

@@ -47,6 +47,7 @@ ArchDesc describe_glm4moe(const ArchReader& r) {
   moe.ffn.router.selection_bias = Need::Required;
   moe.ffn.router.normalize = r.flag("expert_weights_norm", false);
   moe.ffn.router.weights_scale = r.f32("expert_weights_scale", 1.0f);
+  describe_expert_groups(r, d.hp, moe.ffn.router);  // GLM-4.5's files: 1 group
   for (uint32_t il = 0; il < trunk; ++il) d.layers.push_back(il < lead ? dense : moe);
   for (uint32_t il = trunk; il < d.hp.n_layer; ++il) {
     d.ignored.push_back("blk." + std::to_string(il) + ".*");

@@ -112,6 +112,18 @@ void add_moe_metadata(PlanBuilder& p, const ArchSizes& cfg) {
   if (cfg.n_nextn > 0) p.md(a + ".nextn_predict_layers", gguf::Value::from_u32(cfg.n_nextn));
 }
 
+void add_expert_groups(PlanBuilder& p, const ArchSizes& cfg) {
+  if (cfg.n_group == 0) return;
+  if (cfg.n_expert % cfg.n_group != 0 || cfg.n_group_used == 0 || cfg.n_group_used > cfg.n_group ||
+      uint64_t{cfg.n_expert / cfg.n_group} * cfg.n_group_used < cfg.n_expert_used)
+    fail("--experts", std::to_string(cfg.n_group) + " expert groups (" + std::to_string(cfg.n_group_used) +
+                          " used) do not fit " + std::to_string(cfg.n_expert) + " experts with " +
+                          std::to_string(cfg.n_expert_used) + " used");
+  const std::string a = cfg.arch;
+  p.md(a + ".expert_group_count", gguf::Value::from_u32(cfg.n_group));
+  p.md(a + ".expert_group_used_count", gguf::Value::from_u32(cfg.n_group_used));
+}
+
 void add_moe_ffn(PlanBuilder& p, const ArchSizes& cfg, const std::string& b, uint32_t block, uint32_t n_blocks) {
   const uint64_t E = cfg.n_embd, X = cfg.n_expert, F = cfg.n_ff_exp, S = uint64_t{cfg.n_ff_exp} * cfg.n_expert_shared;
   const GgmlType f32 = GgmlType::F32, dense = cfg.attn_type;

@@ -210,6 +210,9 @@ GgmlType more_bits_type(const ArchSizes& cfg, GgmlType t, uint32_t index, uint32
 // widths, leading dense blocks, sigmoid gating, weight norm/scale, shared
 // experts and (when cfg.n_nextn > 0) nextn_predict_layers.
 void add_moe_metadata(PlanBuilder& p, const ArchSizes& cfg);
+// expert_group_count / expert_group_used_count when cfg.n_group > 0 (fails
+// naming --experts unless the used groups hold at least n_expert_used experts).
+void add_expert_groups(PlanBuilder& p, const ArchSizes& cfg);
 // The FFN tensors of block `block` (prefix b, "blk.N."): dense ffn_{gate,up,down}
 // of cfg.n_ff below cfg.n_lead_dense, else ffn_gate_inp, exp_probs_b, stacked
 // experts and the shared expert.
