@@ -60,8 +60,8 @@ struct SynthConfig : model::ArchSizes {
 // (synth_presets.cpp says which files they model), "deepseek-v4-flash"
 // (deepseek4, MXFP4 experts + Q8_0) and "glm-5" (glm-dsa, Q4_K_M; both in
 // synth_presets_sparse.cpp), "gemma-4-26b-a4b" (gemma4), "lfm2-8b-a1b"
-// (lfm2moe) and "qwen2-57b-a14b" (qwen2moe), all Q4_K_M
-// (synth_presets_gemma_lfm_qwen2.cpp). `arch` ("" = the preset's own):
+// (lfm2moe), "qwen2-57b-a14b" (qwen2moe) and "ling-3.0-tiny" (bailingmoe3),
+// all Q4_K_M (synth_presets_more_families.cpp). `arch` ("" = the preset's own):
 // "tiny" takes any architecture; the real-model presets imply theirs and
 // reject another. Throws sluice::Error naming the flag if unknown/conflicting.
 SynthConfig synth_preset(const std::string& preset, const std::string& arch = "");

@@ -6,7 +6,7 @@
 
 #include "model/arch/tensor_plan.h"
 #include "tools/synth.h"
-#include "tools/synth_presets_gemma_lfm_qwen2.h"
+#include "tools/synth_presets_more_families.h"
 #include "tools/synth_presets_sparse.h"
 #include "util/error.h"
 
@@ -284,7 +284,7 @@ void set_q4_k_m(SynthConfig& c, bool tied_embeddings) {
 std::vector<std::string> synth_preset_names() {
   return {"tiny", "qwen3-30b-a3b", "gpt-oss-20b", "gpt-oss-120b", "deepseek-v3", "kimi-k2", "glm-4.5-air",
           "qwen3.6-35b-a3b", "qwen3.5-397b-a17b", "deepseek-v4-flash", "glm-5", "gemma-4-26b-a4b",
-          "lfm2-8b-a1b", "qwen2-57b-a14b"};
+          "lfm2-8b-a1b", "qwen2-57b-a14b", "ling-3.0-tiny"};
 }
 
 SynthConfig synth_preset(const std::string& preset, const std::string& arch) {
@@ -308,6 +308,7 @@ SynthConfig synth_preset(const std::string& preset, const std::string& arch) {
   else if (preset == "gemma-4-26b-a4b") c = gemma_4_26b_a4b();
   else if (preset == "lfm2-8b-a1b") c = lfm2_8b_a1b();
   else if (preset == "qwen2-57b-a14b") c = qwen2_57b_a14b();
+  else if (preset == "ling-3.0-tiny") c = ling_30_tiny();
   else fail("--preset", "unknown preset '" + preset + "' (available: " + joined(synth_preset_names()) + ")");
   if (!arch.empty() && arch != c.arch)
     fail("--arch", "preset " + preset + " is a " + c.arch + " model; it cannot be written as " + arch);

@@ -1,11 +1,11 @@
-// synth's presets of Gemma 4 MoE, LFM2-MoE and Qwen2-MoE (issue 32): sizes
-// and quantization mixes only; which tensors each file has is the
+// synth's presets of Gemma 4 MoE, LFM2-MoE, Qwen2-MoE and Ling 3.0 (issue
+// 32): sizes and quantization mixes only; which tensors each file has is the
 // architecture's generator's business (model/arch/arch_gemma4.cpp,
-// arch_lfm2moe.cpp, arch_qwen2moe.cpp).
+// arch_lfm2moe.cpp, arch_qwen2moe.cpp, arch_bailingmoe3.cpp).
 //
 // Types: Q4_K_M as llama-quantize (llama.cpp b10573) assigns it (set_q4_k_m);
 // Gemma 4 and LFM2 tie their embeddings, so their token_embd is Q6_K.
-#include "tools/synth_presets_gemma_lfm_qwen2.h"
+#include "tools/synth_presets_more_families.h"
 
 namespace sluice::tools {
 // Gemma-4-26B-A4B (google/gemma-4-26b-a4b; its text_config as inlined by
@@ -100,6 +100,50 @@ SynthConfig qwen2_57b_a14b() {
   c.n_vocab = 151936;
   c.context_length = 32768;
   c.rope_theta = 1e6f;
+  c.rms_eps = 1e-6f;
+  set_q4_k_m(c);
+  return c;
+}
+
+// Ling-3.0-tiny (inclusionAI/Ling-3.0-tiny, BailingMoeV3ForCausalLM; its
+// config.json as a public project's test inlines it; llama.cpp b10573 names
+// the shape LLM_TYPE_7_9B_A1_3B): 24 blocks, every 4th (3, 7, ..., 23) gated
+// MLA (16 heads, q LoRA 256, kv LoRA 512, qk 128 + 64 rope, v 128), the
+// others Kimi Delta Attention (16 heads of 128, conv of 4 taps); hidden 1536;
+// block 0 a dense SwiGLU of 4608, the others 128 experts top-8 of width 512
+// in 8 groups of which the best 4 compete (sigmoid + expert bias, normalised,
+// scale 2.5) plus one shared expert of 512; vocab 157184; context 131072;
+// rope theta 6e6; rms eps 1e-6; an untied output matrix. ("ling-2" in issue
+// 32: the Ling 2.x checkpoints are bailingmoe2 and Ling 2.5/2.6 a lightning
+// attention hybrid; the bailingmoe3 files llama.cpp converts are Ling 3.0.)
+SynthConfig ling_30_tiny() {
+  SynthConfig c;
+  c.arch = "bailingmoe3";
+  c.name = "sluice-synth-ling-3.0-tiny";
+  c.n_layer = c.preset_layers = 24;
+  c.full_attention_interval = 4;
+  c.n_embd = 1536;
+  c.n_head = 16;
+  c.q_lora_rank = 256;
+  c.kv_lora_rank = 512;
+  c.head_dim = 192;
+  c.n_rot = 64;
+  c.head_dim_v = 128;
+  c.ssm_state_size = 128;
+  c.ssm_conv_kernel = 4;
+  c.n_lead_dense = 1;
+  c.n_ff = 4608;
+  c.n_expert = 128;
+  c.n_expert_used = 8;
+  c.n_group = 8;
+  c.n_group_used = 4;
+  c.n_expert_shared = 1;
+  c.n_ff_exp = 512;
+  c.expert_weights_norm = true;
+  c.expert_weights_scale = 2.5f;
+  c.n_vocab = 157184;
+  c.context_length = 131072;
+  c.rope_theta = 6e6f;
   c.rms_eps = 1e-6f;
   set_q4_k_m(c);
   return c;

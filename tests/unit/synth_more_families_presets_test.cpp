@@ -1,5 +1,5 @@
-// synth's gemma-4-26b-a4b, lfm2-8b-a1b and qwen2-57b-a14b presets
-// (tools/synth_presets_gemma_lfm_qwen2.cpp): each whole model's parameter
+// synth's gemma-4-26b-a4b, lfm2-8b-a1b, qwen2-57b-a14b and ling-3.0-tiny presets
+// (tools/synth_presets_more_families.cpp): each whole model's parameter
 // count against the published total, the Gemma file's size against the
 // ggml-org Q4_K_M GGUF, the layer kinds `inspect` names, and llama-quantize's
 // Q4_K_M types (use_more_bits blocks, row fallbacks, tied embeddings) read
@@ -132,6 +132,33 @@ TEST(SynthMorePresets, Qwen2_57bA14bHasThePublishedShape) {
   const auto& m = j["metadata"];
   EXPECT_EQ(m["qwen2moe.expert_shared_feed_forward_length"], 20480);
   EXPECT_EQ(m["qwen2moe.expert_feed_forward_length"], 2560);
+}
+
+// Ling-3.0-tiny: 7.9B parameters (llama.cpp's LLM_TYPE_7_9B_A1_3B for 24
+// blocks of 1536 with 128 experts); MLA every 4th block, KDA elsewhere;
+// expert groups 8 / 4; Q4_K_M's more-bits attn_v counted over the 18 KDA
+// blocks' attn_v (n/8 = 2, 7n/8 = 15).
+TEST(SynthMorePresets, Ling30TinyHasThePublishedShape) {
+  TempFile out("ling.gguf");
+  const auto j = inspect_zero_data("--preset ling-3.0-tiny", out);
+  EXPECT_EQ(j["architecture"], "bailingmoe3");
+  EXPECT_EQ(j["block_count"], 24);
+  EXPECT_NEAR(params_billions(j), 7.89, 0.01);
+  EXPECT_TRUE(has_tensor(j, "blk.3.attn_gate.weight"));
+  EXPECT_TRUE(has_tensor(j, "blk.23.attn_kv_a_mqa.weight"));
+  EXPECT_TRUE(has_tensor(j, "blk.22.ssm_f_a.weight"));
+  EXPECT_FALSE(has_tensor(j, "blk.22.attn_gate.weight"));
+  // KDA attn_v index i sits in block i + i / 3.
+  EXPECT_EQ(type_of(j, "blk.1.attn_v.weight"), "Q6_K");   // index 1 < 2
+  EXPECT_EQ(type_of(j, "blk.2.attn_v.weight"), "Q4_K");   // index 2
+  EXPECT_EQ(type_of(j, "blk.5.attn_v.weight"), "Q6_K");   // index 4: (4 - 2) % 3 == 2
+  EXPECT_EQ(type_of(j, "blk.20.attn_v.weight"), "Q6_K");  // index 15 >= 15
+  EXPECT_EQ(type_of(j, "blk.3.attn_k_b.weight"), "Q5_0");  // rows of 128: the Q4_K fallback
+  EXPECT_EQ(type_of(j, "output.weight"), "Q6_K");
+  const auto& m = j["metadata"];
+  EXPECT_EQ(m["bailingmoe3.expert_group_count"], 8);
+  EXPECT_EQ(m["bailingmoe3.expert_group_used_count"], 4);
+  EXPECT_EQ(m["bailingmoe3.expert_weights_norm"], true);
 }
 
 }  // namespace
