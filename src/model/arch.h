@@ -171,6 +171,10 @@ struct LayerDesc {
 struct NextnDesc {
   uint32_t layer = 0;  // blk.<layer>
   LayerDesc block;
+  // The head's final norm, blk.<layer>.<head_norm>.weight (bailingmoe3's
+  // converter names it layer_output_norm); Optional: output_norm stands in.
+  std::string head_norm = "nextn.shared_head_norm";
+  Need head_norm_need = Need::Optional;
 };
 
 struct ArchDesc {

@@ -9,14 +9,16 @@
 
 namespace sluice::model {
 
-void MtpHead::bind(Binder& b, uint32_t il, const HParams& hp, const moe::DenseWeights& dense,
+void MtpHead::bind(Binder& b, const NextnDesc& head, const HParams& hp, const moe::DenseWeights& dense,
                    const gguf::TensorInfo* token_embd, const float* output_norm, const WeightMatrix& output) {
   const uint64_t n_embd = hp.n_embd;
-  const std::string p = "blk." + std::to_string(il) + ".nextn.";
+  const std::string blk = "blk." + std::to_string(head.layer) + ".";
+  const std::string p = blk + "nextn.";
   eh_proj_ = b.matrix(p + "eh_proj.weight", 2 * n_embd, n_embd);
   enorm_ = b.vector(p + "enorm.weight", n_embd);
   hnorm_ = b.vector(p + "hnorm.weight", n_embd);
-  norm_ = b.find(p + "shared_head_norm.weight") ? b.vector(p + "shared_head_norm.weight", n_embd) : output_norm;
+  const std::string norm = blk + head.head_norm + ".weight";
+  norm_ = head.head_norm_need == Need::Required || b.find(norm) ? b.vector(norm, n_embd) : output_norm;
   lm_ = b.find(p + "shared_head_head.weight") ? b.matrix(p + "shared_head_head.weight", n_embd, hp.n_vocab) : output;
   embd_ = token_embd;
   if (b.find(p + "embed_tokens.weight")) {

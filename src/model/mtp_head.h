@@ -16,6 +16,7 @@
 #include <span>
 #include <vector>
 
+#include "model/arch.h"
 #include "model/binder.h"
 #include "model/hparams.h"
 #include "model/matmul.h"
@@ -26,9 +27,10 @@ namespace sluice::model {
 
 class MtpHead {
  public:
-  // Binds blk.<il>.nextn.* (the block's own tensors are bound by the caller);
-  // the trunk's token_embd / output_norm / output stand in for the optional ones.
-  void bind(Binder& b, uint32_t il, const HParams& hp, const moe::DenseWeights& dense,
+  // Binds blk.<head.layer>.nextn.* and the head norm head.head_norm (the
+  // block's own tensors are bound by the caller); the trunk's token_embd /
+  // output_norm / output stand in for the optional ones.
+  void bind(Binder& b, const NextnDesc& head, const HParams& hp, const moe::DenseWeights& dense,
             const gguf::TensorInfo* token_embd, const float* output_norm, const WeightMatrix& output);
 
   // x = eh_proj . [norm(embed(tokens[t])) * enorm, norm(hidden[t]) * hnorm]:

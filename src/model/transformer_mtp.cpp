@@ -14,7 +14,7 @@ namespace sluice::model {
 void Transformer::bind_mtp_head(Binder& b, const std::vector<gguf::LayerExpertParts>& experts) {
   const uint32_t il = static_cast<uint32_t>(mtp_layer_);
   bind_layer(b, il, desc_.nextn.front().block, experts);
-  mtp_.bind(b, il, hp_, *dense_, token_embd_, output_norm_, output_);
+  mtp_.bind(b, desc_.nextn.front(), hp_, *dense_, token_embd_, output_norm_, output_);
 }
 
 void Transformer::mtp_truncate(int n) {

@@ -35,6 +35,7 @@ glm-dsa-mtp-f32|glm-dsa|f32+mtp|48|--preset tiny --arch glm-dsa --type f32 --den
 deepseek4-mtp-f32|deepseek4|f32+mtp|48|--preset tiny --arch deepseek4 --type f32 --dense-type f32 --seed 5 --mtp
 bailingmoe3-f32|bailingmoe3|f32|24|--preset tiny --arch bailingmoe3 --type f32 --dense-type f32 --seed 11
 bailingmoe3-q8_0|bailingmoe3|quant|24|--preset tiny --arch bailingmoe3 --type q8_0 --dense-type q8_0 --seed 12
+bailingmoe3-mtp-f32|bailingmoe3|f32+mtp|48|--preset tiny --arch bailingmoe3 --type f32 --dense-type f32 --seed 13 --mtp
 EOF
 }
 

@@ -6,8 +6,8 @@
 // 1/sqrt(key_length_mla), each head's output scaled by sigmoid(attn_gate .
 // xn)); leading dense SwiGLU blocks, then MoE blocks with sigmoid gating +
 // exp_probs_b selection limited to the best expert groups, optional weight
-// norm and scale, and a shared expert. Trailing NextN/MTP blocks are not part
-// of the trunk and not loaded. Not supported yet (refused by name): YaRN,
+// norm and scale, and a shared expert. Trailing NextN/MTP blocks (gated MLA +
+// MoE) are loaded only for --mtp. Not supported yet (refused by name): YaRN,
 // SwiGLU clamps.
 #include <algorithm>
 #include <string>
@@ -87,7 +87,21 @@ ArchDesc describe_bailingmoe3(const ArchReader& r) {
     }
     d.layers.push_back(l);
   }
-  for (uint32_t il = trunk; il < hp.n_layer; ++il) d.ignored.push_back("blk." + std::to_string(il) + ".*");
+  // NextN/MTP blocks: gated MLA + MoE with the shared expert (llama.cpp's
+  // graph_mtp), fed from the trunk's hidden after output_norm, its final norm
+  // blk.N.layer_output_norm; the trunk's token_embd and output stand in (the
+  // files have no nextn.embed_tokens or shared_head_head).
+  for (uint32_t il = trunk; il < hp.n_layer; ++il) {
+    if ((*kv)[il] != 1) r.bad(kvk, "NextN block " + std::to_string(il) + " must be 1 (MLA)");
+    LayerDesc mtp = moe;
+    mtp.attn.kind = AttentionKind::Mla;
+    mtp.attn.head_gate = true;
+    d.ignored.push_back("blk." + std::to_string(il) + ".*");
+    NextnDesc head{il, mtp};
+    head.head_norm = "layer_output_norm";  // llama.cpp requires it
+    head.head_norm_need = Need::Required;
+    d.nextn.push_back(head);
+  }
   hp.n_layer = trunk;
   d.tied_output = true;  // output.weight when present, else token_embd
   return d;
@@ -105,9 +119,11 @@ namespace {
 // {D, E} (D = H S, S = kda.head_dim = cfg.ssm_state_size); MLA blocks as
 // deepseek2's (q LoRA or attn_q, attn_kv_a_mqa, attn_kv_a_norm, attn_k_b,
 // attn_v_b) plus attn_gate {E, H}; the FFN as deepseek2's (tensor_plan.cpp).
-// No NextN blocks yet.
+// cfg.n_nextn NextN blocks follow the trunk: gated MLA + MoE blocks (head_count_kv
+// 1) with nextn.eh_proj/enorm/hnorm, the head norm layer_output_norm and no own
+// embed_tokens or shared_head_head, as llama.cpp b10573 loads Ling 3.0's MTP
+// layer.
 void plan_bailingmoe3(const ArchSizes& cfg, PlanBuilder& p) {
-  reject_nextn(cfg);
   if (cfg.n_expert == 0) fail("--experts", "bailingmoe3 needs at least one expert");
   if (cfg.n_rot == 0 || cfg.n_rot % 2 != 0 || cfg.n_rot >= cfg.head_dim)
     fail("--head-dim", "bailingmoe3's rope part (rope.dimension_count " + std::to_string(cfg.n_rot) +
@@ -115,10 +131,12 @@ void plan_bailingmoe3(const ArchSizes& cfg, PlanBuilder& p) {
   if (cfg.kv_lora_rank == 0 || cfg.head_dim_v == 0) fail("--head-dim", "bailingmoe3 needs kv_lora_rank and v head dim > 0");
   if (cfg.full_attention_interval == 0) fail("full_attention_interval", "must be > 0");
   const std::string a = cfg.arch;
-  std::vector<int32_t> kv(cfg.n_layer);
-  for (uint32_t l = 0; l < cfg.n_layer; ++l) kv[l] = (l + 1) % cfg.full_attention_interval == 0 ? 1 : 0;
+  const uint32_t n_blocks = cfg.n_layer + cfg.n_nextn;
+  std::vector<int32_t> kv(n_blocks);
+  for (uint32_t l = 0; l < n_blocks; ++l)
+    kv[l] = l >= cfg.n_layer || (l + 1) % cfg.full_attention_interval == 0 ? 1 : 0;
   p.general(cfg);
-  p.md(a + ".block_count", gguf::Value::from_u32(cfg.n_layer));
+  p.md(a + ".block_count", gguf::Value::from_u32(n_blocks));
   p.md(a + ".context_length", gguf::Value::from_u32(cfg.context_length));
   p.md(a + ".embedding_length", gguf::Value::from_u32(cfg.n_embd));
   p.md(a + ".feed_forward_length", gguf::Value::from_u32(cfg.n_ff));
@@ -152,7 +170,7 @@ void plan_bailingmoe3(const ArchSizes& cfg, PlanBuilder& p) {
   // llama-quantize's more-bits rule counts the attn_v tensors: the KDA blocks'.
   const auto n_kda = static_cast<uint32_t>(std::count(kv.begin(), kv.end(), 0));
   uint32_t i_kda = 0;
-  for (uint32_t l = 0; l < cfg.n_layer; ++l) {
+  for (uint32_t l = 0; l < n_blocks; ++l) {
     const std::string b = "blk." + std::to_string(l) + ".";
     p.add(b + "attn_norm.weight", f32, {E}, Init::Norm, l, "--n-embd");
     if (kv[l] == 0) {
@@ -185,7 +203,8 @@ void plan_bailingmoe3(const ArchSizes& cfg, PlanBuilder& p) {
       p.add(b + "attn_output.weight", dense(H * VH), {H * VH, E}, Init::Projection, l, "--dense-type");
     }
     p.add(b + "ffn_norm.weight", f32, {E}, Init::Norm, l, "--n-embd");
-    add_moe_ffn(p, cfg, b, l, cfg.n_layer);
+    add_moe_ffn(p, cfg, b, l, n_blocks);
+    if (l >= cfg.n_layer) add_nextn(p, cfg, b, l, V, /*own_head=*/false, "layer_output_norm");
   }
   p.sort_as_quantized();
 }

@@ -148,7 +148,7 @@ void add_moe_ffn(PlanBuilder& p, const ArchSizes& cfg, const std::string& b, uin
 }
 
 void add_nextn(PlanBuilder& p, const ArchSizes& cfg, const std::string& b, uint32_t block, uint64_t n_vocab,
-               bool own_head) {
+               bool own_head, const std::string& head_norm) {
   const uint64_t E = cfg.n_embd;
   const GgmlType f32 = GgmlType::F32;
   // eh_proj's input is concat(enorm(embedding), hnorm(hidden)): fan-in 2 n_embd.
@@ -156,7 +156,7 @@ void add_nextn(PlanBuilder& p, const ArchSizes& cfg, const std::string& b, uint3
         "--dense-type");
   p.add(b + "nextn.enorm.weight", f32, {E}, Init::Norm, block, "--n-embd");
   p.add(b + "nextn.hnorm.weight", f32, {E}, Init::Norm, block, "--n-embd");
-  p.add(b + "nextn.shared_head_norm.weight", f32, {E}, Init::Norm, block, "--n-embd");
+  p.add(b + head_norm + ".weight", f32, {E}, Init::Norm, block, "--n-embd");
   if (!own_head) return;
   // llama-quantize's token_embd/output rules match those exact names only, so
   // the head's copies take the default (dense) type.

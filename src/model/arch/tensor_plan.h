@@ -218,10 +218,11 @@ void add_expert_groups(PlanBuilder& p, const ArchSizes& cfg);
 // experts and the shared expert.
 void add_moe_ffn(PlanBuilder& p, const ArchSizes& cfg, const std::string& b, uint32_t block, uint32_t n_blocks);
 // A NextN/MTP block's own tensors (its attention and FFN are added as for any
-// block): nextn.eh_proj {2 n_embd, n_embd}, enorm, hnorm, shared_head_norm and,
-// with own_head, nextn.embed_tokens and nextn.shared_head_head {n_embd, n_vocab}.
+// block): nextn.eh_proj {2 n_embd, n_embd}, enorm, hnorm, the head norm
+// (`head_norm`.weight, NextnDesc's) and, with own_head, nextn.embed_tokens and
+// nextn.shared_head_head {n_embd, n_vocab}.
 void add_nextn(PlanBuilder& p, const ArchSizes& cfg, const std::string& b, uint32_t block, uint64_t n_vocab,
-               bool own_head);
+               bool own_head, const std::string& head_norm = "nextn.shared_head_norm");
 
 // The generator registered for general.architecture `arch`; nullptr if none.
 const ArchSynth* find_arch_synth(const std::string& arch);
