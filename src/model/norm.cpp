@@ -1,5 +1,6 @@
 #include "model/norm.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "kernels/ops.h"
@@ -16,6 +17,12 @@ void rms_norm(const float* x, const float* w, int64_t n, float eps, float* y) {
 
 void rms_norm_rows(const float* x, const float* w, int64_t n_rows, int64_t n, float eps, float* y) {
   for (int64_t r = 0; r < n_rows; ++r) rms_norm(x + r * n, w, n, eps, y + r * n);
+}
+
+void l2_norm(float* x, int64_t n, float eps) {
+  const kernels::OpsKernels& k = kernels::ops();
+  const float norm = std::sqrt(static_cast<float>(k.sum_squares(x, n)));
+  k.scale_mul(x, 1.0f / std::max(norm, eps), nullptr, x, n);
 }
 
 }  // namespace sluice::model

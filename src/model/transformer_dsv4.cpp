@@ -13,6 +13,7 @@
 #include <cmath>
 #include <string>
 
+#include "model/activation.h"
 #include "model/binder.h"
 #include "model/norm.h"
 #include "model/router.h"
@@ -22,8 +23,6 @@
 
 namespace sluice::model {
 namespace {
-
-float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
 
 // Sinkhorn normalisation of the hc x hc matrix m[d * hc + s] (d: destination,
 // s: source): a softmax over d of every column plus eps, a row normalisation,

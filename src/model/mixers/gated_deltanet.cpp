@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "kernels/deltanet.h"
+#include "model/activation.h"
 #include "model/norm.h"
 
 namespace sluice::model {
@@ -59,15 +60,14 @@ void GatedDeltaNet::run(const DeltaNetWeights& w, const HParams& hp, const float
     ops.conv_step(state.conv, &qkv_[t * C], w.conv_w.data(), K, C, &conv_[t * C]);
     if (t < state.n_row_dst) std::copy_n(state.conv, conv_floats, state.row_dst[t]);
   }
-  for (float& x : conv_) x = x / (1.0f + std::exp(-x));
+  for (float& x : conv_) x = silu(x);
   // q and k L2-normalised per head (ggml_l2_norm: x / max(||x||, eps)); q
   // also takes the 1/sqrt(S) output scale.
   const float q_scale = 1.0f / std::sqrt(static_cast<float>(S));
   for (int t = 0; t < T; ++t) {
     for (int64_t h = 0; h < 2 * nk; ++h) {
       float* x = &conv_[t * C + h * S];
-      const float norm = std::sqrt(static_cast<float>(ops.sum_squares(x, S)));
-      ops.scale_mul(x, 1.0f / std::max(norm, eps), nullptr, x, S);
+      l2_norm(x, S, eps);
       if (h < nk) ops.scale_mul(x, q_scale, nullptr, x, S);
     }
   }
@@ -79,7 +79,7 @@ void GatedDeltaNet::run(const DeltaNetWeights& w, const HParams& hp, const float
       const float a = alpha_[i] + w.dt_bias[h];
       const float softplus = a > 20.0f ? a : std::log(1.0f + std::exp(a));
       decay_[i] = std::exp(softplus * w.a[h]);
-      beta_[i] = 1.0f / (1.0f + std::exp(-beta_[i]));
+      beta_[i] = sigmoid(beta_[i]);
     }
   }
   // The delta rule: heads in parallel, each walking its tokens in order.

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "kernels/deltanet.h"
+#include "model/activation.h"
 #include "model/norm.h"
 
 namespace sluice::model {
@@ -59,15 +60,14 @@ void KimiDeltaAttention::run(const KdaWeights& w, const HParams& hp, const float
     if (t < state.n_row_dst) std::copy_n(state.conv, conv_floats, state.row_dst[t]);
   }
   for (auto& c : conv_)
-    for (float& x : c) x = x / (1.0f + std::exp(-x));
+    for (float& x : c) x = silu(x);
   // q and k L2-normalised per head; q takes the 1/sqrt(S) output scale.
   const float q_scale = 1.0f / std::sqrt(static_cast<float>(S));
   for (int t = 0; t < T; ++t) {
     for (int qk = 0; qk < 2; ++qk) {
       for (int64_t h = 0; h < H; ++h) {
         float* x = &conv_[qk][t * D + h * S];
-        const float norm = std::sqrt(static_cast<float>(ops.sum_squares(x, S)));
-        ops.scale_mul(x, 1.0f / std::max(norm, eps), nullptr, x, S);
+        l2_norm(x, S, eps);
         if (qk == 0) ops.scale_mul(x, q_scale, nullptr, x, S);
       }
     }
@@ -78,11 +78,11 @@ void KimiDeltaAttention::run(const KdaWeights& w, const HParams& hp, const float
     for (int64_t c = 0; c < D; ++c) {
       float& g = gate_[t * D + c];
       const float z = (g + w.dt_bias[c]) * w.a[c / S];
-      g = std::exp(p.gate_lower_bound * (1.0f / (1.0f + std::exp(-z))));
+      g = std::exp(p.gate_lower_bound * sigmoid(z));
     }
     for (int64_t h = 0; h < H; ++h) {
       float& b = beta_[static_cast<size_t>(t) * H + h];
-      b = 1.0f / (1.0f + std::exp(-b));
+      b = sigmoid(b);
     }
   }
   // The delta rule: heads in parallel, each walking its tokens in order.
@@ -104,7 +104,7 @@ void KimiDeltaAttention::run(const KdaWeights& w, const HParams& hp, const float
       float* o = &o_[t * D + h * S];
       rms_norm(o, w.norm, S, eps, o);
       float* g = &g_[t * D + h * S];
-      for (int64_t i = 0; i < S; ++i) g[i] = o[i] * (1.0f / (1.0f + std::exp(-g[i])));
+      for (int64_t i = 0; i < S; ++i) g[i] = o[i] * sigmoid(g[i]);
     }
   }
   matmul_f32(w.out, g_.data(), T, out, pool, act);

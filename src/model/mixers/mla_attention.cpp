@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "model/activation.h"
 #include "model/norm.h"
 
 namespace sluice::model {
@@ -75,7 +76,7 @@ void MlaAttention::prepare(const MlaWeights& L, const HParams& hp_, const float*
   if (L.has_head_gate) {  // [T][n_head] sigmoid(attn_gate . xn), applied in finish()
     gate_.resize(static_cast<size_t>(T) * n_head);
     matmul_f32(L.head_gate, xn, T, gate_.data(), pool_, act_);
-    for (float& g : gate_) g = 1.0f / (1.0f + std::exp(-g));
+    for (float& g : gate_) g = sigmoid(g);
   }
   // Absorbed queries: [T][n_head][row] = [k_b_h . q_nope_h | q_pe_h].
   v_.resize(static_cast<size_t>(T) * n_head * row);
