@@ -58,10 +58,15 @@ Transformer::Transformer(std::shared_ptr<const gguf::GgufModel> gguf, const Mode
   }
   // Streamed experts and tensors the architecture ignores (e.g. a NextN block) are not loaded.
   const std::string head_prefix = "blk." + std::to_string(mtp_layer_) + ".";
-  dense_ = std::make_unique<moe::DenseWeights>(*gguf_, dc, [&](const gguf::TensorInfo& t) {
+  const auto not_loaded = [&](const gguf::TensorInfo& t) {
     return gguf::is_expert_weight(t) ||
            (desc_.ignores(t.name) && !(mtp_layer_ >= 0 && t.name.rfind(head_prefix, 0) == 0));
-  });
+  };
+  uint64_t dense_bytes = 0;
+  for (const gguf::TensorInfo& t : gguf_->tensors())
+    if (!not_loaded(t)) dense_bytes += t.bytes;
+  check_resident_fits(dense_bytes, plan.bytes.total());
+  dense_ = std::make_unique<moe::DenseWeights>(*gguf_, dc, not_loaded);
   bind_weights(experts);
   try {
     const bool now = !cfg.lazy_slots;  // lazy: slot_allocate() gives a slot its memory

@@ -67,6 +67,32 @@ uint64_t Transformer::resolve_cache_bytes(const ModelConfig& cfg, std::span<cons
   return bytes;
 }
 
+void Transformer::check_resident_fits(uint64_t dense_bytes, uint64_t state_bytes) const {
+  if (cfg_.memory_bytes == 0) return;
+  const bool anon = cfg_.dense_mode == moe::DenseMode::Anon;
+  const uint64_t dense = anon ? dense_bytes : 0;  // mmap/warm dense pages are page cache: evictable
+  const uint64_t cache = cfg_.load_all || cfg_.cache_auto ? 0 : cfg_.cache_bytes;
+  // Scratch is left out (kScratchAllowance is a planning figure, not what a
+  // small model uses): this refuses only what cannot fit at all.
+  const uint64_t need = dense + state_bytes + cache;
+  if (need <= cfg_.memory_bytes) return;
+  // Hint what would fit on its own; where nothing alone does, every lever.
+  const auto fits_without = [&](uint64_t part) { return need - part <= cfg_.memory_bytes; };
+  const bool any = (cache && fits_without(cache)) || fits_without(state_bytes) || (anon && fits_without(dense));
+  std::string hints = "free memory";
+  if (cache && (!any || fits_without(cache))) hints += ", lower --cache-mb";
+  if (!any || fits_without(state_bytes)) hints += ", lower -c";
+  if (anon && (!any || fits_without(dense)))
+    hints += ", or use --dense-weights mmap (dense pages are then re-read from the file when evicted: slow)";
+  fail(gguf_->paths().front(),
+       "needs at least " + moe::format_mib(need) + " of memory that must stay resident (" +
+           (anon ? "dense weights " + moe::format_mib(dense) + " with --dense-weights anon, " : std::string()) +
+           "model state " + moe::format_mib(state_bytes) +
+           (cache ? ", --cache-mb " + moe::format_mib(cache) : std::string()) + ") but " +
+           moe::format_mib(cfg_.memory_bytes) + " are available (MemAvailable, or the cgroup's limit where lower); " +
+           hints);
+}
+
 void Transformer::check_config() {
   if (cfg_.io_threads < 1)
     throw Error("--io-threads: must be >= 1 (got " + std::to_string(cfg_.io_threads) + ")");

@@ -183,6 +183,41 @@ TEST(ModelLoad, KvCacheAboveAvailableMemoryNamesTheFlag) {
   }
 }
 
+// What stays resident (anon dense buffers, state, scratch, a fixed cache) is
+// checked against the memory available before the dense weights are read:
+// above it the load is refused with the parts and the flags, not OOM-killed.
+TEST(ModelLoad, ResidentSetAboveAvailableMemoryIsRefusedBeforeLoading) {
+  const std::string path = write_tiny(TinySpec{}, "resident");
+  auto cfg = golden_config();
+  cfg.n_ctx = 64;
+  cfg.memory_bytes = uint64_t{1} << 20;
+  try {
+    load(path, cfg);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              path + ": needs at least 1.6 MiB of memory that must stay resident (dense weights 1.5 MiB with "
+                     "--dense-weights anon, model state 0.1 MiB) but 1 MiB are available (MemAvailable, or the "
+                     "cgroup's limit where lower); free memory, or use --dense-weights mmap (dense pages are then "
+                     "re-read from the file when evicted: slow)");
+  }
+  cfg.cache_bytes = uint64_t{8} << 20;
+  cfg.dense_mode = moe::DenseMode::Mmap;  // page cache: not counted
+  try {
+    load(path, cfg);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              path + ": needs at least 8.1 MiB of memory that must stay resident (model state 0.1 MiB, --cache-mb "
+                     "8 MiB) but 1 MiB are available (MemAvailable, or the cgroup's limit where lower); free memory, "
+                     "lower --cache-mb");
+  }
+  cfg.cache_bytes = 0;
+  EXPECT_NO_THROW(load(path, cfg));  // mapped dense weights fit
+  cfg.dense_mode = moe::DenseMode::Anon;
+  EXPECT_THROW(load(path, cfg), Error);  // their 1.5 MiB in anon buffers do not
+}
+
 TEST(ModelLoad, UnsupportedTensorType) {
   TinySpec s;
   s.attn_q_type = GgmlType::IQ2_XXS;
