@@ -46,6 +46,7 @@ uint64_t Transformer::resolve_cache_bytes(const ModelConfig& cfg, std::span<cons
     in.scratch_bytes = kScratchAllowance;
     in.floor_bytes = std::max(moe::experts_in_flight_bytes(layers, kUbatch, decode_prefetch), cfg.cache_floor_bytes);
     in.ceil_bytes = cfg.cache_ceil_bytes > 0 ? std::min(cfg.cache_ceil_bytes, all_experts) : all_experts;
+    in.demand_bytes = moe::token_demand_bytes(layers);
     const moe::AutoCacheBudget b = moe::auto_cache_budget(cfg.cache_meminfo, in);
     say("cache: " + b.how + " (dense " + (cfg.dense_mode == moe::DenseMode::Anon ? "anon buffers" : "page cache") +
         "; floor " + moe::format_mib(in.floor_bytes) + ", token demand " +

@@ -148,6 +148,15 @@ AutoCacheBudget auto_cache_budget(std::string_view meminfo_text, const AutoCache
     how += ", below the mechanical floor: using the floor " + format_mib(floor) +
            " (memory will be tight; consider a smaller --ubatch or --ctx)";
   }
+  if (in.demand_bytes != 0 && r.bytes < in.demand_bytes) {
+    r.bytes = 0;
+    r.below_floor = false;
+    r.below_demand = true;
+    r.how = how + ", below one token's expert demand of " + format_mib(in.demand_bytes) +
+            ": an LRU cache smaller than that never hits at decode (an expert returns only after the token's "
+            "other experts have gone through it); cache off.";
+    return r;
+  }
   r.how = how + "; cache budget " + format_mib(r.bytes) + ".";
   return r;
 }

@@ -73,16 +73,24 @@ struct AutoCacheInputs {
   uint64_t headroom_bytes = uint64_t{1} << 30;  // left for the OS, page cache, other programs
   uint64_t floor_bytes = 0;    // mechanical floor (cache_floor_bytes)
   uint64_t ceil_bytes = 0;     // every expert of the model: more is never useful (0: no ceiling)
+  // One token's expert demand (token_demand_bytes; 0: unknown). An LRU cache
+  // smaller than this never hits at decode: an expert comes back only after
+  // the whole token's other experts, a reuse distance above the capacity. So
+  // a budget below it turns the cache off (a cache of that size is pure cost:
+  // copies and resident memory for a 0% hit rate, measured on Qwen2-57B-A14B).
+  uint64_t demand_bytes = 0;
 };
 
 struct AutoCacheBudget {
   uint64_t bytes = 0;   // whole MiB
   std::string how;      // one sentence: the arithmetic and any clamp
   bool below_floor = false;  // memory did not even cover the floor; bytes == floor
+  bool below_demand = false;  // below one token's demand: bytes == 0, the cache is off
 };
 
 // budget = MemAvailable (util's meminfo_available_bytes) - dense - KV - scratch - headroom, rounded down to a
-// MiB, then clamped to [floor, ceil] (floor wins when ceil < floor).
+// MiB, then clamped to [floor, ceil] (floor wins when ceil < floor); then 0 (cache
+// off) when that is below in.demand_bytes.
 AutoCacheBudget auto_cache_budget(std::string_view meminfo_text, const AutoCacheInputs& in);
 
 // "1234 MiB" / "94.5 MiB" (one decimal when not whole).

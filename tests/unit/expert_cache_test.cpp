@@ -311,5 +311,26 @@ TEST(CacheBudget, AutoSizingFromMeminfo) {
   EXPECT_EQ(auto_cache_budget(kMeminfo, in).bytes, 12707 * kMiB);
 }
 
+// Below one token's expert demand an LRU cache never hits at decode: off.
+TEST(CacheBudget, AutoBelowOneTokensDemandTurnsTheCacheOff) {
+  AutoCacheInputs in;
+  in.dense_bytes = 4752 * kMiB;
+  in.headroom_bytes = 1024 * kMiB;
+  in.floor_bytes = 137 * kMiB;
+  in.demand_bytes = 10225 * kMiB;  // 16000 - 4752 - 1024 = 10224 MiB leaves 1 MiB too little
+  AutoCacheBudget b = auto_cache_budget(kMeminfo, in);
+  EXPECT_EQ(b.bytes, 0u);
+  EXPECT_TRUE(b.below_demand);
+  EXPECT_EQ(b.how,
+            "--cache-mb auto: MemAvailable 16000 MiB - dense 4752 MiB - KV 0 MiB - scratch 0 MiB - headroom 1024 MiB "
+            "leaves 10224 MiB, below one token's expert demand of 10225 MiB: an LRU cache smaller than that never "
+            "hits at decode (an expert returns only after the token's other experts have gone through it); cache "
+            "off.");
+  in.demand_bytes = 10224 * kMiB;  // exactly one token: kept
+  b = auto_cache_budget(kMeminfo, in);
+  EXPECT_EQ(b.bytes, 10224 * kMiB);
+  EXPECT_FALSE(b.below_demand);
+}
+
 }  // namespace
 }  // namespace sluice::moe
