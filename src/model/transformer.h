@@ -163,8 +163,9 @@ class Transformer final : public Model {
   StatePlan plan_state(int n_ctx) const;
   // Refuses (Error) before loading when what must stay resident cannot fit the
   // memory available (ModelConfig::memory_bytes; 0 = unknown, no check): anon
-  // dense buffers, the model state, scratch and a fixed --cache-mb. Without it
-  // a model whose dense set exceeds a cgroup limit is OOM-killed mid-load.
+  // dense buffers, the model state and a fixed --cache-mb (not scratch: only
+  // what cannot fit at all is refused). Without it a model whose dense set
+  // exceeds a cgroup limit is OOM-killed mid-load.
   void check_resident_fits(uint64_t dense_bytes, uint64_t state_bytes) const;
   static uint64_t resolve_cache_bytes(const ModelConfig& cfg, std::span<const moe::MoeLayerShape> layers,
                                       uint64_t dense_bytes, uint64_t kv_bytes, int decode_prefetch);
