@@ -695,6 +695,15 @@ float x86_order_dot(GgmlType t, int64_t n, const uint8_t* w, const void* act) {
       const auto& blk = *reinterpret_cast<const BlockQ8_0*>(b);
       for (int j = 0; j < 32; ++j) q[j] = blk.qs[j];
       d = fp16_to_fp32(blk.d);
+    } else if (t == GgmlType::Q5_0) {
+      const auto& blk = *reinterpret_cast<const BlockQ5_0*>(b);
+      uint32_t qh = 0;
+      std::memcpy(&qh, blk.qh, 4);
+      for (int j = 0; j < 16; ++j) {
+        q[j] = ((blk.qs[j] & 0x0f) | ((qh >> j & 1) << 4)) - 16;
+        q[j + 16] = ((blk.qs[j] >> 4) | ((qh >> (j + 16) & 1) << 4)) - 16;
+      }
+      d = fp16_to_fp32(blk.d);
     } else {
       const uint8_t* qs = t == GgmlType::MXFP4 ? b + 1 : b + 2;
       for (int j = 0; j < 16; ++j) {
@@ -719,7 +728,7 @@ float x86_order_dot(GgmlType t, int64_t n, const uint8_t* w, const void* act) {
   return (s0 + s2) + (s1 + s3);
 }
 
-// Q4_0, Q8_0, IQ4_NL and MXFP4 give the same bits on every SIMD ISA that has
+// Q4_0, Q5_0, Q8_0, IQ4_NL and MXFP4 give the same bits on every SIMD ISA that has
 // them (AVX2 and AVX-VNNI on x86; NEON, plain or sdot, on AArch64): integer
 // sums are exact and the float steps follow x86_order_dot, so one model has
 // the same logits on x86 and ARM. vec_dot and every column of vec_dot_cols.
@@ -728,14 +737,14 @@ TEST(KernelsLegacy, SymmetricDotsFollowTheX86OrderOnEverySimdIsa) {
   if (cpu_features().neon) {
     // scripts/test.sh --aarch64 reads this line to check that both builds ran.
     std::printf("[neon] kernels: %s\n", cpu_features().neon_dotprod ? "sdot" : "plain (no dot product)");
-    for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::IQ4_NL, GgmlType::MXFP4}) {
+    for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q5_0, GgmlType::Q8_0, GgmlType::IQ4_NL, GgmlType::MXFP4}) {
       ASSERT_NE(kernels_for(t, Isa::Neon), nullptr) << ggml_type_name(t);
       EXPECT_EQ(kernels_for(t).vec_dot, kernels_for(t, Isa::Neon)->vec_dot) << ggml_type_name(t);
     }
   }
   std::mt19937 rng(15);
   int checked = 0;
-  for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::IQ4_NL, GgmlType::MXFP4}) {
+  for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q5_0, GgmlType::Q8_0, GgmlType::IQ4_NL, GgmlType::MXFP4}) {
     for (int64_t n : {32, 64, 96, 1024, 4096}) {
       for (bool quantized : {true, false}) {
         std::vector<DotCase> cols;
@@ -766,6 +775,92 @@ TEST(KernelsLegacy, SymmetricDotsFollowTheX86OrderOnEverySimdIsa) {
     }
   }
   if (checked == 0) GTEST_SKIP() << "this CPU runs no SIMD legacy kernels";
+}
+
+// The float order of x86's offset dots (Q4_1, Q5_1 with Q8_1 activations;
+// x86/legacy_x86_dot_body.h's dot_offset), written out: the d_w * d_a part
+// as the symmetric order (unsigned levels); the m * s terms summed per pair
+// of blocks, that pair sum added to the running offsets, and the offsets added
+// after hsum. (Each m * s is exact in float, a product of two fp16 values, so
+// whether a compiler fuses it into an fma does not change a bit.)
+float x86_order_offset_dot(GgmlType t, int64_t n, const uint8_t* w, const void* act) {
+  const auto* a = static_cast<const BlockQ8_1*>(act);
+  const size_t bytes = ggml_type_info(t).block_bytes;
+  float acc[2][8] = {};
+  float offsets = 0.0f;
+  float m[2] = {}, sa[2] = {};
+  const int64_t nb = n / kLegacyBlock;
+  for (int64_t i = 0; i < nb; ++i) {
+    const uint8_t* b = w + static_cast<size_t>(i) * bytes;
+    uint16_t d16 = 0, m16 = 0;
+    std::memcpy(&d16, b, 2);
+    std::memcpy(&m16, b + 2, 2);
+    int q[32];
+    uint32_t qh = 0;
+    const uint8_t* qs = b + 4;
+    if (t == GgmlType::Q5_1) {
+      std::memcpy(&qh, b + 4, 4);
+      qs = b + 8;
+    }
+    for (int j = 0; j < 16; ++j) {
+      q[j] = (qs[j] & 0x0f) | static_cast<int>((qh >> j & 1) << 4);
+      q[j + 16] = (qs[j] >> 4) | static_cast<int>((qh >> (j + 16) & 1) << 4);
+    }
+    const float s = fp16_to_fp32(d16) * fp16_to_fp32(a[i].d);
+    for (int k = 0; k < 8; ++k) {
+      int lane = 0;
+      for (int e = 4 * k; e < 4 * k + 4; ++e) lane += q[e] * a[i].qs[e];
+      acc[i % 2][k] = std::fma(s, static_cast<float>(lane), acc[i % 2][k]);
+    }
+    m[i % 2] = fp16_to_fp32(m16);
+    sa[i % 2] = fp16_to_fp32(a[i].s);
+    if (i % 2 == 1) offsets = offsets + std::fma(m[0], sa[0], m[1] * sa[1]);
+    if (i % 2 == 0 && i + 1 == nb) offsets = std::fma(m[0], sa[0], offsets);
+  }
+  float v[8];
+  for (int k = 0; k < 8; ++k) v[k] = acc[0][k] + acc[1][k];
+  const float s0 = v[0] + v[4], s1 = v[1] + v[5], s2 = v[2] + v[6], s3 = v[3] + v[7];
+  return ((s0 + s2) + (s1 + s3)) + offsets;
+}
+
+// Q4_1 and Q5_1 give the same bits on every SIMD ISA that has them (AVX2 and
+// AVX-VNNI on x86; NEON, plain or sdot, on AArch64): x86_order_offset_dot.
+TEST(KernelsLegacy, OffsetDotsFollowTheX86OrderOnEverySimdIsa) {
+  if (cpu_features().neon)
+    for (GgmlType t : {GgmlType::Q4_1, GgmlType::Q5_1})
+      ASSERT_NE(kernels_for(t, Isa::Neon), nullptr) << ggml_type_name(t);
+  std::mt19937 rng(16);
+  int checked = 0;
+  for (GgmlType t : {GgmlType::Q4_1, GgmlType::Q5_1}) {
+    for (int64_t n : {32, 64, 96, 1024, 4096}) {
+      for (bool quantized : {true, false}) {
+        std::vector<DotCase> cols;
+        std::vector<const void*> act;
+        for (int j = 0; j < kMaxDotCols; ++j) cols.push_back(make_dot_case(t, n, rng, quantized));
+        for (const DotCase& c : cols) act.push_back(c.act.data());
+        for (Isa isa : simd_isas()) {
+          const TypeKernels* k = kernels_for(t, isa);
+          if (!k || !k->vec_dot) continue;
+          ++checked;
+          const float want = x86_order_offset_dot(t, n, cols[0].w.data(), act[0]);
+          const float got = k->vec_dot(n, cols[0].w.data(), act[0]);
+          EXPECT_EQ(0, std::memcmp(&want, &got, sizeof(float)))
+              << label(t, isa) << " n=" << n << ": " << got << " vs x86 order " << want;
+          if (!k->vec_dot_cols) continue;
+          std::vector<float> out(kMaxDotCols);
+          for (int mc : {1, 3, kMaxDotCols}) {
+            k->vec_dot_cols(n, cols[0].w.data(), act.data(), mc, out.data());
+            for (int j = 0; j < mc; ++j) {
+              const float ref = x86_order_offset_dot(t, n, cols[0].w.data(), act[j]);
+              EXPECT_EQ(0, std::memcmp(&ref, &out[j], sizeof(float)))
+                  << label(t, isa) << " n=" << n << " m=" << mc << " col " << j;
+            }
+          }
+        }
+      }
+    }
+  }
+  if (checked == 0) GTEST_SKIP() << "this CPU runs no SIMD offset-format kernels";
 }
 
 // The float order of x86's plain-format dot (x86/legacy_avx2_dot.cpp),

@@ -1,7 +1,6 @@
 // The AArch64 Advanced SIMD (NEON) set (kernel_table.h). What it lacks falls
-// back to scalar: the Q2_K/Q3_K/IQ4_XS and Q4_1/Q5_0/Q5_1 dots, every
-// dequantizer and quantizer, and the ops that are bit-identical to scalar on
-// x86 too.
+// back to scalar: every dequantizer and quantizer, and the ops that are
+// bit-identical to scalar on x86 too.
 #include "kernels/arm/kquant_neon.h"
 #include "kernels/arm/legacy_neon.h"
 #include "kernels/arm/ops_neon.h"

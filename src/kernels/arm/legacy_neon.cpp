@@ -1,5 +1,6 @@
-// NEON dot products of the symmetric legacy formats (Q4_0, Q8_0, IQ4_NL,
-// MXFP4) against Q8_0 activations, single- and multi-column, and of F32, F16
+// NEON dot products of the symmetric legacy formats (Q4_0, Q5_0, Q8_0, IQ4_NL,
+// MXFP4) against Q8_0 activations and of the offset formats (Q4_1, Q5_1)
+// against Q8_1, single- and multi-column, and of F32, F16
 // and BF16, all bit-identical to the x86 AVX2 kernels (same float order). Two builds of the same body:
 // plain Advanced SIMD (widening multiplies, every AArch64 CPU) and the
 // armv8.2-a dot product (sdot), chosen at run time from the hwcaps.
@@ -11,6 +12,8 @@
 
 #include <array>
 #include <cmath>
+#include <cstring>
+#include <tuple>
 
 #include "kernels/arm/neon_half.h"
 #include "kernels/blocks_legacy.h"
@@ -32,6 +35,54 @@ struct Q4_0Levels {
     hi = vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(q, 4)), vdupq_n_s8(8));
   }
   static float scale(const Block& b) { return half_to_float(b.d); }
+};
+// Q5_0: level = (nibble | bit e of qh << 4) - 16. Each qh byte is spread
+// over eight lanes and tested against its lane's bit (elements 0..15 take
+// bytes 0-1, elements 16..31 bytes 2-3).
+struct Q5_0Levels {
+  using Block = BlockQ5_0;
+  template <int kByte>
+  static uint8x16_t fifth_bits(uint8x8_t qh) {
+    const uint8x16_t lane_bit = {1, 2, 4, 8, 16, 32, 64, 128, 1, 2, 4, 8, 16, 32, 64, 128};
+    const uint8x16_t bytes = vcombine_u8(vdup_lane_u8(qh, kByte), vdup_lane_u8(qh, kByte + 1));
+    return vandq_u8(vtstq_u8(bytes, lane_bit), vdupq_n_u8(0x10));
+  }
+  static void levels(const Block& b, int8x16_t& lo, int8x16_t& hi) {
+    uint32_t bits = 0;
+    std::memcpy(&bits, b.qh, sizeof bits);
+    const uint8x8_t qh = vcreate_u8(bits);
+    const uint8x16_t q = vld1q_u8(b.qs);
+    const uint8x16_t l = vorrq_u8(vandq_u8(q, vdupq_n_u8(0x0f)), fifth_bits<0>(qh));
+    const uint8x16_t h = vorrq_u8(vshrq_n_u8(q, 4), fifth_bits<2>(qh));
+    lo = vsubq_s8(vreinterpretq_s8_u8(l), vdupq_n_s8(16));
+    hi = vsubq_s8(vreinterpretq_s8_u8(h), vdupq_n_s8(16));
+  }
+  static float scale(const Block& b) { return half_to_float(b.d); }
+};
+// Offset formats (x = d * q + m, Q8_1 activations): unsigned levels, which
+// fit int8 (Q4_1 0..15, Q5_1 0..31).
+struct Q4_1Levels {
+  using Block = BlockQ4_1;
+  static void levels(const Block& b, int8x16_t& lo, int8x16_t& hi) {
+    const uint8x16_t q = vld1q_u8(b.qs);
+    lo = vreinterpretq_s8_u8(vandq_u8(q, vdupq_n_u8(0x0f)));
+    hi = vreinterpretq_s8_u8(vshrq_n_u8(q, 4));
+  }
+  static float scale(const Block& b) { return half_to_float(b.d); }
+  static float offset(const Block& b) { return half_to_float(b.m); }
+};
+struct Q5_1Levels {
+  using Block = BlockQ5_1;
+  static void levels(const Block& b, int8x16_t& lo, int8x16_t& hi) {
+    uint32_t bits = 0;
+    std::memcpy(&bits, b.qh, sizeof bits);
+    const uint8x8_t qh = vcreate_u8(bits);
+    const uint8x16_t q = vld1q_u8(b.qs);
+    lo = vreinterpretq_s8_u8(vorrq_u8(vandq_u8(q, vdupq_n_u8(0x0f)), Q5_0Levels::fifth_bits<0>(qh)));
+    hi = vreinterpretq_s8_u8(vorrq_u8(vshrq_n_u8(q, 4), Q5_0Levels::fifth_bits<2>(qh)));
+  }
+  static float scale(const Block& b) { return half_to_float(b.d); }
+  static float offset(const Block& b) { return half_to_float(b.m); }
 };
 struct Q8_0Levels {
   using Block = BlockQ8_0;
