@@ -238,6 +238,32 @@ say "conditions: $conditions_start"
 if awk -v l="${load_start%% *}" -v c="$(nproc)" 'BEGIN { exit !(l > c / 2) }'; then
   warn "the machine is busy (1-minute load ${load_start%% *} on $(nproc) CPUs): the figures will be low and noisy"
 fi
+# median(list, k): the median of the numeric entries of list[1..k] ("" when none); failed samples are skipped.
+MEDIAN_AWK='
+  function median(list, k,    a, m, i, j, t) {
+    m = 0
+    for (i = 1; i <= k; ++i) if (list[i] ~ /^[0-9.]+$/) a[++m] = list[i] + 0
+    if (m == 0) return ""
+    for (i = 2; i <= m; ++i) for (j = i; j > 1 && a[j - 1] > a[j]; --j) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
+    return m % 2 ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2
+  }'
+
+# mem_probe: "GBps,bytes_per_token,roofline_tps" from `sluice bench --mem -m MODEL -t THREADS`
+# (the memory read bandwidth at the engines' thread count and the model's in-RAM decode
+# roofline, the same for both engines: they read the same weights); empty, with a warning,
+# when the probe fails (the table then has no roofline line).
+mem_probe() {
+  local row
+  { echo "### $(date -u +%T) $sluice bench --mem -m $model -t $threads -o csv"; } >>"$log" || die "cannot write $log"
+  if row=$("$sluice" bench --mem -m "$model" -t "$threads" -o csv 2>>"$log" |
+           awk -F, 'NR == 2 && $3 != "" && $5 != "" { print $3 "," $5 "," $6; f = 1 } END { exit !f }'); then
+    echo "$row"
+  else
+    warn "the memory bandwidth probe failed (see $log); no roofline in the table"
+  fi
+}
+mem_start="" mem_end=""
+((warm)) && mem_start=$(mem_probe)
 start=$SECONDS
 for ((round = 1; round <= rounds; ++round)); do
   for cond in "${conds[@]}"; do
@@ -251,6 +277,7 @@ for ((round = 1; round <= rounds; ++round)); do
   done
 done
 load_end=$(cut -d' ' -f1-3 /proc/loadavg)
+[[ -n $mem_start ]] && mem_end=$(mem_probe)
 rm -f "$out/last.err"
 
 # ---- the table -------------------------------------------------------------------------
@@ -269,14 +296,7 @@ rm -f "$out/last.err"
   echo "|---|---|--:|--:|--:|---|---|"
   for cond in "${conds[@]}"; do
     for kind in pp tg; do
-      awk -F, -v cond="$cond" -v kind="$kind" -v p="$p" -v n="$n" -v cap="$cap" '
-        function median(list, k,    a, m, i, j, t) {
-          m = 0
-          for (i = 1; i <= k; ++i) if (list[i] ~ /^[0-9.]+$/) a[++m] = list[i] + 0
-          if (m == 0) return ""
-          for (i = 2; i <= m; ++i) for (j = i; j > 1 && a[j - 1] > a[j]; --j) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
-          return m % 2 ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2
-        }
+      awk -F, -v cond="$cond" -v kind="$kind" -v p="$p" -v n="$n" -v cap="$cap" "$MEDIAN_AWK"'
         function join(list, k,    s, i) {
           s = ""
           for (i = 1; i <= k; ++i) s = s (i > 1 ? ", " : "") (list[i] ~ /^[0-9.]+$/ ? sprintf("%.2f", list[i]) : list[i])
@@ -295,5 +315,21 @@ rm -f "$out/last.err"
         }' "$samples"
     done
   done
+  if [[ -n $mem_start ]]; then
+    # Both engines' in-RAM decode medians as a share of the roofline (the start's bandwidth).
+    echo
+    awk -F, -v mem_start="$mem_start" -v mem_end="$mem_end" -v threads="$threads" -v n="$n" "$MEDIAN_AWK"'
+      NR > 1 && $1 == "warm" && $4 == "tg" { if ($3 == "sluice") s[++ns] = $5; else l[++nl] = $5 }
+      function share(x) { return x == "" ? "n/a" : sprintf("%.0f%%", 100 * x / roof) }
+      END {
+        split(mem_start, a, ","); split(mem_end, b, ",")
+        roof = a[3] + 0
+        printf "Roofline: memory read bandwidth at -t %s %.2f GB/s at the start, %s at the end " \
+               "(`sluice bench --mem`); the model reads %.3f GB of weights per decode token, so in-RAM " \
+               "decode cannot pass %.2f tok/s here. tg%s medians: sluice %s, llama.cpp %s of it.\n",
+               threads, a[1], b[1] == "" ? "n/a" : sprintf("%.2f", b[1]), a[2] / 1e9, roof, n,
+               share(median(s, ns)), share(median(l, nl))
+      }' "$samples"
+  fi
 } || die "cannot write the table"
 say "samples in $samples; log in $log"

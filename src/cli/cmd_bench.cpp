@@ -1,5 +1,7 @@
-// `sluice bench`: benchmarks. Two modes share the subcommand:
+// `sluice bench`: benchmarks. Three modes share the subcommand:
 //   --io [FILE]   the storage device's random-read ceiling (bench/io_bench),
+//   --mem         the memory read bandwidth (bench/mem_bench), with -m MODEL
+//                 also that model's in-RAM decode roofline,
 //   -m MODEL      the model benchmark, llama-bench style (bench/model_bench).
 // This file only parses flags into typed configs and prints results; the
 // measurements live in src/runtime.
@@ -12,6 +14,7 @@
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cli/commands.h"
@@ -19,9 +22,11 @@
 #include "cli/stdout_output.h"
 #include "gguf/gguf.h"
 #include "bench/io_bench.h"
+#include "bench/mem_bench.h"
 #include "bench/model_bench.h"
 #include "io/uring_queue.h"
 #include "util/error.h"
+#include "tools/model_info.h"
 #include "util/machine_conditions.h"
 
 namespace sluice::cli {
@@ -65,6 +70,10 @@ struct BenchOptions {
   std::string io_depth;             // --io-depth: -m one value; --io a list (uring points)
   std::string io_ceiling;  // --io-ceiling FILE.json
   bool measure_ceiling = false;
+  // --mem mode
+  bool mem = false;
+  std::string mem_size;  // "" = 1 GiB, or a quarter of MemAvailable where that is less
+  bool threads_given = false, reps_given = false;
 };
 
 // Default sizes without a model: from a single page to a large sequential-ish chunk.
@@ -209,9 +218,50 @@ void run_model_bench_command(const BenchOptions& o) {
   out(text);
 }
 
+// --mem: the buffer the probe reads. The default is large against any
+// last-level cache yet leaves the machine its memory; an explicit size that
+// would push the machine into reclaim is refused rather than measured.
+uint64_t mem_probe_bytes(const BenchOptions& o) {
+  const uint64_t available = read_machine_conditions().mem_available;
+  if (o.mem_size.empty()) {
+    const uint64_t gib = uint64_t{1} << 30;
+    return available > 0 ? std::clamp<uint64_t>(available / 4, uint64_t{64} << 20, gib) : gib;
+  }
+  const uint64_t bytes = bench::parse_size(o.mem_size, "--mem-size");
+  if (available > 0 && bytes > available / 2) {
+    throw Error("--mem-size: " + bench::format_size(bytes) + " is more than half of the " +
+                bench::format_size(available) + " of memory available; choose a smaller buffer");
+  }
+  return bytes;
+}
+
+void run_mem_bench_command(const BenchOptions& o) {
+  bench::MemBenchConfig cfg;
+  cfg.bytes = mem_probe_bytes(o);
+  const int cpus = std::max(1u, std::thread::hardware_concurrency());
+  cfg.threads = o.threads_given ? bench::parse_int_list(o.threads, "-t", 1, 1024)
+                                : (cpus > 1 ? std::vector<int>{1, cpus} : std::vector<int>{1});
+  cfg.passes = o.reps_given ? o.reps : 5;
+  // The roofline's numerator: what one decode token reads with everything resident.
+  uint64_t per_token = 0;
+  if (!o.model_path.empty()) per_token = tools::model_info(gguf::GgufModel::open(o.model_path)).sizing.decode_read_bytes;
+  std::fprintf(stderr, "conditions: %s\n", describe(read_machine_conditions()).c_str());
+  std::fprintf(stderr, "memory read bandwidth: %s buffer, %d timed pass(es) per point\n",
+               bench::format_size(cfg.bytes).c_str(), cfg.passes);
+  const std::vector<bench::MemBenchRow> rows = bench::run_mem_bench(cfg, [](const bench::MemBenchRow& r) {
+    std::fprintf(stderr, "  %d thread(s): %.2f GB/s best, %.2f median\n", r.threads, r.GBps_best, r.GBps_median);
+  });
+  out(bench::format_mem_bench(rows, per_token, o.model_path, o.output));
+}
+
 void run_bench(const BenchOptions& o) {
   if (o.conditions) {
     out(describe(read_machine_conditions()) + "\n");
+    return;
+  }
+  if (o.mem && o.io) throw Error("bench: --mem and --io are two benchmarks; run them one at a time");
+  if (o.mem) {
+    run_mem_bench_command(o);
     return;
   }
   if (o.io) {
@@ -222,7 +272,9 @@ void run_bench(const BenchOptions& o) {
     run_model_bench_command(o);
     return;
   }
-  throw Error("bench: choose a mode: --io FILE (storage random-read ceiling) or -m MODEL (model benchmark)");
+  throw Error(
+      "bench: choose a mode: --io FILE (storage random-read ceiling), --mem (memory read bandwidth) or -m MODEL "
+      "(model benchmark)");
 }
 
 }  // namespace
@@ -262,11 +314,19 @@ void register_bench(CLI::App& app) {
   cmd->add_option("--seed", opts->seed, "seed of the random offsets (--io) or prompt tokens (-m)")
       ->capture_default_str();
   // model mode
+  // memory mode
+  cmd->add_flag("--mem", opts->mem,
+                "measure the memory read bandwidth (all threads streaming one buffer; -t: thread counts, default 1 "
+                "and all CPUs; -r: timed passes, default 5); with -m, also the model's in-RAM decode roofline: "
+                "bandwidth / weight bytes read per decode token");
+  cmd->add_option("--mem-size", opts->mem_size,
+                  "--mem: buffer size, e.g. 2G (default 1 GiB, or a quarter of MemAvailable where less)");
   cmd->add_option("-p,--n-prompt", opts->n_prompt, "-m: prompt tokens per rep")->capture_default_str();
   cmd->add_option("-n,--n-gen", opts->n_gen, "-m: decode steps per rep")->capture_default_str();
-  cmd->add_option("-r,--repetitions", opts->reps, "-m: repetitions per configuration")->capture_default_str();
-  cmd->add_option("-t,--threads", opts->threads, "-m: compute threads, comma separated (swept)")
-      ->capture_default_str();
+  CLI::Option* reps = cmd->add_option("-r,--repetitions", opts->reps, "-m: repetitions per configuration")
+                           ->capture_default_str();
+  CLI::Option* threads = cmd->add_option("-t,--threads", opts->threads, "-m: compute threads, comma separated (swept)")
+                             ->capture_default_str();
   cmd->add_option("--io-threads", opts->io_threads, "-m: expert read lanes, comma separated (swept)")
       ->capture_default_str();
   cmd->add_option("--dense-weights", opts->dense_weights, "-m: mmap|warm|anon, comma separated (swept)")
@@ -308,8 +368,10 @@ void register_bench(CLI::App& app) {
   CLI::Option* ceil_measure = cmd->add_flag(
       "--measure-ceiling", opts->measure_ceiling, "-m: measure the device ceiling on the model file first (1 s/point)");
   ceil_file->excludes(ceil_measure);
-  cmd->callback([opts, io] {
+  cmd->callback([opts, io, reps, threads] {
     opts->io = io->count() > 0;
+    opts->reps_given = reps->count() > 0;
+    opts->threads_given = threads->count() > 0;
     run_bench(*opts);
   });
 }

@@ -148,6 +148,7 @@ json inspect_json(const ModelInfo& info, const gguf::Metadata& metadata) {
                  {"top_k", s.top_k},
                  {"token_demand_bytes", s.token_demand_bytes},
                  {"layer_demand_bytes", s.layer_demand_bytes},
+                 {"decode_read_bytes", s.decode_read_bytes},
                  {"kv_context", s.kv_context},
                  {"kv_bytes", s.kv_bytes},
                  {"kv_layout", s.kv_layout},
@@ -225,6 +226,7 @@ std::string inspect_text(const ModelInfo& info, bool full_tensors) {
   }
   line("token demand (top-" + std::to_string(s.top_k) + ")", mib(s.token_demand_bytes));
   line("layer demand", mib(s.layer_demand_bytes));
+  line("read per decode token", mib(s.decode_read_bytes) + " (all resident)");
   line("KV cache (f16, ctx " + std::to_string(s.kv_context) + ")",
        mib(s.kv_bytes) + (s.kv_layout == "mla-latent" ? " (MLA latent rows)" : ""));
   if (s.compressed_bytes > 0) line("  of which compressed blocks", mib(s.compressed_bytes));

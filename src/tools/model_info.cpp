@@ -141,6 +141,15 @@ Sizing compute_sizing(const ModelInfo& info, uint64_t kv_context, const model::A
   // The engine's own definitions (moe/cache_budget.h), so inspect and run agree.
   s.token_demand_bytes = moe::token_demand_bytes(shapes);
   s.layer_demand_bytes = moe::cache_floor_bytes(shapes, 1);
+  s.decode_read_bytes = s.dense_bytes + s.token_demand_bytes;
+  const auto named = [&](std::string_view name) {
+    const auto it = std::find_if(info.tensors.begin(), info.tensors.end(), [&](const TensorRow& t) { return t.name == name; });
+    return it == info.tensors.end() ? nullptr : &*it;
+  };
+  if (const TensorRow* embd = named("token_embd.weight"); embd && named("output.weight") && embd->ne.size() >= 2 &&
+                                                          embd->ne[1] > 0 && embd->bytes <= s.decode_read_bytes) {
+    s.decode_read_bytes -= embd->bytes - embd->bytes / embd->ne[1];  // a lookup reads one row
+  }
   if (desc) {
     // The engine's own sizing (model/state/state_spec.h): what `run` allocates
     // at this context with the default f16 KV rows and --ubatch (sliding-window

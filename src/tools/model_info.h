@@ -33,6 +33,11 @@
 //   scratch_bytes    decode-time activations, 4 bytes each:
 //                    4 * (n_vocab + n_head * kv_context + 8 * n_embd + 3 * top_k * n_ff_expert)
 //                    (n_ff_expert falls back to feed_forward_length for dense models)
+//   decode_read      weight bytes one decode token reads from memory when everything is
+//                    resident: dense - the token embedding table + one of its rows (only
+//                    when a separate output.weight exists; a tied table is read whole by
+//                    the output head) + token_demand. The numerator of the in-RAM decode
+//                    roofline (`sluice bench --mem -m`); KV reads are not in it.
 //   min_ram          dense + layer_demand + kv_bytes + recurrent_bytes + scratch_bytes
 // Models without experts get zero expert figures; unknown architectures keep
 // whatever keys exist (absent values are nullopt / 0).
@@ -84,6 +89,7 @@ struct Sizing {
   uint64_t dense_bytes = 0, expert_bytes = 0, total_bytes = 0;
   uint64_t top_k = 0;
   uint64_t token_demand_bytes = 0, layer_demand_bytes = 0;
+  uint64_t decode_read_bytes = 0;
   uint64_t kv_context = kDefaultKvContext, kv_bytes = 0, scratch_bytes = 0, min_ram_bytes = 0;
   uint64_t recurrent_bytes = 0;
   uint64_t indexer_bytes = 0;  // of kv_bytes: the DSA indexer keys (glm-dsa, deepseek4), f16 like the rows

@@ -180,6 +180,11 @@ TEST(BenchLlamaScripts, VsLlamaInterleavesRoundsAndReportsMediansAndRatios) {
                 dir +
                 "\n"
                 "if [[ $* == 'bench --conditions' ]]; then echo 'CPU fake x2; load 0.10 0.20 0.30'; exit 0; fi\n"
+                // The memory probe: 35 GB/s before the rounds, 33.5 after; 1.75 GB a token.
+                "if [[ \"$1 $2\" == 'bench --mem' ]]; then echo \"$*\" >>\"$d/mem.argv\"\n"
+                "  echo threads,bytes,GBps_best,GBps_median,decode_read_bytes,roofline_tps\n"
+                "  [[ -e $d/mem_once ]] && echo 2,1,33.500,33.000,1750000000,19.14 || echo 2,1,35.000,34.000,1750000000,20.00\n"
+                "  touch \"$d/mem_once\"; exit 0; fi\n"
                 "echo \"$*\" >>\"$d/sluice.argv\"\n"
                 "echo sluice >>\"$d/order\"\n"
                 "k=$(( $(cat \"$d/count_sluice\" 2>/dev/null || echo 0) + 1 )); echo $k "
@@ -211,6 +216,16 @@ TEST(BenchLlamaScripts, VsLlamaInterleavesRoundsAndReportsMediansAndRatios) {
       << run.out;
   EXPECT_NE(run.out.find("| in RAM, warm | tg16 tok/s | 2.00 | 1.00 | 2.00 | 3.00, 1.00, 2.00 | "
                          "1.00, 1.00, 1.00 |"),
+            std::string::npos)
+      << run.out;
+  // The roofline: probed before and after the rounds at the engines' thread count; the
+  // tg medians (sluice 2, llama.cpp 1) as shares of 20 tok/s.
+  EXPECT_EQ(file_bytes(tmp.file("mem.argv")), "bench --mem -m " + model + " -t 2 -o csv\n"
+                                              "bench --mem -m " + model + " -t 2 -o csv\n");
+  EXPECT_NE(run.out.find("Roofline: memory read bandwidth at -t 2 35.00 GB/s at the start, 33.50 at the end "
+                         "(`sluice bench --mem`); the model reads 1.750 GB of weights per decode token, so "
+                         "in-RAM decode cannot pass 20.00 tok/s here. tg16 medians: sluice 10%, llama.cpp 5% "
+                         "of it.\n"),
             std::string::npos)
       << run.out;
   // The machine's conditions head the table and precede every process in the log.

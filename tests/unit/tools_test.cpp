@@ -345,6 +345,9 @@ TEST(ToolsModelInfo, TinyPresetSizingByHand) {
   EXPECT_EQ(s.top_k, 4u);
   EXPECT_EQ(s.token_demand_bytes, 4u * 4u * 27648u);
   EXPECT_EQ(s.layer_demand_bytes, 4u * 27648u);
+  // A decode token reads one row (136 B) of token_embd (512 rows; output.weight
+  // is separate) and every other dense byte, plus its routed experts.
+  EXPECT_EQ(s.decode_read_bytes, 386560u - 512u * 136u + 136u + 4u * 4u * 27648u);
   EXPECT_EQ(s.kv_bytes, 4u * 4096u * 2u * (32u + 32u) * 2u);  // 4194304
   EXPECT_EQ(s.scratch_bytes, 4u * (512u + 4u * 4096u + 8u * 128u + 3u * 4u * 128u));
   EXPECT_EQ(s.min_ram_bytes, 386560u + 110592u + 4194304u + 77824u);
