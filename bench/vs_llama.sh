@@ -329,6 +329,10 @@ rm -f "$out/last.err"
                "decode cannot pass %.2f tok/s here. tg%s medians: sluice %s, llama.cpp %s of it.\n",
                threads, a[1], b[1] == "" ? "n/a" : sprintf("%.2f", b[1]), a[2] / 1e9, roof, n,
                share(median(s, ns)), share(median(l, nl))
+        if (b[1] != "" && (b[1] - a[1] > 0.1 * a[1] || a[1] - b[1] > 0.1 * a[1]))
+          printf "\n**Warning: the memory bandwidth moved by %+.0f%% during the run** (another load on the " \
+                 "host, or a clock change): the rounds did not see the same machine; run again.\n",
+                 100 * (b[1] - a[1]) / a[1]
       }' "$samples"
   fi
 } || die "cannot write the table"

@@ -4,10 +4,12 @@
 # Usage: scripts/test.sh            release build in build/
 #        scripts/test.sh --asan     ASan+UBSan build in build-asan/
 #        scripts/test.sh --aarch64  cross build in build-aarch64/ (scripts/build.sh --aarch64), the
-#                                   unit tests under qemu-aarch64-static, twice:
+#                                   unit tests under qemu-aarch64-static, on three CPU models:
 #          -cpu max         (armv8.x with the dot product and i8mm): the whole suite, sharded over the cores;
 #          -cpu cortex-a53  (armv8.0, no dot product): the tests whose results depend on the kernel
 #                           path (kernels, golden logits, stories greedy, invariance, MTP golden).
+#          -cpu cortex-a76  (armv8.2 with the dot product, no i8mm, like most phones of 2019-2021):
+#                           the kernel tests, the dot-product build picked at run time there too.
 #          Not run under emulation: the serve tests (the static build has no HTTP server: Debian's
 #          cpp-httplib has no static library) and the benchmarks (emulated time is no speed figure).
 set -euo pipefail
@@ -55,9 +57,11 @@ elif [[ "${1:-}" == "--aarch64" ]]; then
   rm -rf "$log_dir" && mkdir -p "$log_dir"
   run_emulated max '*'
   run_emulated cortex-a53 'Kernels*:Kquant*:Cases/GoldenTest.*:GoldenSelfCheck.*:ModelStories.*:Cases/InvarianceTest.*:MtpGolden.*'
+  run_emulated cortex-a76 'Kernels*:Kquant*'
   # Both NEON builds ran (the kernels test prints which one it saw).
   grep -qh '^\[neon\] kernels: sdot' "$log_dir"/max.*.log
   grep -qh '^\[neon\] kernels: plain' "$log_dir"/cortex-a53.*.log
+  grep -qh '^\[neon\] kernels: sdot' "$log_dir"/cortex-a76.*.log
   # The K-quant dots: both builds checked under -cpu max (kernels_kquant_order_test.cpp).
   grep -qh '^\[neon\] kquant builds checked: plain, sdot' "$log_dir"/max.*.log
 else
