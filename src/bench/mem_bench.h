@@ -1,6 +1,7 @@
 // mem_bench — the machine's memory read bandwidth, measured the way a decode
-// step reads resident weights: T threads, each streaming its own contiguous
-// slice of one large buffer once per pass, every byte loaded and summed.
+// step reads resident weights: T threads, each reading its own contiguous
+// slice of one large buffer once per pass as four interleaved streams with the
+// CPU's widest loads (mem_bench.cpp says why), every byte loaded and summed.
 //
 // Why: decode of a resident MoE model reads every weight of the dense part and
 // of the routed experts once per token, so its ceiling is (read bandwidth at

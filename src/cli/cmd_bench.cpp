@@ -313,7 +313,6 @@ void register_bench(CLI::App& app) {
                 "buffered: keep the kernel's default readahead instead of POSIX_FADV_RANDOM");
   cmd->add_option("--seed", opts->seed, "seed of the random offsets (--io) or prompt tokens (-m)")
       ->capture_default_str();
-  // model mode
   // memory mode
   cmd->add_flag("--mem", opts->mem,
                 "measure the memory read bandwidth (all threads streaming one buffer; -t: thread counts, default 1 "
@@ -321,6 +320,7 @@ void register_bench(CLI::App& app) {
                 "bandwidth / weight bytes read per decode token");
   cmd->add_option("--mem-size", opts->mem_size,
                   "--mem: buffer size, e.g. 2G (default 1 GiB, or a quarter of MemAvailable where less)");
+  // model mode
   cmd->add_option("-p,--n-prompt", opts->n_prompt, "-m: prompt tokens per rep")->capture_default_str();
   cmd->add_option("-n,--n-gen", opts->n_gen, "-m: decode steps per rep")->capture_default_str();
   CLI::Option* reps = cmd->add_option("-r,--repetitions", opts->reps, "-m: repetitions per configuration")
