@@ -36,8 +36,8 @@ using Lane = uint64_t __attribute__((vector_size(32)));
 // interleaved streams, a line of each per step, as a GEMV over a few weight
 // rows reads them. Measured on the 2-vCPU AMD EPYC VM, 2026-12-05, 1 GiB, two
 // threads: one stream of SSE2 loads 34-36 GB/s, one stream of AVX-512 loads
-// 52-54, four streams 57-60; software prefetch 256 B to 4 KiB ahead changed
-// nothing. A roofline from the low figure would put a memory-bound label on a
+// 52-54, four streams of 32-byte pairs 57-60, this loop 69-72 (37-38 on one
+// thread); software prefetch 256 B to 4 KiB ahead changed nothing. A roofline from the low figure would put a memory-bound label on a
 // decode that is not.
 SLUICE_WIDEST_LOADS
 uint64_t sum_lines(const unsigned char* p, uint64_t n) {
