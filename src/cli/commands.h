@@ -14,6 +14,7 @@ void register_chat(CLI::App& app);
 void register_logits(CLI::App& app);
 void register_tokenize(CLI::App& app);
 void register_cache_sim(CLI::App& app);
+void register_route_predict(CLI::App& app);
 void register_bench(CLI::App& app);
 void register_eval(CLI::App& app);
 void register_repack(CLI::App& app);

@@ -58,6 +58,7 @@ int main(int argc, char** argv) {
   sluice::cli::register_logits(app);
   sluice::cli::register_tokenize(app);
   sluice::cli::register_cache_sim(app);
+  sluice::cli::register_route_predict(app);
   sluice::cli::register_bench(app);
   sluice::cli::register_eval(app);
   sluice::cli::register_repack(app);
