@@ -325,8 +325,10 @@ void register_bench(CLI::App& app) {
   cmd->add_option("-n,--n-gen", opts->n_gen, "-m: decode steps per rep")->capture_default_str();
   CLI::Option* reps = cmd->add_option("-r,--repetitions", opts->reps, "-m: repetitions per configuration")
                            ->capture_default_str();
-  CLI::Option* threads = cmd->add_option("-t,--threads", opts->threads, "-m: compute threads, comma separated (swept)")
-                             ->capture_default_str();
+  CLI::Option* threads =
+      cmd->add_option("-t,--threads", opts->threads,
+                      "-m: compute threads, comma separated (swept); --mem: reading threads (default 1 and all CPUs)")
+          ->capture_default_str();
   cmd->add_option("--io-threads", opts->io_threads, "-m: expert read lanes, comma separated (swept)")
       ->capture_default_str();
   cmd->add_option("--dense-weights", opts->dense_weights, "-m: mmap|warm|anon, comma separated (swept)")

@@ -44,10 +44,10 @@ size_t cell(int layer, int n_expert, int from, int to) {
 }
 
 // Adds P(e' | e) for every evidence expert e to score[e'].
-void add_conditional(const std::vector<double>& table, int layer, int n_expert, std::span<const int> evidence,
+void add_conditional(const std::vector<uint32_t>& table, int layer, int n_expert, std::span<const int> evidence,
                      std::vector<double>& score) {
   for (int e : evidence) {
-    const double* row = &table[cell(layer, n_expert, e, 0)];
+    const uint32_t* row = &table[cell(layer, n_expert, e, 0)];
     const double n = std::accumulate(row, row + n_expert, 0.0);
     if (n <= 0) continue;
     for (int to = 0; to < n_expert; ++to) score[static_cast<size_t>(to)] += row[to] / n;
@@ -72,13 +72,19 @@ const char* route_predictor_name(RoutePredictorKind k) {
 
 RouteTables learn_route_tables(std::span<const RouteTrace> traces, int n_layers, int n_expert) {
   if (n_layers < 2 || n_expert < 1) throw Error("route predictor: needs at least 2 layers and 1 expert");
+  const uint64_t square = static_cast<uint64_t>(n_expert) * static_cast<uint64_t>(n_expert);
+  const uint64_t bytes = (2 * static_cast<uint64_t>(n_layers) * square + static_cast<uint64_t>(n_layers) * n_expert) *
+                         sizeof(uint32_t);
+  if (bytes > kMaxRouteTableBytes)
+    throw Error("route predictor: " + std::to_string(n_layers) + " layers x " + std::to_string(n_expert) +
+                " experts (the traces' largest layer and expert id) need " + std::to_string(bytes >> 20) +
+                " MiB of tables, above the " + std::to_string(kMaxRouteTableBytes >> 20) + " MiB limit");
   RouteTables t;
   t.n_layers = n_layers;
   t.n_expert = n_expert;
-  const size_t square = static_cast<size_t>(n_expert) * static_cast<size_t>(n_expert);
-  t.layer.assign(static_cast<size_t>(n_layers - 1) * square, 0.0);
-  t.token.assign(static_cast<size_t>(n_layers) * square, 0.0);
-  t.popular.assign(static_cast<size_t>(n_layers) * static_cast<size_t>(n_expert), 0.0);
+  t.layer.assign(static_cast<size_t>(n_layers - 1) * square, 0);
+  t.token.assign(static_cast<size_t>(n_layers) * square, 0);
+  t.popular.assign(static_cast<size_t>(n_layers) * static_cast<size_t>(n_expert), 0);
   for (const RouteTrace& trace : traces) {
     const auto tokens = tokens_of(trace, n_layers, n_expert);
     for (const auto& [key, routes] : tokens) {
@@ -110,7 +116,7 @@ std::vector<int> predict_next_layer(const RouteTables& t, RoutePredictorKind kin
     add_conditional(t.token, layer, n, prev_token_this_layer, score);
   if (kind == RoutePredictorKind::NextLayer || kind == RoutePredictorKind::Both)
     add_conditional(t.layer, layer - 1, n, this_token_prev_layer, score);
-  const double* popular = &t.popular[static_cast<size_t>(layer) * static_cast<size_t>(n)];
+  const uint32_t* popular = &t.popular[static_cast<size_t>(layer) * static_cast<size_t>(n)];
   std::vector<int> ids(static_cast<size_t>(n));
   std::iota(ids.begin(), ids.end(), 0);
   const auto k = static_cast<size_t>(std::clamp(depth, 0, n));

@@ -50,14 +50,20 @@ inline constexpr RoutePredictorKind kRoutePredictorKinds[] = {RoutePredictorKind
 struct RouteTables {
   int n_layers = 0;
   int n_expert = 0;
-  std::vector<double> layer;    // [L][e][e'], L < n_layers - 1
-  std::vector<double> token;    // [L][e][e']
-  std::vector<double> popular;  // [L][e]
-  uint64_t tokens = 0;          // training tokens
+  std::vector<uint32_t> layer;    // [L][e][e'], L < n_layers - 1
+  std::vector<uint32_t> token;    // [L][e][e']
+  std::vector<uint32_t> popular;  // [L][e]
+  uint64_t tokens = 0;            // training tokens
 };
 
+// The tables' size is 2 x n_layers x n_expert^2 counts: 126 MiB for 60
+// layers of 512 experts. A trace names both (its largest layer and expert
+// id), so they are checked against this before anything is allocated.
+inline constexpr uint64_t kMaxRouteTableBytes = uint64_t{1} << 30;
+
 // Learns the tables from `traces` for a model of n_layers x n_expert.
-// Error naming the trace when one routes to a layer or expert outside them.
+// Error naming the trace when one routes to a layer or expert outside them,
+// and naming the sizes when the tables would exceed kMaxRouteTableBytes.
 RouteTables learn_route_tables(std::span<const RouteTrace> traces, int n_layers, int n_expert);
 
 struct PredictionScore {

@@ -50,7 +50,7 @@ std::string complete(const std::string& words) {
 }
 
 TEST(Completion, SluiceScriptCompletesInBash) {
-  EXPECT_EQ(complete("sluice r"), "run repack\n");
+  EXPECT_EQ(complete("sluice r"), "run route-predict repack\n");
   EXPECT_EQ(complete("sluice to"), "tokenize\n");
   EXPECT_EQ(complete("sluice --vers"), "--version\n");
   EXPECT_EQ(complete("sluice run --top-"), "--top-k --top-p\n");

@@ -106,6 +106,10 @@ TEST(RoutePredictor, OutOfRangeInputsAreErrorsNamingTheTraceOrFlag) {
   EXPECT_THAT(error_of([&] { score_route_predictor(t, train, RoutePredictorKind::Both, 5); }),
               HasSubstr("--depth: 5 is outside 1..4"));
   EXPECT_THAT(error_of([&] { score_route_predictor(t, train, RoutePredictorKind::Both, 0); }), HasSubstr("--depth"));
+  // A trace's expert ids size the tables: refused before they are allocated.
+  EXPECT_THAT(error_of([&] { learn_route_tables(train, 64, 8192); }),
+              HasSubstr("64 layers x 8192 experts (the traces' largest layer and expert id) need 32770 MiB of "
+                        "tables, above the 1024 MiB limit"));
 }
 
 std::string run_cli(const std::string& args, int& rc) {
