@@ -34,9 +34,9 @@ std::vector<moe::RouteTrace> read_all(const std::vector<std::string>& paths) {
 }
 
 void print_trace(const char* role, const moe::RouteTrace& t) {
-  outf("%s %s: %s format, %zu records, %llu tokens, %d layers, top-%d of %d experts\n", role, t.source.c_str(),
-       t.format.c_str(), t.records.size(), static_cast<unsigned long long>(t.n_tokens()), t.n_layers(),
-       t.max_top_k(), t.n_expert());
+  outf("%s %s: %s format, %zu records, %llu tokens, %d layers, top-%d of %d experts\n", role,
+       t.source.c_str(), t.format.c_str(), t.records.size(),
+       static_cast<unsigned long long>(t.n_tokens()), t.n_layers(), t.max_top_k(), t.n_expert());
 }
 
 void run_route_predict(const RoutePredictOptions& o) {
@@ -48,11 +48,14 @@ void run_route_predict(const RoutePredictOptions& o) {
       n_expert = std::max(n_expert, t.n_expert());
       top_k = std::max(top_k, t.max_top_k());
     }
-  if (n_layers < 2) throw Error("route-predict: the traces hold fewer than 2 layers; there is no next layer to predict");
+  if (n_layers < 2)
+    throw Error(
+        "route-predict: the traces hold fewer than 2 layers; there is no next layer to predict");
   std::vector<int> depths = o.depths;
   if (depths.empty())
     for (int d : {1, top_k, 2 * top_k})
-      if (d <= n_expert && std::find(depths.begin(), depths.end(), d) == depths.end()) depths.push_back(d);
+      if (d <= n_expert && std::find(depths.begin(), depths.end(), d) == depths.end())
+        depths.push_back(d);
   const moe::RouteTables tables = moe::learn_route_tables(train, n_layers, n_expert);
   std::vector<moe::PredictionScore> scores;
   for (int d : depths)
@@ -81,12 +84,13 @@ void run_route_predict(const RoutePredictOptions& o) {
   }
   for (const moe::RouteTrace& t : train) print_trace("train", t);
   for (const moe::RouteTrace& t : test) print_trace("test ", t);
-  outf("predicting layer L+1's experts of every test token from what the training traces learned "
-       "(%llu tokens); %llu positions (token, layer 1..%d)\n\n",
-       static_cast<unsigned long long>(tables.tokens),
-       static_cast<unsigned long long>(scores.empty() ? 0 : scores.front().positions), n_layers - 1);
-  outf("%-15s %6s %10s %8s %14s %22s\n", "predictor", "depth", "precision", "recall", "random recall",
-       "correct / routed");
+  outf(
+      "predicting layer L+1's experts of every test token from what the training traces learned "
+      "(%llu tokens); %llu positions (token, layer 1..%d)\n\n",
+      static_cast<unsigned long long>(tables.tokens),
+      static_cast<unsigned long long>(scores.empty() ? 0 : scores.front().positions), n_layers - 1);
+  outf("%-15s %6s %10s %8s %14s %22s\n", "predictor", "depth", "precision", "recall",
+       "random recall", "correct / routed");
   for (const moe::PredictionScore& s : scores) {
     const std::string counts = std::to_string(s.correct) + " / " + std::to_string(s.actual);
     outf("%-15s %6d %9.1f%% %7.1f%% %13.1f%% %22s\n", moe::route_predictor_name(s.kind), s.depth,
@@ -99,21 +103,28 @@ void run_route_predict(const RoutePredictOptions& o) {
 void register_route_predict(CLI::App& app) {
   auto opts = std::make_shared<RoutePredictOptions>();
   CLI::App* cmd = app.add_subcommand(
-      "route-predict", "learn next-layer expert predictors from routing traces and score them on others");
-  cmd->add_option("--train", opts->train, "routing trace to learn from (any format cache-sim reads); repeatable")
+      "route-predict",
+      "learn next-layer expert predictors from routing traces and score them on others");
+  cmd->add_option("--train", opts->train,
+                  "routing trace to learn from (any format cache-sim reads); repeatable")
       ->required();
-  cmd->add_option("--trace", opts->test, "routing trace to score the predictors on; repeatable")->required();
-  cmd->add_option("--depth", opts->depths,
-                  "experts predicted per (token, layer), comma separated (default: 1, top-k, 2 x top-k)")
+  cmd->add_option("--trace", opts->test, "routing trace to score the predictors on; repeatable")
+      ->required();
+  cmd->add_option(
+         "--depth", opts->depths,
+         "experts predicted per (token, layer), comma separated (default: 1, top-k, 2 x top-k)")
       ->delimiter(',');
   cmd->add_flag("--json", opts->json, "print the results as JSON");
   cmd->footer(
-      "Predictors: popular (the layer's most chosen experts), previous-token (what followed the previous "
-      "token's experts at this layer), next-layer (what followed this token's experts at the layer before), "
+      "Predictors: popular (the layer's most chosen experts), previous-token (what followed the "
+      "previous "
+      "token's experts at this layer), next-layer (what followed this token's experts at the layer "
+      "before), "
       "both (the two added).\n"
       "Examples:\n"
       "  sluice route-predict --train gsm8k_2_routing.jsonl --trace humaneval_2_routing.jsonl\n"
-      "  sluice run -m model.gguf -f a.txt -n 256 --route-trace a.jsonl   # then the same with b.txt\n"
+      "  sluice run -m model.gguf -f a.txt -n 256 --route-trace a.jsonl   # then the same with "
+      "b.txt\n"
       "  sluice route-predict --train a.jsonl --trace b.jsonl --depth 2,4 --json");
   cmd->callback([opts] { run_route_predict(*opts); });
 }

@@ -19,12 +19,13 @@ std::map<TokenKey, LayerRoutes> tokens_of(const RouteTrace& t, int n_layers, int
   std::map<TokenKey, LayerRoutes> out;
   for (const RouteRecord& r : t.records) {
     if (r.layer < 0 || r.layer >= n_layers)
-      throw Error(t.source + ": layer " + std::to_string(r.layer) + " is outside the " + std::to_string(n_layers) +
-                  " layers the predictor was learned for");
+      throw Error(t.source + ": layer " + std::to_string(r.layer) + " is outside the " +
+                  std::to_string(n_layers) + " layers the predictor was learned for");
     for (int e : r.experts)
       if (e < 0 || e >= n_expert)
-        throw Error(t.source + ": expert " + std::to_string(e) + " at layer " + std::to_string(r.layer) +
-                    " is outside the " + std::to_string(n_expert) + " experts the predictor was learned for");
+        throw Error(t.source + ": expert " + std::to_string(e) + " at layer " +
+                    std::to_string(r.layer) + " is outside the " + std::to_string(n_expert) +
+                    " experts the predictor was learned for");
     LayerRoutes& l = out[{r.seq, r.pos}];
     l.resize(static_cast<size_t>(n_layers), nullptr);
     l[static_cast<size_t>(r.layer)] = &r.experts;
@@ -32,7 +33,8 @@ std::map<TokenKey, LayerRoutes> tokens_of(const RouteTrace& t, int n_layers, int
   return out;
 }
 
-const LayerRoutes* previous_token(const std::map<TokenKey, LayerRoutes>& tokens, const TokenKey& k) {
+const LayerRoutes* previous_token(const std::map<TokenKey, LayerRoutes>& tokens,
+                                  const TokenKey& k) {
   const auto it = tokens.find({k.first, k.second - 1});
   return it == tokens.end() ? nullptr : &it->second;
 }
@@ -44,8 +46,8 @@ size_t cell(int layer, int n_expert, int from, int to) {
 }
 
 // Adds P(e' | e) for every evidence expert e to score[e'].
-void add_conditional(const std::vector<uint32_t>& table, int layer, int n_expert, std::span<const int> evidence,
-                     std::vector<double>& score) {
+void add_conditional(const std::vector<uint32_t>& table, int layer, int n_expert,
+                     std::span<const int> evidence, std::vector<double>& score) {
   for (int e : evidence) {
     const uint32_t* row = &table[cell(layer, n_expert, e, 0)];
     const double n = std::accumulate(row, row + n_expert, 0.0);
@@ -71,14 +73,17 @@ const char* route_predictor_name(RoutePredictorKind k) {
 }
 
 RouteTables learn_route_tables(std::span<const RouteTrace> traces, int n_layers, int n_expert) {
-  if (n_layers < 2 || n_expert < 1) throw Error("route predictor: needs at least 2 layers and 1 expert");
+  if (n_layers < 2 || n_expert < 1)
+    throw Error("route predictor: needs at least 2 layers and 1 expert");
   const uint64_t square = static_cast<uint64_t>(n_expert) * static_cast<uint64_t>(n_expert);
-  const uint64_t bytes = (2 * static_cast<uint64_t>(n_layers) * square + static_cast<uint64_t>(n_layers) * n_expert) *
-                         sizeof(uint32_t);
+  const uint64_t bytes =
+      (2 * static_cast<uint64_t>(n_layers) * square + static_cast<uint64_t>(n_layers) * n_expert) *
+      sizeof(uint32_t);
   if (bytes > kMaxRouteTableBytes)
-    throw Error("route predictor: " + std::to_string(n_layers) + " layers x " + std::to_string(n_expert) +
-                " experts (the traces' largest layer and expert id) need " + std::to_string(bytes >> 20) +
-                " MiB of tables, above the " + std::to_string(kMaxRouteTableBytes >> 20) + " MiB limit");
+    throw Error(
+        "route predictor: " + std::to_string(n_layers) + " layers x " + std::to_string(n_expert) +
+        " experts (the traces' largest layer and expert id) need " + std::to_string(bytes >> 20) +
+        " MiB of tables, above the " + std::to_string(kMaxRouteTableBytes >> 20) + " MiB limit");
   RouteTables t;
   t.n_layers = n_layers;
   t.n_expert = n_expert;
@@ -93,10 +98,12 @@ RouteTables learn_route_tables(std::span<const RouteTrace> traces, int n_layers,
       for (int l = 0; l < n_layers; ++l) {
         const std::vector<int>* here = routes[static_cast<size_t>(l)];
         if (!here) continue;
-        for (int e : *here) t.popular[static_cast<size_t>(l) * static_cast<size_t>(n_expert) + e] += 1;
+        for (int e : *here)
+          t.popular[static_cast<size_t>(l) * static_cast<size_t>(n_expert) + e] += 1;
         if (l + 1 < n_layers && routes[static_cast<size_t>(l + 1)])
           for (int from : *here)
-            for (int to : *routes[static_cast<size_t>(l + 1)]) t.layer[cell(l, n_expert, from, to)] += 1;
+            for (int to : *routes[static_cast<size_t>(l + 1)])
+              t.layer[cell(l, n_expert, from, to)] += 1;
         if (prev && (*prev)[static_cast<size_t>(l)])
           for (int from : *(*prev)[static_cast<size_t>(l)])
             for (int to : *here) t.token[cell(l, n_expert, from, to)] += 1;
@@ -109,7 +116,9 @@ RouteTables learn_route_tables(std::span<const RouteTrace> traces, int n_layers,
 std::vector<int> predict_next_layer(const RouteTables& t, RoutePredictorKind kind, int layer,
                                     std::span<const int> this_token_prev_layer,
                                     std::span<const int> prev_token_this_layer, int depth) {
-  if (layer < 1 || layer >= t.n_layers) throw Error("route predictor: layer " + std::to_string(layer) + " has no layer before it in the tables");
+  if (layer < 1 || layer >= t.n_layers)
+    throw Error("route predictor: layer " + std::to_string(layer) +
+                " has no layer before it in the tables");
   const int n = t.n_expert;
   std::vector<double> score(static_cast<size_t>(n), 0.0);
   if (kind == RoutePredictorKind::PreviousToken || kind == RoutePredictorKind::Both)
@@ -120,12 +129,13 @@ std::vector<int> predict_next_layer(const RouteTables& t, RoutePredictorKind kin
   std::vector<int> ids(static_cast<size_t>(n));
   std::iota(ids.begin(), ids.end(), 0);
   const auto k = static_cast<size_t>(std::clamp(depth, 0, n));
-  std::partial_sort(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(k), ids.end(), [&](int a, int b) {
-    if (score[static_cast<size_t>(a)] != score[static_cast<size_t>(b)])
-      return score[static_cast<size_t>(a)] > score[static_cast<size_t>(b)];
-    if (popular[a] != popular[b]) return popular[a] > popular[b];
-    return a < b;
-  });
+  std::partial_sort(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(k), ids.end(),
+                    [&](int a, int b) {
+                      if (score[static_cast<size_t>(a)] != score[static_cast<size_t>(b)])
+                        return score[static_cast<size_t>(a)] > score[static_cast<size_t>(b)];
+                      if (popular[a] != popular[b]) return popular[a] > popular[b];
+                      return a < b;
+                    });
   ids.resize(k);
   return ids;
 }
@@ -140,8 +150,8 @@ double PredictionScore::recall() const {
 PredictionScore score_route_predictor(const RouteTables& tables, std::span<const RouteTrace> traces,
                                       RoutePredictorKind kind, int depth) {
   if (depth < 1 || depth > tables.n_expert)
-    throw Error("--depth: " + std::to_string(depth) + " is outside 1.." + std::to_string(tables.n_expert) +
-                " (the experts per layer)");
+    throw Error("--depth: " + std::to_string(depth) + " is outside 1.." +
+                std::to_string(tables.n_expert) + " (the experts per layer)");
   PredictionScore s;
   s.kind = kind;
   s.depth = depth;
@@ -154,12 +164,14 @@ PredictionScore score_route_predictor(const RouteTables& tables, std::span<const
         const std::vector<int>* here = routes[static_cast<size_t>(l)];
         if (!before || !here) continue;
         const std::vector<int>* prev_here = prev ? (*prev)[static_cast<size_t>(l)] : nullptr;
-        const std::vector<int> guess =
-            predict_next_layer(tables, kind, l, *before, prev_here ? std::span<const int>(*prev_here) : std::span<const int>(), depth);
+        const std::vector<int> guess = predict_next_layer(
+            tables, kind, l, *before,
+            prev_here ? std::span<const int>(*prev_here) : std::span<const int>(), depth);
         ++s.positions;
         s.predicted += guess.size();
         s.actual += here->size();
-        for (int e : guess) s.correct += static_cast<uint64_t>(std::count(here->begin(), here->end(), e) > 0);
+        for (int e : guess)
+          s.correct += static_cast<uint64_t>(std::count(here->begin(), here->end(), e) > 0);
       }
     }
   }

@@ -42,10 +42,11 @@
 namespace sluice::moe {
 
 enum class RoutePredictorKind { Popular, PreviousToken, NextLayer, Both };
-const char* route_predictor_name(RoutePredictorKind k);  // "popular", "previous-token", "next-layer", "both"
-inline constexpr RoutePredictorKind kRoutePredictorKinds[] = {RoutePredictorKind::Popular,
-                                                              RoutePredictorKind::PreviousToken,
-                                                              RoutePredictorKind::NextLayer, RoutePredictorKind::Both};
+const char* route_predictor_name(
+    RoutePredictorKind k);  // "popular", "previous-token", "next-layer", "both"
+inline constexpr RoutePredictorKind kRoutePredictorKinds[] = {
+    RoutePredictorKind::Popular, RoutePredictorKind::PreviousToken, RoutePredictorKind::NextLayer,
+    RoutePredictorKind::Both};
 
 struct RouteTables {
   int n_layers = 0;
@@ -69,10 +70,10 @@ RouteTables learn_route_tables(std::span<const RouteTrace> traces, int n_layers,
 struct PredictionScore {
   RoutePredictorKind kind = RoutePredictorKind::Popular;
   int depth = 0;
-  uint64_t positions = 0;  // (token, layer) pairs predicted
-  uint64_t predicted = 0;  // experts named (positions x depth)
-  uint64_t actual = 0;     // experts the positions routed to
-  uint64_t correct = 0;    // named and routed to
+  uint64_t positions = 0;    // (token, layer) pairs predicted
+  uint64_t predicted = 0;    // experts named (positions x depth)
+  uint64_t actual = 0;       // experts the positions routed to
+  uint64_t correct = 0;      // named and routed to
   double precision() const;  // correct / predicted (0 when none)
   double recall() const;     // correct / actual (0 when none)
 };

@@ -1,19 +1,17 @@
 // Next-layer predictors learned from routing traces (moe/route_predictor.h):
 // hand-worked counts on a tiny trace, the fallbacks, the errors, the CLI, and
 // the shared Mixtral traces (learned on GSM8K, scored on HumanEval).
+#include "moe/route_predictor.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <unistd.h>
 
-#include <cstdio>
-#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
-#include "moe/route_predictor.h"
 #include "moe/route_trace.h"
 #include "test_support.h"
 #include "util/error.h"
@@ -21,10 +19,9 @@
 namespace sluice::moe {
 namespace {
 
-namespace fs = std::filesystem;
+using sluice::test::error_of;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-using sluice::test::error_of;
 
 // 3 layers of 4 experts, top-1, one sequence of 4 tokens. Layer 1 is layer
 // 0's expert + 1; layer 2 repeats layer 1.
@@ -89,56 +86,53 @@ TEST(RoutePredictor, EvidenceAddsConditionalsAndUnseenExpertsFallBackToPopularit
               ElementsAre(3, 1));
   // Token evidence at layer 2: after 1 came 2 and 3 (0.5 each); layer
   // evidence 0 -> 1 (1.0); both: 1 (1.0), then 2 and 3 tied at 0.5, lower id.
-  EXPECT_THAT(predict_next_layer(t, RoutePredictorKind::Both, 2, std::vector<int>{1}, std::vector<int>{1}, 3),
+  EXPECT_THAT(predict_next_layer(t, RoutePredictorKind::Both, 2, std::vector<int>{1},
+                                 std::vector<int>{1}, 3),
               ElementsAre(1, 2, 3));
-  EXPECT_THAT(predict_next_layer(t, RoutePredictorKind::PreviousToken, 2, std::vector<int>{1}, std::vector<int>{1}, 2),
+  EXPECT_THAT(predict_next_layer(t, RoutePredictorKind::PreviousToken, 2, std::vector<int>{1},
+                                 std::vector<int>{1}, 2),
               ElementsAre(2, 3));
 }
 
 TEST(RoutePredictor, OutOfRangeInputsAreErrorsNamingTheTraceOrFlag) {
   const std::vector<RouteTrace> train = {parse(kChain)};
   const RouteTables t = learn_route_tables(train, 3, 4);
-  const std::vector<RouteTrace> wide = {parse(R"({"pos":0,"layer":0,"experts":[7]})" "\n", "wide.jsonl")};
+  const std::vector<RouteTrace> wide = {parse(R"({"pos":0,"layer":0,"experts":[7]})"
+                                              "\n",
+                                              "wide.jsonl")};
   EXPECT_THAT(error_of([&] { score_route_predictor(t, wide, RoutePredictorKind::Both, 1); }),
               HasSubstr("wide.jsonl: expert 7 at layer 0 is outside the 4 experts"));
-  const std::vector<RouteTrace> deep = {parse(R"({"pos":0,"layer":5,"experts":[1]})" "\n", "deep.jsonl")};
-  EXPECT_THAT(error_of([&] { learn_route_tables(deep, 3, 4); }), HasSubstr("deep.jsonl: layer 5 is outside the 3 layers"));
+  const std::vector<RouteTrace> deep = {parse(R"({"pos":0,"layer":5,"experts":[1]})"
+                                              "\n",
+                                              "deep.jsonl")};
+  EXPECT_THAT(error_of([&] { learn_route_tables(deep, 3, 4); }),
+              HasSubstr("deep.jsonl: layer 5 is outside the 3 layers"));
   EXPECT_THAT(error_of([&] { score_route_predictor(t, train, RoutePredictorKind::Both, 5); }),
               HasSubstr("--depth: 5 is outside 1..4"));
-  EXPECT_THAT(error_of([&] { score_route_predictor(t, train, RoutePredictorKind::Both, 0); }), HasSubstr("--depth"));
+  EXPECT_THAT(error_of([&] { score_route_predictor(t, train, RoutePredictorKind::Both, 0); }),
+              HasSubstr("--depth"));
   // A trace's expert ids size the tables: refused before they are allocated.
-  EXPECT_THAT(error_of([&] { learn_route_tables(train, 64, 8192); }),
-              HasSubstr("64 layers x 8192 experts (the traces' largest layer and expert id) need 32770 MiB of "
-                        "tables, above the 1024 MiB limit"));
-}
-
-std::string run_cli(const std::string& args, int& rc) {
-  const std::string cmd = std::string(SLUICE_BINARY) + " route-predict " + args + " 2>&1";
-  std::FILE* p = ::popen(cmd.c_str(), "r");
-  if (!p) return "popen failed";
-  std::string out;
-  char buf[4096];
-  for (size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
-  rc = ::pclose(p);
-  return out;
+  EXPECT_THAT(
+      error_of([&] { learn_route_tables(train, 64, 8192); }),
+      HasSubstr(
+          "64 layers x 8192 experts (the traces' largest layer and expert id) need 32770 MiB of "
+          "tables, above the 1024 MiB limit"));
 }
 
 TEST(RoutePredictor, CliPrintsEveryPredictorAtTheDefaultDepths) {
-  const fs::path path = fs::current_path() / ("route_predict_" + std::to_string(::getpid()) + ".jsonl");
+  const test::TempDir dir;
+  const std::string path = dir.file("chain.jsonl");
   {
-    std::FILE* f = std::fopen(path.c_str(), "w");
-    ASSERT_NE(f, nullptr);
-    std::fputs(kChain, f);
-    std::fclose(f);
+    std::ofstream f(path);
+    f << kChain;
+    ASSERT_TRUE(f.good());
   }
-  int rc = 0;
-  const std::string out = run_cli("--train " + path.string() + " --trace " + path.string() + " --json", rc);
-  const std::string table = run_cli("--train " + path.string() + " --trace " + path.string(), rc);
-  int bad_rc = 0;
-  const std::string bad = run_cli("--train " + path.string() + " --trace " + path.string() + " --depth 9", bad_rc);
-  fs::remove(path);
-  ASSERT_EQ(rc, 0) << out;
-  const nlohmann::json j = nlohmann::json::parse(out);
+  const std::string both = "route-predict --train " + path + " --trace " + path;
+  const test::CliResult json = test::run_sluice(both + " --json");
+  const test::CliResult table = test::run_sluice(both);
+  const test::CliResult bad = test::run_sluice(both + " --depth 9");
+  ASSERT_EQ(json.status, 0) << json.out;
+  const nlohmann::json j = nlohmann::json::parse(json.out);
   // Depths 1 and 2 (top-k 1, 2 x top-k 2), four predictors each.
   ASSERT_EQ(j["results"].size(), 8u);
   EXPECT_EQ(j["results"][0]["predictor"], "popular");
@@ -147,9 +141,12 @@ TEST(RoutePredictor, CliPrintsEveryPredictorAtTheDefaultDepths) {
   EXPECT_EQ(j["results"][2]["recall"], 1.0);
   EXPECT_EQ(j["results"][4]["depth"], 2);
   EXPECT_EQ(j["results"][4]["random_recall"], 0.5);
-  EXPECT_THAT(table, HasSubstr("previous-token       1      75.0%    75.0%          25.0%                  6 / 8"));
-  EXPECT_NE(bad_rc, 0);
-  EXPECT_THAT(bad, HasSubstr("--depth: 9 is outside 1..4"));
+  EXPECT_THAT(
+      table.out,
+      HasSubstr(
+          "previous-token       1      75.0%    75.0%          25.0%                  6 / 8"));
+  EXPECT_NE(bad.status, 0);
+  EXPECT_THAT(bad.out, HasSubstr("--depth: 9 is outside 1..4"));
 }
 
 // Real routing: Mixtral-8x7B (32 layers, top-2 of 8), learned on the two GSM8K
@@ -161,7 +158,8 @@ TEST(RoutePredictor, CliPrintsEveryPredictorAtTheDefaultDepths) {
 TEST(RoutePredictor, SharedMixtralTracesBeatAStaticGuess) {
   const std::string gsm = "data/routing/mixtral-8x7b/gsm8k_2_routing.jsonl";
   const std::string he = "data/routing/mixtral-8x7b/humaneval_2_routing.jsonl";
-  if (!test::shared_has(gsm) || !test::shared_has(he)) GTEST_SKIP() << "shared Mixtral traces absent";
+  if (!test::shared_has(gsm) || !test::shared_has(he))
+    GTEST_SKIP() << "shared Mixtral traces absent";
   const std::vector<RouteTrace> train = {read_route_trace(test::shared_path(gsm))},
                                 scored = {read_route_trace(test::shared_path(he))};
   const RouteTables t = learn_route_tables(train, 32, 8);
@@ -169,7 +167,8 @@ TEST(RoutePredictor, SharedMixtralTracesBeatAStaticGuess) {
   const PredictionScore layer = score_route_predictor(t, scored, RoutePredictorKind::NextLayer, 2);
   EXPECT_GT(pop.positions, 10000u);
   EXPECT_EQ(layer.positions, pop.positions);
-  const PredictionScore token = score_route_predictor(t, scored, RoutePredictorKind::PreviousToken, 2);
+  const PredictionScore token =
+      score_route_predictor(t, scored, RoutePredictorKind::PreviousToken, 2);
   EXPECT_GT(layer.recall(), pop.recall() + 0.04);
   EXPECT_GT(token.recall(), pop.recall() + 0.03);
   EXPECT_GT(pop.recall(), 0.24);
