@@ -45,7 +45,7 @@ complete_words() {
     _sluice; printf "%s\n" "${COMPREPLY[@]}"' _ "$prefix/share/bash-completion/completions/sluice" "$@"
 }
 got=$(complete_words sluice r | sort | tr '\n' ' ')
-[[ $got == "repack run " ]] || fail "'sluice r<TAB>' completed to '$got', expected 'repack run'"
+[[ $got == "repack route-predict run " ]] || fail "'sluice r<TAB>' completed to '$got', expected 'repack route-predict run'"
 got=$(complete_words sluice run --top- | tr '\n' ' ')
 [[ $got == *--top-k* && $got == *--top-p* ]] || fail "'sluice run --top-<TAB>' completed to '$got'"
 got=$(complete_words sluice run -m x.gguf | tr -d '\n')
