@@ -111,9 +111,7 @@ void print_table(const std::vector<moe::RouteTrace>& traces, const std::vector<m
   for (const auto& t : traces) {
     records += t.records.size();
     tokens += t.n_tokens();
-    outf("trace %s: %s format, %zu records, %llu tokens, %d layers, top-%d of %d experts\n",
-                t.source.c_str(), t.format.c_str(), t.records.size(),
-                static_cast<unsigned long long>(t.n_tokens()), t.n_layers(), t.max_top_k(), t.n_expert());
+    outf("trace %s\n", t.summary().c_str());
   }
   const std::string size = o.expert_mib > 0 ? fmt_mib(o.expert_mib) + " MiB" + o.expert_size_source
                                             : std::string("unknown (give -m MODEL or --expert-mib for byte columns)");
@@ -179,8 +177,7 @@ void run_cache_sim(CacheSimCliOptions& o, bool expert_mib_given) {
   if (!sized_by.empty() && !expert_mib_given) o.expert_mib = model_expert_mib(sized_by, o.expert_size_source);
   if (!o.cache_mb.empty() && !(o.expert_mib > 0))
     throw Error("--cache-mb: a budget in MiB needs the expert size: give -m MODEL or --expert-mib X");
-  std::vector<moe::RouteTrace> traces;
-  for (const std::string& p : o.traces) traces.push_back(moe::read_route_trace(p));
+  std::vector<moe::RouteTrace> traces = moe::read_route_traces(o.traces);
   if (!o.replay_onto.empty())
     for (moe::RouteTrace& t : traces) t = replay_onto_model(t, o.replay_onto, o.tokens);
   moe::CacheSimOptions opt;

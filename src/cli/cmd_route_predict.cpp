@@ -27,20 +27,9 @@ struct RoutePredictOptions {
   bool json = false;
 };
 
-std::vector<moe::RouteTrace> read_all(const std::vector<std::string>& paths) {
-  std::vector<moe::RouteTrace> out;
-  for (const std::string& p : paths) out.push_back(moe::read_route_trace(p));
-  return out;
-}
-
-void print_trace(const char* role, const moe::RouteTrace& t) {
-  outf("%s %s: %s format, %zu records, %llu tokens, %d layers, top-%d of %d experts\n", role,
-       t.source.c_str(), t.format.c_str(), t.records.size(),
-       static_cast<unsigned long long>(t.n_tokens()), t.n_layers(), t.max_top_k(), t.n_expert());
-}
-
 void run_route_predict(const RoutePredictOptions& o) {
-  const std::vector<moe::RouteTrace> train = read_all(o.train), test = read_all(o.test);
+  const std::vector<moe::RouteTrace> train = moe::read_route_traces(o.train),
+                                     test = moe::read_route_traces(o.test);
   int n_layers = 0, n_expert = 0, top_k = 0;
   for (const auto* set : {&train, &test})
     for (const moe::RouteTrace& t : *set) {
@@ -57,10 +46,8 @@ void run_route_predict(const RoutePredictOptions& o) {
       if (d <= n_expert && std::find(depths.begin(), depths.end(), d) == depths.end())
         depths.push_back(d);
   const moe::RouteTables tables = moe::learn_route_tables(train, n_layers, n_expert);
-  std::vector<moe::PredictionScore> scores;
-  for (int d : depths)
-    for (moe::RoutePredictorKind k : moe::kRoutePredictorKinds)
-      scores.push_back(moe::score_route_predictor(tables, test, k, d));
+  const std::vector<moe::PredictionScore> scores =
+      moe::score_route_predictors(tables, test, depths);
   if (o.json) {
     nlohmann::json j;
     j["layers"] = n_layers;
@@ -82,8 +69,8 @@ void run_route_predict(const RoutePredictOptions& o) {
     outf("%s\n", json_text(j, 2).c_str());
     return;
   }
-  for (const moe::RouteTrace& t : train) print_trace("train", t);
-  for (const moe::RouteTrace& t : test) print_trace("test ", t);
+  for (const moe::RouteTrace& t : train) outf("train %s\n", t.summary().c_str());
+  for (const moe::RouteTrace& t : test) outf("test  %s\n", t.summary().c_str());
   outf(
       "predicting layer L+1's experts of every test token from what the training traces learned "
       "(%llu tokens); %llu positions (token, layer 1..%d)\n\n",

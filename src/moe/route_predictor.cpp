@@ -147,14 +147,19 @@ double PredictionScore::recall() const {
   return actual ? static_cast<double>(correct) / static_cast<double>(actual) : 0.0;
 }
 
-PredictionScore score_route_predictor(const RouteTables& tables, std::span<const RouteTrace> traces,
-                                      RoutePredictorKind kind, int depth) {
+namespace {
+
+void check_depth(const RouteTables& tables, int depth) {
   if (depth < 1 || depth > tables.n_expert)
     throw Error("--depth: " + std::to_string(depth) + " is outside 1.." +
                 std::to_string(tables.n_expert) + " (the experts per layer)");
-  PredictionScore s;
-  s.kind = kind;
-  s.depth = depth;
+}
+
+// Scores every entry of `scores` (kind and depth set, counts zero) in one
+// pass: each trace's token index is built once for all of them.
+void score_into(const RouteTables& tables, std::span<const RouteTrace> traces,
+                std::span<PredictionScore> scores) {
+  for (const PredictionScore& s : scores) check_depth(tables, s.depth);
   for (const RouteTrace& trace : traces) {
     const auto tokens = tokens_of(trace, tables.n_layers, tables.n_expert);
     for (const auto& [key, routes] : tokens) {
@@ -164,18 +169,46 @@ PredictionScore score_route_predictor(const RouteTables& tables, std::span<const
         const std::vector<int>* here = routes[static_cast<size_t>(l)];
         if (!before || !here) continue;
         const std::vector<int>* prev_here = prev ? (*prev)[static_cast<size_t>(l)] : nullptr;
-        const std::vector<int> guess = predict_next_layer(
-            tables, kind, l, *before,
-            prev_here ? std::span<const int>(*prev_here) : std::span<const int>(), depth);
-        ++s.positions;
-        s.predicted += guess.size();
-        s.actual += here->size();
-        for (int e : guess)
-          s.correct += static_cast<uint64_t>(std::count(here->begin(), here->end(), e) > 0);
+        const std::span<const int> prev_evidence =
+            prev_here ? std::span<const int>(*prev_here) : std::span<const int>();
+        for (PredictionScore& s : scores) {
+          const std::vector<int> guess =
+              predict_next_layer(tables, s.kind, l, *before, prev_evidence, s.depth);
+          ++s.positions;
+          s.predicted += guess.size();
+          s.actual += here->size();
+          for (int e : guess)
+            s.correct += static_cast<uint64_t>(std::count(here->begin(), here->end(), e) > 0);
+        }
       }
     }
   }
+}
+
+}  // namespace
+
+PredictionScore score_route_predictor(const RouteTables& tables, std::span<const RouteTrace> traces,
+                                      RoutePredictorKind kind, int depth) {
+  PredictionScore s;
+  s.kind = kind;
+  s.depth = depth;
+  score_into(tables, traces, std::span<PredictionScore>(&s, 1));
   return s;
+}
+
+std::vector<PredictionScore> score_route_predictors(const RouteTables& tables,
+                                                    std::span<const RouteTrace> traces,
+                                                    std::span<const int> depths) {
+  std::vector<PredictionScore> scores;
+  for (int d : depths)
+    for (RoutePredictorKind k : kRoutePredictorKinds) {
+      PredictionScore s;
+      s.kind = k;
+      s.depth = d;
+      scores.push_back(s);
+    }
+  score_into(tables, traces, scores);
+  return scores;
 }
 
 }  // namespace sluice::moe

@@ -84,6 +84,12 @@ struct PredictionScore {
 PredictionScore score_route_predictor(const RouteTables& tables, std::span<const RouteTrace> traces,
                                       RoutePredictorKind kind, int depth);
 
+// Every kind of kRoutePredictorKinds at every depth (depth-major, kinds in
+// their order), in one pass over the traces. Errors as above.
+std::vector<PredictionScore> score_route_predictors(const RouteTables& tables,
+                                                    std::span<const RouteTrace> traces,
+                                                    std::span<const int> depths);
+
 // The prediction itself (exposed for tests): `depth` experts of layer
 // `layer` (>= 1), best first, from t's experts at layer - 1 and t-1's at
 // `layer` (empty when unknown).

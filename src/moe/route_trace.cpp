@@ -122,6 +122,12 @@ uint64_t RouteTrace::n_tokens() const {
   return seen.size();
 }
 
+std::string RouteTrace::summary() const {
+  return source + ": " + format + " format, " + std::to_string(records.size()) + " records, " +
+         std::to_string(n_tokens()) + " tokens, " + std::to_string(n_layers()) + " layers, top-" +
+         std::to_string(max_top_k()) + " of " + std::to_string(n_expert()) + " experts";
+}
+
 // ---- writing ----
 
 std::string route_record_json(const RouteRecord& r) {
@@ -250,6 +256,12 @@ RouteTrace parse_route_trace(std::istream& in, const std::string& name) {
 RouteTrace read_route_trace(const std::string& path, const io::WrapFile& wrap) {
   std::istringstream in(io::read_whole_file(path, kMaxTraceBytes, wrap));
   return parse_route_trace(in, path);
+}
+
+std::vector<RouteTrace> read_route_traces(const std::vector<std::string>& paths) {
+  std::vector<RouteTrace> out;
+  for (const std::string& p : paths) out.push_back(read_route_trace(p));
+  return out;
 }
 
 }  // namespace sluice::moe

@@ -57,6 +57,9 @@ struct RouteTrace {
   int max_top_k() const;    // most experts in one record
   int n_expert() const;     // max expert id + 1
   uint64_t n_tokens() const;  // distinct (seq, pos)
+  // One line for a report: "<source>: <format> format, N records, N tokens,
+  // N layers, top-K of N experts".
+  std::string summary() const;
 };
 
 // One JSONL line (no newline) in sluice's format.
@@ -84,6 +87,8 @@ class RouteTraceWriter {
 // fault-injectable with `wrap`). Traces above kMaxTraceBytes are refused.
 inline constexpr uint64_t kMaxTraceBytes = uint64_t{1} << 30;
 RouteTrace read_route_trace(const std::string& path, const io::WrapFile& wrap = {});
+// Each of `paths` read as above, in order.
+std::vector<RouteTrace> read_route_traces(const std::vector<std::string>& paths);
 RouteTrace parse_route_trace(std::istream& in, const std::string& name);
 
 }  // namespace sluice::moe

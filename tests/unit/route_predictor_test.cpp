@@ -74,6 +74,38 @@ TEST(RoutePredictor, HandWorkedCountsOnAChain) {
   EXPECT_EQ(score(RoutePredictorKind::Both, 1).correct, 8u);
 }
 
+// The one-pass scorer gives each (kind, depth) the counts the single one does,
+// in depth-major order, kinds as kRoutePredictorKinds lists them.
+TEST(RoutePredictor, OnePassScoresMatchSingleScores) {
+  const std::vector<RouteTrace> traces = {parse(kChain)};
+  const RouteTables t = learn_route_tables(traces, 3, 4);
+  const std::vector<int> depths = {2, 1};
+  const std::vector<PredictionScore> all = score_route_predictors(t, traces, depths);
+  ASSERT_EQ(all.size(), 8u);
+  size_t i = 0;
+  for (int d : depths)
+    for (RoutePredictorKind k : kRoutePredictorKinds) {
+      const PredictionScore one = score_route_predictor(t, traces, k, d);
+      EXPECT_EQ(all[i].kind, k);
+      EXPECT_EQ(all[i].depth, d);
+      EXPECT_EQ(all[i].positions, one.positions);
+      EXPECT_EQ(all[i].predicted, one.predicted);
+      EXPECT_EQ(all[i].correct, one.correct) << route_predictor_name(k) << " depth " << d;
+      ++i;
+    }
+  EXPECT_EQ(all[4].correct, 4u);  // popular at depth 1, as worked by hand above
+  EXPECT_EQ(all[0].correct, 6u);  // popular at depth 2
+  EXPECT_THAT(error_of([&] {
+                score_route_predictors(t, traces, std::vector<int>{1, 9});
+              }),
+              HasSubstr("--depth: 9 is outside 1..4"));
+}
+
+TEST(RouteTrace, SummaryNamesSourceFormatAndShape) {
+  EXPECT_EQ(parse(kChain, "chain.jsonl").summary(),
+            "chain.jsonl: sluice format, 12 records, 4 tokens, 3 layers, top-1 of 4 experts");
+}
+
 TEST(RoutePredictor, EvidenceAddsConditionalsAndUnseenExpertsFallBackToPopularity) {
   const std::vector<RouteTrace> traces = {parse(kChain)};
   const RouteTables t = learn_route_tables(traces, 3, 4);
