@@ -171,14 +171,24 @@ void score_into(const RouteTables& tables, std::span<const RouteTrace> traces,
         const std::vector<int>* prev_here = prev ? (*prev)[static_cast<size_t>(l)] : nullptr;
         const std::span<const int> prev_evidence =
             prev_here ? std::span<const int>(*prev_here) : std::span<const int>();
-        for (PredictionScore& s : scores) {
-          const std::vector<int> guess =
-              predict_next_layer(tables, s.kind, l, *before, prev_evidence, s.depth);
-          ++s.positions;
-          s.predicted += guess.size();
-          s.actual += here->size();
-          for (int e : guess)
-            s.correct += static_cast<uint64_t>(std::count(here->begin(), here->end(), e) > 0);
+        // One ranking per kind, to the deepest depth asked: the order is
+        // total (ties by popularity, then id), so a shallower guess is its prefix.
+        for (RoutePredictorKind k : kRoutePredictorKinds) {
+          int deepest = 0;
+          for (const PredictionScore& s : scores)
+            if (s.kind == k) deepest = std::max(deepest, s.depth);
+          if (deepest == 0) continue;
+          const std::vector<int> ranking =
+              predict_next_layer(tables, k, l, *before, prev_evidence, deepest);
+          for (PredictionScore& s : scores) {
+            if (s.kind != k) continue;
+            const auto guess = std::span<const int>(ranking).first(static_cast<size_t>(s.depth));
+            ++s.positions;
+            s.predicted += guess.size();
+            s.actual += here->size();
+            for (int e : guess)
+              s.correct += static_cast<uint64_t>(std::count(here->begin(), here->end(), e) > 0);
+          }
         }
       }
     }
@@ -189,9 +199,7 @@ void score_into(const RouteTables& tables, std::span<const RouteTrace> traces,
 
 PredictionScore score_route_predictor(const RouteTables& tables, std::span<const RouteTrace> traces,
                                       RoutePredictorKind kind, int depth) {
-  PredictionScore s;
-  s.kind = kind;
-  s.depth = depth;
+  PredictionScore s{kind, depth};
   score_into(tables, traces, std::span<PredictionScore>(&s, 1));
   return s;
 }
@@ -201,12 +209,7 @@ std::vector<PredictionScore> score_route_predictors(const RouteTables& tables,
                                                     std::span<const int> depths) {
   std::vector<PredictionScore> scores;
   for (int d : depths)
-    for (RoutePredictorKind k : kRoutePredictorKinds) {
-      PredictionScore s;
-      s.kind = k;
-      s.depth = d;
-      scores.push_back(s);
-    }
+    for (RoutePredictorKind k : kRoutePredictorKinds) scores.push_back(PredictionScore{k, d});
   score_into(tables, traces, scores);
   return scores;
 }
