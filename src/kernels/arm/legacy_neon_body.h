@@ -14,16 +14,14 @@
 // AVX-VNNI) results bit for bit: the same model has the same logits on an x86
 // and an ARM machine. tests/unit/kernels_legacy_test.cpp checks the order.
 
-// The eight lanes of block i, as (k = 0..3, k = 4..7).
-template <class W>
-SLUICE_NEON_TARGET inline void block_lanes(const typename W::Block& b, const BlockQ8_0& a, float32x4_t& lo,
-                                           float32x4_t& hi) {
-  int8x16_t w0, w1;
-  W::levels(b, w0, w1);
+// One block's eight lane sums (weight levels w0, w1 against the 32
+// activation quants at qs), as float, fused into acc (k = 0..3, k = 4..7)
+// with the block's scale product s. Every dot below accumulates through it.
+SLUICE_NEON_TARGET inline void fma_lanes(int8x16_t w0, int8x16_t w1, const int8_t* qs, float s, float32x4_t* acc) {
   int32x4_t l, h;
-  lanes8(w0, w1, vld1q_s8(a.qs), vld1q_s8(a.qs + 16), l, h);
-  lo = vcvtq_f32_s32(l);
-  hi = vcvtq_f32_s32(h);
+  lanes8(w0, w1, vld1q_s8(qs), vld1q_s8(qs + 16), l, h);
+  acc[0] = vfmaq_n_f32(acc[0], vcvtq_f32_s32(l), s);
+  acc[1] = vfmaq_n_f32(acc[1], vcvtq_f32_s32(h), s);
 }
 
 // x86's final reduction of acc0 + acc1 (see above).
@@ -33,14 +31,13 @@ SLUICE_NEON_TARGET inline float reduce8(float32x4_t acc0_lo, float32x4_t acc0_hi
   return (vgetq_lane_f32(s, 0) + vgetq_lane_f32(s, 2)) + (vgetq_lane_f32(s, 1) + vgetq_lane_f32(s, 3));
 }
 
-// Block i's lanes fused into acc (lo, hi) with d_w * d_a.
-template <class W>
-SLUICE_NEON_TARGET inline void fma_block(const typename W::Block& b, const BlockQ8_0& a, float32x4_t* acc) {
-  float32x4_t lo, hi;
-  block_lanes<W>(b, a, lo, hi);
-  const float s = W::scale(b) * half_to_float(a.d);
-  acc[0] = vfmaq_n_f32(acc[0], lo, s);
-  acc[1] = vfmaq_n_f32(acc[1], hi, s);
+// Block b's lanes fused into acc with d_w * d_a (A: BlockQ8_0 or BlockQ8_1,
+// whose quants and scale d are laid out alike).
+template <class W, class A>
+SLUICE_NEON_TARGET inline void fma_block(const typename W::Block& b, const A& a, float32x4_t* acc) {
+  int8x16_t w0, w1;
+  W::levels(b, w0, w1);
+  fma_lanes(w0, w1, a.qs, W::scale(b) * half_to_float(a.d), acc);
 }
 
 // Even blocks into acc0, odd ones into acc1, two at a time so both stay in
@@ -76,12 +73,7 @@ SLUICE_NEON_TARGET void vec_dot_cols_symmetric(int64_t n, const void* w, const v
     const float d = W::scale(x[i]);
     for (int j = 0; j < n_act; ++j) {
       const BlockQ8_0& a = static_cast<const BlockQ8_0*>(act[j])[i];
-      int32x4_t l, h;
-      lanes8(w0, w1, vld1q_s8(a.qs), vld1q_s8(a.qs + 16), l, h);
-      const float s = d * half_to_float(a.d);
-      float32x4_t* c = acc[j][i & 1];
-      c[0] = vfmaq_n_f32(c[0], vcvtq_f32_s32(l), s);
-      c[1] = vfmaq_n_f32(c[1], vcvtq_f32_s32(h), s);
+      fma_lanes(w0, w1, a.qs, d * half_to_float(a.d), acc[j][i & 1]);
     }
   }
   for (int j = 0; j < n_act; ++j) out[j] = reduce8(acc[j][0][0], acc[j][0][1], acc[j][1][0], acc[j][1][1]);
@@ -92,17 +84,6 @@ SLUICE_NEON_TARGET void vec_dot_cols_symmetric(int64_t n, const void* w, const v
 // x86's dot_offset adds it: per pair of blocks, the pair's sum into a running
 // float, added after the reduction (each m s is exact: two fp16 values).
 template <class W>
-SLUICE_NEON_TARGET inline void fma_offset_block(const typename W::Block& b, const BlockQ8_1& a, float32x4_t* acc) {
-  int8x16_t w0, w1;
-  W::levels(b, w0, w1);
-  int32x4_t l, h;
-  lanes8(w0, w1, vld1q_s8(a.qs), vld1q_s8(a.qs + 16), l, h);
-  const float s = W::scale(b) * half_to_float(a.d);
-  acc[0] = vfmaq_n_f32(acc[0], vcvtq_f32_s32(l), s);
-  acc[1] = vfmaq_n_f32(acc[1], vcvtq_f32_s32(h), s);
-}
-
-template <class W>
 SLUICE_NEON_TARGET float vec_dot_offset(int64_t n, const void* w, const void* act) {
   const auto* x = static_cast<const typename W::Block*>(w);
   const auto* y = static_cast<const BlockQ8_1*>(act);
@@ -111,12 +92,12 @@ SLUICE_NEON_TARGET float vec_dot_offset(int64_t n, const void* w, const void* ac
   const int64_t nb = n / kLegacyBlock;
   int64_t i = 0;
   for (; i + 1 < nb; i += 2) {
-    fma_offset_block<W>(x[i], y[i], acc0);
-    fma_offset_block<W>(x[i + 1], y[i + 1], acc1);
+    fma_block<W>(x[i], y[i], acc0);
+    fma_block<W>(x[i + 1], y[i + 1], acc1);
     offsets += W::offset(x[i]) * half_to_float(y[i].s) + W::offset(x[i + 1]) * half_to_float(y[i + 1].s);
   }
   if (i < nb) {
-    fma_offset_block<W>(x[i], y[i], acc0);
+    fma_block<W>(x[i], y[i], acc0);
     offsets += W::offset(x[i]) * half_to_float(y[i].s);
   }
   return reduce8(acc0[0], acc0[1], acc1[0], acc1[1]) + offsets;
@@ -141,12 +122,7 @@ SLUICE_NEON_TARGET void vec_dot_cols_offset(int64_t n, const void* w, const void
     const float d = W::scale(x[i]), m = W::offset(x[i]);
     for (int j = 0; j < n_act; ++j) {
       const BlockQ8_1& a = static_cast<const BlockQ8_1*>(act[j])[i];
-      int32x4_t l, h;
-      lanes8(w0, w1, vld1q_s8(a.qs), vld1q_s8(a.qs + 16), l, h);
-      const float s = d * half_to_float(a.d);
-      float32x4_t* c = acc[j][i & 1];
-      c[0] = vfmaq_n_f32(c[0], vcvtq_f32_s32(l), s);
-      c[1] = vfmaq_n_f32(c[1], vcvtq_f32_s32(h), s);
+      fma_lanes(w0, w1, a.qs, d * half_to_float(a.d), acc[j][i & 1]);
       const float ms = m * half_to_float(a.s);
       if ((i & 1) == 0 && i + 1 < nb) {
         pair[j] = ms;  // the pair's first term; its sum is added with the second
