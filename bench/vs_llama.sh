@@ -35,7 +35,15 @@
 #         weights). sluice runs with its defaults (O_DIRECT expert reads, cache off).
 #         A run that fails (OOM-killed, or stopped after --timeout seconds: an mmap
 #         engine just above the cap thrashes rather than dies) is a sample
-#         "failed (reason)", left out of the median.
+#         "failed (reason)", left out of the median. Before round 1 the model is read
+#         once with O_DIRECT and the bytes discarded: the first cold process of a series
+#         otherwise also pays for storage that has been idle (on a VM, the host's cache
+#         of the disk image; 2026-12-06: sluice pp64 4.7 tok/s first, 21-26 after), and
+#         the script's order always gives that process to sluice.
+#
+# A sample below half its engine's median (same condition and metric) is named under
+# the table: one such sample barely moves a median of three, but it means a cold start or
+# a disturbance, and a run with one is worth repeating.
 #
 # Extra flags: --sluice-args '...' go to every `sluice bench` run (e.g.
 # '--resident-layout plain' for an A/B), --llama-args '...' to every llama-bench
@@ -262,8 +270,19 @@ mem_probe() {
     warn "the memory bandwidth probe failed (see $log); no roofline in the table"
   fi
 }
+# prime_storage: the discarded read before the first capped process (see Conditions, cap).
+prime_storage() {
+  local t0=$SECONDS
+  say "cap: reading $(basename "$model") once (O_DIRECT, discarded) so the first cold process starts from the same storage state as the others"
+  { echo "### $(date -u +%T) discarded read: dd if=$model iflag=direct"; } >>"$log" || die "cannot write $log"
+  # Buffered where O_DIRECT is refused (e.g. tmpfs); the page cache is dropped before each process anyway.
+  dd if="$model" of=/dev/null bs=8M iflag=direct status=none 2>>"$log" ||
+    dd if="$model" of=/dev/null bs=8M status=none 2>>"$log" || die "cannot read '$model' (see $log)"
+  echo "discarded read: $((SECONDS - t0)) s" >>"$log" || die "cannot write $log"
+}
 mem_start="" mem_end=""
 ((warm)) && mem_start=$(mem_probe)
+[[ -n $cap ]] && prime_storage
 start=$SECONDS
 for ((round = 1; round <= rounds; ++round)); do
   for cond in "${conds[@]}"; do
@@ -335,5 +354,27 @@ rm -f "$out/last.err"
                  100 * (b[1] - a[1]) / a[1]
       }' "$samples"
   fi
+  # Samples below half their engine's median (same condition and metric).
+  far=$(awk -F, "$MEDIAN_AWK"'
+    NR > 1 { key = $1 SUBSEP $3 SUBSEP $4; v[key, ++nv[key]] = $5; rd[key, nv[key]] = $2 }
+    END {
+      for (key in nv) {
+        k = nv[key]
+        for (i = 1; i <= k; ++i) list[i] = v[key, i]
+        m = median(list, k)
+        split(key, part, SUBSEP)
+        for (i = 1; i <= k; ++i)
+          if (m != "" && list[i] ~ /^[0-9.]+$/ && list[i] < 0.5 * m)
+            printf "%s %s %s round %s: %.2f (median %.2f)\n", part[2], part[1] == "warm" ? "in RAM" : "cap", part[3], rd[key, i], list[i], m
+        delete list
+      }
+    }' "$samples" | sort) || die "cannot read $samples"
+  if [[ -n $far ]]; then
+    echo
+    echo "**Warning: samples below half their engine's median** (a cold start or a disturbance; the medians"
+    echo "above include them: run again before quoting a ratio they could move):"
+    while IFS= read -r line; do echo "- $line"; done <<<"$far"
+  fi
 } || die "cannot write the table"
+[[ -n ${far:-} ]] && warn "$(wc -l <<<"$far") sample(s) below half their engine's median: see under the table"
 say "samples in $samples; log in $log"

@@ -235,6 +235,43 @@ TEST(BenchLlamaScripts, VsLlamaInterleavesRoundsAndReportsMediansAndRatios) {
   for (size_t at = log.find("conditions: CPU fake"); at != std::string::npos; at = log.find("conditions: CPU fake", at + 1))
     ++n_conditions;
   EXPECT_EQ(n_conditions, 9u) << log;  // 3 sluice + 6 llama-bench processes
+  // sluice's tg sample 1.00 is exactly half its median 2.00: not flagged.
+  EXPECT_EQ(run.out.find("below half"), std::string::npos) << run.out;
+}
+
+// A sample below half its engine's median is named under the table (and
+// warned about), without changing the medians.
+TEST(BenchLlamaScripts, VsLlamaNamesSamplesBelowHalfTheirEnginesMedian) {
+  TempDir tmp;
+  const std::string dir = tmp.path.string(), model = tmp.file("m.gguf");
+  std::ofstream(model) << "x";
+  write_exe(tmp.file("llama-bench"), fake_llama(dir, "10", "k == 2 ? 2 : 5"));  // tg 5, 2, 5: 2 < 2.5
+  // sluice: pp 14, 30, 40 (median 30; 14 < 15); tg 2, 2, 2.
+  write_exe(tmp.file("sluice"),
+            "#!/usr/bin/env bash\n"
+            "d=" +
+                dir +
+                "\n"
+                "if [[ $* == 'bench --conditions' ]]; then echo 'CPU fake x2'; exit 0; fi\n"
+                "if [[ \"$1 $2\" == 'bench --mem' ]]; then exit 1; fi\n"
+                "k=$(( $(cat \"$d/count_sluice\" 2>/dev/null || echo 0) + 1 )); echo $k >\"$d/count_sluice\"\n"
+                "pp=(0 14 30 40)\n"
+                "echo model,prefill_tps,decode_tps\n"
+                "echo m.gguf,${pp[k]}.000,2.000\n");
+  const Shell run = sh("bash " + script("bench/vs_llama.sh") + " --model " + model + " --sluice " +
+                       tmp.file("sluice") + " --llama-bench " + tmp.file("llama-bench") + " --rounds 3 --out " +
+                       tmp.file("out"));
+  ASSERT_EQ(run.status, 0) << run.out;
+  EXPECT_NE(run.out.find("| in RAM, warm | pp64 tok/s | 30.00 | 10.00 | 3.00 | 14.00, 30.00, 40.00 |"),
+            std::string::npos)
+      << run.out;
+  EXPECT_NE(run.out.find("**Warning: samples below half their engine's median**"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("- llama.cpp in RAM tg round 2: 2.00 (median 5.00)\n"
+                         "- sluice in RAM pp round 1: 14.00 (median 30.00)\n"),
+            std::string::npos)
+      << run.out;
+  EXPECT_NE(run.out.find("vs_llama.sh: warning: 2 sample(s) below half their engine's median"), std::string::npos)
+      << run.out;
 }
 
 TEST(BenchLlamaScripts, BadFlagsEndInOneMessageNamingTheFlag) {
