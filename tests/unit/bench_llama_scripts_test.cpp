@@ -167,6 +167,28 @@ TEST(BenchLlamaScripts, FiguresMergesLlamaRowsByColumnNameWithAnEngineColumn) {
       << run.out;
 }
 
+// A `sluice` stand-in for vs_llama.sh: `bench --conditions` prints CONDITIONS;
+// `bench --mem` runs the script fragment MEM (empty: fails, so the table has no
+// roofline); any other call appends its arguments to DIR/sluice.argv and
+// "sluice" to DIR/order and prints sluice bench's CSV with the k-th call's
+// prefill_tps PP[k] and decode_tps TG[k] (PP, TG: bash arrays, element 0 unused).
+std::string fake_sluice(const std::string& dir, const std::string& conditions, const std::string& mem,
+                        const std::string& pp, const std::string& tg) {
+  return "#!/usr/bin/env bash\n"
+         "d=" + dir + "\n"
+         "if [[ $* == 'bench --conditions' ]]; then echo '" + conditions + "'; exit 0; fi\n"
+         "if [[ \"$1 $2\" == 'bench --mem' ]]; then\n" +
+         (mem.empty() ? std::string("  exit 1\n") : mem) +
+         "fi\n"
+         "echo \"$*\" >>\"$d/sluice.argv\"\n"
+         "echo sluice >>\"$d/order\"\n"
+         "k=$(( $(cat \"$d/count_sluice\" 2>/dev/null || echo 0) + 1 )); echo $k >\"$d/count_sluice\"\n"
+         "pp=" + pp + "\n"
+         "tg=" + tg + "\n"
+         "echo model,prefill_tps,decode_tps\n"
+         "echo m.gguf,${pp[k]}.000,${tg[k]}.000\n";
+}
+
 TEST(BenchLlamaScripts, VsLlamaInterleavesRoundsAndReportsMediansAndRatios) {
   TempDir tmp;
   const std::string dir = tmp.path.string(), model = tmp.file("m.gguf");
@@ -174,24 +196,13 @@ TEST(BenchLlamaScripts, VsLlamaInterleavesRoundsAndReportsMediansAndRatios) {
   // llama.cpp: pp 10, 10, 20 (median 10); tg 1, 1, 1.
   write_exe(tmp.file("llama-bench"), fake_llama(dir, "k == 3 ? 20 : 10", "1"));
   // sluice: pp 20, 30, 40 (median 30); tg 3, 1, 2 (median 2); logs its arguments and turn.
-  write_exe(tmp.file("sluice"),
-            "#!/usr/bin/env bash\n"
-            "d=" +
-                dir +
-                "\n"
-                "if [[ $* == 'bench --conditions' ]]; then echo 'CPU fake x2; load 0.10 0.20 0.30'; exit 0; fi\n"
-                // The memory probe: 35 GB/s before the rounds, 33.5 after; 1.75 GB a token.
-                "if [[ \"$1 $2\" == 'bench --mem' ]]; then echo \"$*\" >>\"$d/mem.argv\"\n"
-                "  echo threads,bytes,GBps_best,GBps_median,decode_read_bytes,roofline_tps\n"
-                "  [[ -e $d/mem_once ]] && echo 2,1,33.500,33.000,1750000000,19.14 || echo 2,1,35.000,34.000,1750000000,20.00\n"
-                "  touch \"$d/mem_once\"; exit 0; fi\n"
-                "echo \"$*\" >>\"$d/sluice.argv\"\n"
-                "echo sluice >>\"$d/order\"\n"
-                "k=$(( $(cat \"$d/count_sluice\" 2>/dev/null || echo 0) + 1 )); echo $k "
-                ">\"$d/count_sluice\"\n"
-                "tg=(0 3 1 2)\n"
-                "echo model,prefill_tps,decode_tps\n"
-                "echo m.gguf,$((10 + 10 * k)).000,${tg[k]}.000\n");
+  // The memory probe: 35 GB/s before the rounds, 33.5 after; 1.75 GB a token.
+  const std::string mem =
+      "  echo \"$*\" >>\"$d/mem.argv\"\n"
+      "  echo threads,bytes,GBps_best,GBps_median,decode_read_bytes,roofline_tps\n"
+      "  [[ -e $d/mem_once ]] && echo 2,1,33.500,33.000,1750000000,19.14 || echo 2,1,35.000,34.000,1750000000,20.00\n"
+      "  touch \"$d/mem_once\"; exit 0\n";
+  write_exe(tmp.file("sluice"), fake_sluice(dir, "CPU fake x2; load 0.10 0.20 0.30", mem, "(0 20 30 40)", "(0 3 1 2)"));
 
   const Shell run =
       sh("bash " + script("bench/vs_llama.sh") + " --model " + model + " --sluice " +
@@ -247,17 +258,7 @@ TEST(BenchLlamaScripts, VsLlamaNamesSamplesBelowHalfTheirEnginesMedian) {
   std::ofstream(model) << "x";
   write_exe(tmp.file("llama-bench"), fake_llama(dir, "10", "k == 2 ? 2 : 5"));  // tg 5, 2, 5: 2 < 2.5
   // sluice: pp 14, 30, 40 (median 30; 14 < 15); tg 2, 2, 2.
-  write_exe(tmp.file("sluice"),
-            "#!/usr/bin/env bash\n"
-            "d=" +
-                dir +
-                "\n"
-                "if [[ $* == 'bench --conditions' ]]; then echo 'CPU fake x2'; exit 0; fi\n"
-                "if [[ \"$1 $2\" == 'bench --mem' ]]; then exit 1; fi\n"
-                "k=$(( $(cat \"$d/count_sluice\" 2>/dev/null || echo 0) + 1 )); echo $k >\"$d/count_sluice\"\n"
-                "pp=(0 14 30 40)\n"
-                "echo model,prefill_tps,decode_tps\n"
-                "echo m.gguf,${pp[k]}.000,2.000\n");
+  write_exe(tmp.file("sluice"), fake_sluice(dir, "CPU fake x2", "", "(0 14 30 40)", "(0 2 2 2)"));
   const Shell run = sh("bash " + script("bench/vs_llama.sh") + " --model " + model + " --sluice " +
                        tmp.file("sluice") + " --llama-bench " + tmp.file("llama-bench") + " --rounds 3 --out " +
                        tmp.file("out"));
