@@ -8,7 +8,7 @@
 #include "tools/model_info.h"
 
 namespace sluice::test {
-namespace {
+namespace SLUICE_TEST_FILE {
 
 tools::ModelInfo info_of(const std::string& rel) {
   return tools::model_info(gguf::GgufModel::open(shared_path(rel)), 4096);

@@ -12,7 +12,7 @@
 #include "model_test_support.h"
 
 namespace sluice::test {
-namespace {
+namespace SLUICE_TEST_FILE {
 
 constexpr int kUbatch = 4;
 constexpr int kSlots = 3;

@@ -15,7 +15,7 @@
 
 #include "test_support.h"
 
-namespace {
+namespace SLUICE_TEST_FILE {
 
 namespace fs = std::filesystem;
 using sluice::test::file_bytes;

@@ -17,7 +17,7 @@
 #include "util/error.h"
 
 namespace sluice::test {
-namespace {
+namespace SLUICE_TEST_FILE {
 
 const char* kModel = "golden/qwen3moe-q8_0-q4_0.gguf";
 constexpr int kTokens = 24;

@@ -19,7 +19,7 @@
 #include "util/error.h"
 
 namespace sluice::moe {
-namespace {
+namespace SLUICE_TEST_FILE {
 
 namespace fs = std::filesystem;
 using ::testing::ElementsAre;

@@ -9,7 +9,7 @@
 #include "test_support.h"
 
 namespace sluice::chat {
-namespace {
+namespace SLUICE_TEST_FILE {
 
 std::string render(const std::string& src, const std::string& vars_json = "{}") {
   Dict vars;

@@ -12,7 +12,7 @@
 #include "chat_output/chat_output_stream.h"
 
 namespace sluice::chat_output {
-namespace {
+namespace SLUICE_TEST_FILE {
 
 struct Sample {
   OutputFormat format;

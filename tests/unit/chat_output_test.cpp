@@ -5,7 +5,7 @@
 #include "chat_output/chat_output.h"
 
 namespace sluice::chat_output {
-namespace {
+namespace SLUICE_TEST_FILE {
 
 nlohmann::json call(int i, const std::string& name, const std::string& args) {
   return {{"id", "call_" + std::to_string(i)}, {"type", "function"}, {"function", {{"name", name}, {"arguments", args}}}};

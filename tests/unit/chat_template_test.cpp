@@ -17,7 +17,7 @@
 #include "util/error.h"
 
 namespace sluice::chat {
-namespace {
+namespace SLUICE_TEST_FILE {
 
 using json = nlohmann::ordered_json;
 

@@ -24,7 +24,7 @@
 #include "tokenizer/tokenizer.h"
 
 namespace sluice::test {
-namespace {
+namespace SLUICE_TEST_FILE {
 
 std::string stories() { return std::string(SLUICE_SOURCE_DIR) + "/models/stories-moe-8x-q8_0.gguf"; }
 
@@ -228,7 +228,7 @@ TEST(ChatCli, AnswersOnTheBundledModelAndKeepsGoing) {
 }  // namespace sluice::test
 
 namespace sluice::test {
-namespace {
+namespace SLUICE_TEST_FILE {
 
 // A model's own template is what chat renders (here Qwen3's, over a shared
 // vocabulary file with the template added to its metadata).

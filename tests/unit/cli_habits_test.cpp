@@ -12,7 +12,7 @@
 #include "test_support.h"
 
 namespace sluice::test {
-namespace {
+namespace SLUICE_TEST_FILE {
 
 using Args = std::vector<std::string>;
 

@@ -11,7 +11,7 @@
 #include "store/locate.h"
 #include "store_test_support.h"
 
-namespace {
+namespace SLUICE_TEST_FILE {
 
 using sluice::test::add_ollama_model;
 using sluice::test::CliResult;

@@ -27,7 +27,7 @@
 extern char** environ;
 
 namespace sluice {
-namespace {
+namespace SLUICE_TEST_FILE {
 
 namespace fs = std::filesystem;
 using ::testing::AllOf;

@@ -17,7 +17,7 @@
 #include "runtime/engine_options.h"
 #include "test_support.h"
 
-namespace {
+namespace SLUICE_TEST_FILE {
 
 namespace fs = std::filesystem;
 

@@ -10,7 +10,7 @@
 #include "test_support.h"
 
 namespace sluice::cli {
-namespace {
+namespace SLUICE_TEST_FILE {
 
 TEST(Completion, ListsVisibleCommandsAndFlags) {
   CLI::App app{"a tool", "tool"};

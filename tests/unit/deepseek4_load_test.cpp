@@ -11,7 +11,7 @@
 #include "util/error.h"
 
 namespace sluice::test {
-namespace {
+namespace SLUICE_TEST_FILE {
 
 const char* const kCase = "golden/deepseek4-f32.gguf";
 

@@ -18,7 +18,7 @@
 #include "model_test_support.h"
 
 namespace sluice::test {
-namespace {
+namespace SLUICE_TEST_FILE {
 
 class Deepseek4Test : public ::testing::TestWithParam<std::string> {
  protected:

@@ -14,7 +14,7 @@
 #include "kernels_test_support.h"
 
 namespace sluice::kernels {
-namespace {
+namespace SLUICE_TEST_FILE {
 
 std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
   std::mt19937 rng(seed);

@@ -13,7 +13,7 @@
 #include "moe/dense_weights.h"
 #include "test_support.h"
 
-namespace {
+namespace SLUICE_TEST_FILE {
 
 using sluice::moe::DenseMode;
 

@@ -13,7 +13,7 @@
 #include "test_support.h"
 
 namespace sluice::test {
-namespace {
+namespace SLUICE_TEST_FILE {
 
 const char* const kStories = "models/stories-moe-8x-f32.gguf";
 const char* const kCorpus = "models/corpus_eval.txt";
@@ -153,3 +153,6 @@ TEST(EvalLlama, ReadsABaseFileLlamaPerplexityWrote) {
 
 }  // namespace
 }  // namespace sluice::test
+
+// This file's macros end with it (tests/CMakeLists.txt: unity build).
+#undef REQUIRE_STORIES

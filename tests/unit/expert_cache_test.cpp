@@ -15,7 +15,7 @@
 #include "test_support.h"
 
 namespace sluice::moe {
-namespace {
+namespace SLUICE_TEST_FILE {
 
 using ::testing::AllOf;
 using ::testing::ElementsAre;

@@ -15,7 +15,7 @@
 #include "test_support.h"
 
 namespace sluice {
-namespace {
+namespace SLUICE_TEST_FILE {
 
 std::string gemma4_template() {
   std::ifstream f(test::shared_path("data/chat-templates/google-gemma-4-31B-it.jinja"));

@@ -17,7 +17,7 @@
 #include "tools/model_info.h"
 
 namespace sluice::test {
-namespace {
+namespace SLUICE_TEST_FILE {
 
 TEST(Gemma4, DeclarationReadsPerLayerGeometry) {
   REQUIRE_SHARED("golden/gemma4-f32.gguf");

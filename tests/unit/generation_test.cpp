@@ -8,7 +8,7 @@
 #include "test_support.h"
 
 namespace sluice::test {
-namespace {
+namespace SLUICE_TEST_FILE {
 
 std::string model() { return std::string(SLUICE_SOURCE_DIR) + "/models/stories-moe-8x-q8_0.gguf"; }
 

@@ -8,7 +8,7 @@
 #include "util/ggml_type.h"
 
 namespace sluice {
-namespace {
+namespace SLUICE_TEST_FILE {
 
 TEST(GgmlType, BlockGeometryMatchesFormatDefinitions) {
   EXPECT_EQ(ggml_type_info(GgmlType::Q4_0).block_bytes, 18u);

@@ -18,7 +18,7 @@
 #include "util/error.h"
 
 namespace sluice::gguf {
-namespace {
+namespace SLUICE_TEST_FILE {
 
 using ::testing::AllOf;
 using ::testing::HasSubstr;

@@ -16,7 +16,7 @@
 #include "test_support.h"
 
 namespace sluice::gguf {
-namespace {
+namespace SLUICE_TEST_FILE {
 
 using ::testing::AllOf;
 using ::testing::HasSubstr;

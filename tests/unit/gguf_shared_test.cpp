@@ -10,7 +10,7 @@
 #include "util/error.h"
 
 namespace sluice::gguf {
-namespace {
+namespace SLUICE_TEST_FILE {
 
 namespace fs = std::filesystem;
 

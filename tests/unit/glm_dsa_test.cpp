@@ -16,7 +16,7 @@
 #include "model_test_support.h"
 
 namespace sluice::test {
-namespace {
+namespace SLUICE_TEST_FILE {
 
 struct Case {
   nlohmann::json json;

@@ -32,7 +32,7 @@
 #include "runtime/session.h"
 
 namespace sluice::test {
-namespace {
+namespace SLUICE_TEST_FILE {
 
 namespace fs = std::filesystem;
 

@@ -11,7 +11,7 @@
 #include "model_test_support.h"
 
 namespace sluice::test {
-namespace {
+namespace SLUICE_TEST_FILE {
 
 class GoldenTest : public ::testing::TestWithParam<std::string> {};
 

@@ -9,7 +9,7 @@
 #include "model_test_support.h"
 
 namespace sluice::test {
-namespace {
+namespace SLUICE_TEST_FILE {
 
 class InvarianceTest : public ::testing::TestWithParam<std::string> {
  protected:

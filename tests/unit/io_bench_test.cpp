@@ -22,7 +22,7 @@
 #include "util/error.h"
 
 namespace sluice::bench {
-namespace {
+namespace SLUICE_TEST_FILE {
 
 namespace fs = std::filesystem;
 

@@ -14,7 +14,7 @@
 #include "test_support.h"
 
 namespace sluice::io {
-namespace {
+namespace SLUICE_TEST_FILE {
 
 using ::testing::AllOf;
 using ::testing::HasSubstr;

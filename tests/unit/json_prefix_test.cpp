@@ -16,7 +16,7 @@
 #include "runtime/sampler.h"
 
 namespace sluice::grammar {
-namespace {
+namespace SLUICE_TEST_FILE {
 using runtime::Sampler;
 using runtime::SamplerConfig;
 

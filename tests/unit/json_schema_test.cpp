@@ -14,7 +14,7 @@
 #include "util/error.h"
 
 namespace sluice {
-namespace {
+namespace SLUICE_TEST_FILE {
 
 using nlohmann::json;
 using grammar::JsonSchema;

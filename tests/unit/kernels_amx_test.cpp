@@ -16,7 +16,7 @@
 #include "util/fp16.h"
 
 namespace sluice::kernels {
-namespace {
+namespace SLUICE_TEST_FILE {
 
 #define SKIP_WITHOUT_AMX()                                                                       \
   do {                                                                                           \
@@ -206,3 +206,6 @@ TEST(KernelsAmx, TileGemmEqualsVecDotForEveryShape) {
 
 }  // namespace
 }  // namespace sluice::kernels
+
+// This file's macros end with it (tests/CMakeLists.txt: unity build).
+#undef SKIP_WITHOUT_AMX

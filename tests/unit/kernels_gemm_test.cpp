@@ -19,7 +19,7 @@
 #include "util/ggml_type.h"
 
 namespace sluice::kernels {
-namespace {
+namespace SLUICE_TEST_FILE {
 
 // The formats with multi-column kernels, and row lengths that exercise every
 // loop: odd legacy block counts (the 2-blocks-per-iteration tail), plain rows

@@ -30,7 +30,7 @@
 #endif
 
 namespace sluice::kernels {
-namespace {
+namespace SLUICE_TEST_FILE {
 
 const GgmlType kTypes[] = {GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K,
                            GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::IQ4_XS};

@@ -22,7 +22,7 @@
 #include "util/ggml_type.h"
 
 namespace sluice::kernels {
-namespace {
+namespace SLUICE_TEST_FILE {
 
 const TypeKernels& scalar_kernels(GgmlType t) {
   const TypeKernels* k = kernels_for(t, Isa::Scalar);

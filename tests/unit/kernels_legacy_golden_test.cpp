@@ -22,7 +22,7 @@
 #include "util/ggml_type.h"
 
 namespace sluice::kernels {
-namespace {
+namespace SLUICE_TEST_FILE {
 
 bool is_legacy_quantized(GgmlType t) {
   switch (t) {

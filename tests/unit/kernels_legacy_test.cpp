@@ -28,7 +28,7 @@
 #include "util/ggml_type.h"
 
 namespace sluice::kernels {
-namespace {
+namespace SLUICE_TEST_FILE {
 
 constexpr GgmlType kLegacyTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16,   GgmlType::Q4_0,
                                      GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,   GgmlType::Q8_0,

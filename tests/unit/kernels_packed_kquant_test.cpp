@@ -23,7 +23,7 @@
 #include "util/ggml_type.h"
 
 namespace sluice::kernels {
-namespace {
+namespace SLUICE_TEST_FILE {
 
 const GgmlType kPackedTypes[] = {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
 
@@ -265,3 +265,6 @@ TEST(KernelsPackedKquant, PackRowsWritesExactlyTheGroup) {
 
 }  // namespace
 }  // namespace sluice::kernels
+
+// This file's macros end with it (tests/CMakeLists.txt: unity build).
+#undef SKIP_WITHOUT_AVX512VNNI

@@ -21,7 +21,7 @@
 #include "util/ggml_type.h"
 
 namespace sluice::kernels {
-namespace {
+namespace SLUICE_TEST_FILE {
 
 const GgmlType kPackedTypes[] = {GgmlType::Q4_0, GgmlType::Q5_0, GgmlType::Q8_0, GgmlType::IQ4_NL, GgmlType::MXFP4};
 const int64_t kRowLengths[] = {32, 64, 96, 2048, 768, 2880};
@@ -181,3 +181,6 @@ TEST(KernelsPacked, PackedDotIsBitIdenticalToVecDotOfThePlainRows) {
 
 }  // namespace
 }  // namespace sluice::kernels
+
+// This file's macros end with it (tests/CMakeLists.txt: unity build).
+#undef SKIP_WITHOUT_AVX512VNNI

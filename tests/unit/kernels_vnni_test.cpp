@@ -22,7 +22,7 @@
 #include "util/ggml_type.h"
 
 namespace sluice::kernels {
-namespace {
+namespace SLUICE_TEST_FILE {
 
 // Weight types with an AVX-VNNI vec_dot, and those that also have a
 // multi-column one.
@@ -374,3 +374,7 @@ TEST(KernelsVnni, QuantizedGaussianRowsGiveTheAvx2Bits) {
 
 }  // namespace
 }  // namespace sluice::kernels
+
+// This file's macros end with it (tests/CMakeLists.txt: unity build).
+#undef SKIP_WITHOUT_VNNI
+#undef SKIP_WITHOUT_AVX512VNNI

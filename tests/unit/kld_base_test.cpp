@@ -15,7 +15,7 @@
 #include "test_support.h"
 
 namespace sluice::test {
-namespace {
+namespace SLUICE_TEST_FILE {
 
 using bench::KldBaseHeader;
 using bench::KldBaseReader;

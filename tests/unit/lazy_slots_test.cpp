@@ -14,7 +14,7 @@
 #include "util/error.h"
 
 namespace sluice::test {
-namespace {
+namespace SLUICE_TEST_FILE {
 
 std::string stories() {
   return std::string(SLUICE_SOURCE_DIR) + "/models/stories-moe-8x-q8_0.gguf";

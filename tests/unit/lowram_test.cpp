@@ -33,7 +33,7 @@
 #include "gguf/gguf.h"
 #include "test_support.h"
 
-namespace {
+namespace SLUICE_TEST_FILE {
 
 namespace fs = std::filesystem;
 

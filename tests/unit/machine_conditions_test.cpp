@@ -6,7 +6,7 @@
 #include "util/machine_conditions.h"
 
 namespace sluice::test {
-namespace {
+namespace SLUICE_TEST_FILE {
 
 constexpr const char* kCpuinfoX86 =
     "processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel\t\t: 1\nmodel name\t: AMD EPYC 9R14 96-Core Processor\n"

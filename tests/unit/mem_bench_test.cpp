@@ -16,7 +16,7 @@
 #include "util/error.h"
 
 namespace sluice::bench {
-namespace {
+namespace SLUICE_TEST_FILE {
 
 std::string error_of(const MemBenchConfig& cfg) {
   try {

@@ -24,7 +24,7 @@
 #include "util/proc_memory.h"
 
 namespace sluice::bench {
-namespace {
+namespace SLUICE_TEST_FILE {
 
 // Expects `fn` to throw sluice::Error whose message starts with `prefix`.
 template <class Fn>
@@ -583,7 +583,6 @@ TEST(ModelBenchRun, RouteReplayReadsOnlyTheTracesExperts) {
   std::filesystem::remove(usage_file);
 }
 
-}  // namespace
 // The sweep's early floor check sizes experts the engine's way, so an
 // expert-major (repacked) file benches like the stacked one it came from.
 TEST(ModelBenchRun, RepackedModelWithAFixedCache) {
@@ -612,5 +611,6 @@ TEST(ModelBenchRun, RepackedModelWithAFixedCache) {
   EXPECT_GT(rows[1][1].decode_experts_hit, 0u);
 }
 
+}  // namespace
 }  // namespace sluice::bench
 

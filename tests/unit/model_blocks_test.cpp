@@ -14,7 +14,7 @@
 #include "model/router.h"
 
 namespace sluice::model {
-namespace {
+namespace SLUICE_TEST_FILE {
 
 // gpt-oss's RoPE: NEOX, 64 dims, theta 150000, YaRN x32 over 4096 positions.
 RopeParams gpt_oss_rope() {

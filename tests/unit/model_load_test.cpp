@@ -13,7 +13,7 @@
 #include "util/error.h"
 
 namespace sluice::test {
-namespace {
+namespace SLUICE_TEST_FILE {
 
 struct TinySpec {
   std::string arch = "llama";

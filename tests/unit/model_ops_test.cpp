@@ -17,7 +17,7 @@
 #include "util/error.h"
 
 namespace sluice::model {
-namespace {
+namespace SLUICE_TEST_FILE {
 
 RopeParams plain_rope(int n_rot, float theta) {
   RopeParams p;

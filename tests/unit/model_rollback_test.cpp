@@ -16,7 +16,7 @@
 #include "tools/model_info.h"
 
 namespace sluice::test {
-namespace {
+namespace SLUICE_TEST_FILE {
 
 constexpr int kUbatch = 4;
 

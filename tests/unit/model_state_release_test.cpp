@@ -11,7 +11,7 @@
 #include "util/error.h"
 
 namespace sluice::model {
-namespace {
+namespace SLUICE_TEST_FILE {
 
 std::vector<LayerStateSpec> specs(int n_ctx) {
   LayerStateSpec kv;

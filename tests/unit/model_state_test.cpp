@@ -13,7 +13,7 @@
 #include "util/error.h"
 
 namespace sluice::model {
-namespace {
+namespace SLUICE_TEST_FILE {
 
 LayerStateSpec kv_spec(int n_ctx, int heads = 2, int dk = 4, int dv = 3) {
   LayerStateSpec s;

@@ -7,7 +7,7 @@
 #include "tokenizer/tokenizer.h"
 
 namespace sluice::test {
-namespace {
+namespace SLUICE_TEST_FILE {
 
 const std::vector<int32_t> kPrompt = {1, 403, 407, 261, 378};
 

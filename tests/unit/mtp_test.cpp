@@ -16,11 +16,10 @@
 #include "util/error.h"
 
 namespace sluice::test {
-namespace {
+// Named, not the file namespace: expect_mtp_matches_llama_cpp below is outside it.
+namespace mtp_rows {
 
 // ---- the head against the reference ----------------------------------------
-
-const char* kMtpCase = "golden/deepseek2-mtp-f32";
 
 struct RowCheck {
   double mean_abs = 0, worst = 0, frac_over = 0;
@@ -51,7 +50,7 @@ RowCheck compare_rows(const std::vector<float>& ref, const std::vector<float>& g
   return c;
 }
 
-}  // namespace
+}  // namespace mtp_rows
 
 // Declared in mtp_golden.h: the head of `gguf` against the case `c`, whose
 // MTP files (c["mtp"]["files"]) lie in `files_dir`.
@@ -67,7 +66,7 @@ void expect_mtp_matches_llama_cpp(const nlohmann::json& c, const std::string& gg
 
   auto file = [&](const char* key) { return read_f32_file(files_dir + "/" + mtp["files"][key].get<std::string>()); };
   // The head's inputs and its normalised output: F32 all the way, so tight.
-  const RowCheck h = compare_rows(file("h_nextn"), t.hidden, t.width, 1e-4);
+  const mtp_rows::RowCheck h = mtp_rows::compare_rows(file("h_nextn"), t.hidden, t.width, 1e-4);
   EXPECT_LT(h.worst, 1e-4);
   // mtp_h holds g of the rows at positions 0..n-2 (its row 0 is the row
   // (t_0, zero hidden); shared/golden's README says i+1, its data says i, and
@@ -75,12 +74,12 @@ void expect_mtp_matches_llama_cpp(const nlohmann::json& c, const std::string& gg
   std::vector<float> ref_g = file("mtp_h");
   ref_g.erase(ref_g.begin(), ref_g.begin() + t.width);
   const std::vector<float> our_g(t.draft_g.begin(), t.draft_g.end() - t.width);
-  const RowCheck g = compare_rows(ref_g, our_g, t.width, 1e-4);
+  const mtp_rows::RowCheck g = mtp_rows::compare_rows(ref_g, our_g, t.width, 1e-4);
   EXPECT_LT(g.worst, 1e-4);
   // Draft logits and chains under the case's pass rule.
   for (const auto& [key, got, tol] :
        {std::tuple{"mtp_logits", &t.draft_logits, mtp["tolerance"]}, std::tuple{"mtp_chain", &t.chain, mtp["chain"]["tolerance"]}}) {
-    const RowCheck r = compare_rows(file(key), *got, t.n_vocab, tol["position_max_abs_diff"].get<double>());
+    const mtp_rows::RowCheck r = mtp_rows::compare_rows(file(key), *got, t.n_vocab, tol["position_max_abs_diff"].get<double>());
     std::printf("[mtp] %-10s rows %d  mean|d| %.3g  worst %.3g  argmax %d/%d\n", key, r.rows, r.mean_abs, r.worst,
                 r.argmax_same, r.rows);
     EXPECT_LE(r.mean_abs, tol["mean_abs_diff"].get<double>()) << key;
@@ -99,7 +98,9 @@ void expect_mtp_matches_llama_cpp(const nlohmann::json& c, const std::string& gg
   }
 }
 
-namespace {
+namespace SLUICE_TEST_FILE {
+
+const char* kMtpCase = "golden/deepseek2-mtp-f32";
 
 class MtpGoldenCase : public ::testing::TestWithParam<std::string> {};
 

@@ -15,7 +15,7 @@
 #include "util/error.h"
 
 namespace sluice::test {
-namespace {
+namespace SLUICE_TEST_FILE {
 
 using runtime::ngram_draft;
 using V = std::vector<int32_t>;

@@ -12,7 +12,7 @@
 #include "kernels_test_support.h"
 
 namespace sluice::kernels {
-namespace {
+namespace SLUICE_TEST_FILE {
 
 std::vector<float> random_floats(int64_t n, uint32_t seed, float sigma = 1.0f) {
   std::mt19937 rng(seed);

@@ -21,7 +21,7 @@
 #include "util/error.h"
 
 namespace sluice {
-namespace {
+namespace SLUICE_TEST_FILE {
 
 namespace fs = std::filesystem;
 using ::testing::AllOf;

@@ -22,7 +22,7 @@
 #include "util/ggml_type.h"
 
 namespace sluice::model {
-namespace {
+namespace SLUICE_TEST_FILE {
 
 constexpr int64_t G = kernels::kPackRows;
 

@@ -23,7 +23,7 @@
 #include "tools/synth.h"
 
 namespace sluice::test {
-namespace {
+namespace SLUICE_TEST_FILE {
 
 using model::ModelConfig;
 using model::ResidentLayout;

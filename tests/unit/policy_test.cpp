@@ -18,7 +18,7 @@
 #include "util/error.h"
 
 namespace sluice::test {
-namespace {
+namespace SLUICE_TEST_FILE {
 
 const char* const kStories = "models/stories-moe-8x-f32.gguf";
 const char* const kCorpus = "models/corpus_eval.txt";

@@ -29,7 +29,7 @@
 #include "util/error.h"
 
 namespace sluice::test {
-namespace {
+namespace SLUICE_TEST_FILE {
 
 const char* const kStoriesQ8 = "models/stories-moe-8x-q8_0.gguf";
 constexpr uint64_t kStoriesExpertBytes = 3 * (64 * 192 / 32 * 34);

@@ -20,7 +20,7 @@
 #include "util/error.h"
 
 namespace sluice::test {
-namespace {
+namespace SLUICE_TEST_FILE {
 
 using ::testing::HasSubstr;
 

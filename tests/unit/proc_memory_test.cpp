@@ -13,7 +13,7 @@
 #include "util/error.h"
 
 namespace sluice {
-namespace {
+namespace SLUICE_TEST_FILE {
 
 using sluice::test::error_of;
 using ::testing::AllOf;

@@ -13,7 +13,7 @@
 #include "util/error.h"
 
 namespace sluice::test {
-namespace {
+namespace SLUICE_TEST_FILE {
 
 std::vector<int32_t> case_tokens(const std::string& name) {
   std::ifstream jf(shared_path("golden/" + name + ".json"));

@@ -18,7 +18,7 @@
 #include "util/error.h"
 
 namespace sluice::moe {
-namespace {
+namespace SLUICE_TEST_FILE {
 
 using namespace std::chrono_literals;
 

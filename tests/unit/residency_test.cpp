@@ -21,7 +21,7 @@
 #include "test_support.h"
 
 namespace sluice::io {
-namespace {
+namespace SLUICE_TEST_FILE {
 
 namespace fs = std::filesystem;
 using ::testing::AllOf;

@@ -17,7 +17,7 @@
 #include "util/error.h"
 
 namespace sluice::moe {
-namespace {
+namespace SLUICE_TEST_FILE {
 
 using sluice::test::error_of;
 using ::testing::ElementsAre;

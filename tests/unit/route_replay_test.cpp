@@ -19,7 +19,7 @@
 #include "util/error.h"
 
 namespace sluice::test {
-namespace {
+namespace SLUICE_TEST_FILE {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;

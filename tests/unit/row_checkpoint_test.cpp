@@ -16,7 +16,7 @@
 #include "runtime/session.h"
 
 namespace sluice::test {
-namespace {
+namespace SLUICE_TEST_FILE {
 
 using model::KvType;
 using model::LayerStateSpec;

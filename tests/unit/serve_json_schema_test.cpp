@@ -16,7 +16,7 @@
 #include "server/server.h"
 
 namespace sluice {
-namespace {
+namespace SLUICE_TEST_FILE {
 
 using nlohmann::json;
 

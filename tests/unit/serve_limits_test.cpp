@@ -25,7 +25,7 @@
 #include "tokenizer/tokenizer.h"
 
 namespace sluice {
-namespace {
+namespace SLUICE_TEST_FILE {
 
 using nlohmann::json;
 

@@ -18,7 +18,7 @@
 #include "test_support.h"
 
 namespace sluice::test {
-namespace {
+namespace SLUICE_TEST_FILE {
 
 std::string load_script() { return std::string(SLUICE_SOURCE_DIR) + "/bench/serve_load.sh"; }
 

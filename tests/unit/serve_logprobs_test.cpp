@@ -18,7 +18,7 @@
 #include "test_support.h"
 
 namespace sluice {
-namespace {
+namespace SLUICE_TEST_FILE {
 
 using nlohmann::json;
 using test::LiveServer;

@@ -13,7 +13,7 @@
 #include "test_support.h"
 
 namespace sluice::test {
-namespace {
+namespace SLUICE_TEST_FILE {
 
 struct SlotDir {
   std::string path = ::testing::TempDir() + "/node_slots_" + std::to_string(::getpid());

@@ -21,7 +21,7 @@
 #include "server/server.h"
 
 namespace sluice::test {
-namespace {
+namespace SLUICE_TEST_FILE {
 
 using json = nlohmann::json;
 

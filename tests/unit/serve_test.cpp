@@ -31,7 +31,7 @@
 #include "tokenizer/tokenizer.h"
 
 namespace sluice {
-namespace {
+namespace SLUICE_TEST_FILE {
 
 using nlohmann::json;
 using server::GenerationDefaults;
@@ -721,7 +721,7 @@ TEST(ServeOpenAiClient, NodeClientStreamsAndCompletes) {
 }  // namespace sluice
 
 namespace sluice {
-namespace {
+namespace SLUICE_TEST_FILE {
 
 // `sluice serve` flag and bind errors: one message naming the flag or the
 // address, exit status 1, before serving anything.

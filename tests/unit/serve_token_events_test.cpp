@@ -12,7 +12,7 @@
 #include "serve_test_support.h"
 
 namespace sluice::test {
-namespace {
+namespace SLUICE_TEST_FILE {
 
 using json = nlohmann::json;
 

@@ -23,7 +23,7 @@
 #include "tool_call_model.h"
 
 namespace sluice {
-namespace {
+namespace SLUICE_TEST_FILE {
 
 using nlohmann::json;
 

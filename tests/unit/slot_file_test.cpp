@@ -14,7 +14,7 @@
 #include "runtime/slot_file.h"
 
 namespace sluice::test {
-namespace {
+namespace SLUICE_TEST_FILE {
 
 std::vector<int32_t> prompt_of(const std::string& name) {
   std::ifstream jf(shared_path("golden/" + name + ".json"));

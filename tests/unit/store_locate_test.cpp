@@ -7,7 +7,7 @@
 #include "store/locate.h"
 #include "store_test_support.h"
 
-namespace {
+namespace SLUICE_TEST_FILE {
 
 using sluice::store::looks_like_path;
 using sluice::store::resolve_model;

@@ -20,7 +20,7 @@
 #include "tools/model_info.h"
 
 namespace sluice::test {
-namespace {
+namespace SLUICE_TEST_FILE {
 
 constexpr int kWindow = 8;   // gpt-oss-mxfp4's n_swa
 constexpr int kUbatch = 4;   // the ring model's micro-batch: slack max(4, kMinRingSlack) = 16

@@ -24,7 +24,7 @@
 #include "util/error.h"
 
 namespace sluice::tools {
-namespace {
+namespace SLUICE_TEST_FILE {
 
 namespace fs = std::filesystem;
 using test::shared_path;

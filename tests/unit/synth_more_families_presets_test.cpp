@@ -17,7 +17,7 @@
 #include "tools/synth.h"
 
 namespace sluice::tools {
-namespace {
+namespace SLUICE_TEST_FILE {
 
 using test::has_tensor;
 using test::inspect_zero_data;

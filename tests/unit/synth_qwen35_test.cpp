@@ -20,7 +20,7 @@
 #include "tools/synth.h"
 
 namespace sluice::tools {
-namespace {
+namespace SLUICE_TEST_FILE {
 
 namespace fs = std::filesystem;
 using test::shared_path;

@@ -17,7 +17,7 @@
 #include "tools/synth.h"
 
 namespace sluice::tools {
-namespace {
+namespace SLUICE_TEST_FILE {
 
 namespace fs = std::filesystem;
 using test::has_tensor;

@@ -23,7 +23,7 @@
 #include "util/error.h"
 
 namespace sluice::test {
-namespace {
+namespace SLUICE_TEST_FILE {
 
 using telemetry::EvalKind;
 using telemetry::TokenRecord;

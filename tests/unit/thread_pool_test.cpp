@@ -17,7 +17,7 @@
 #include "util/error.h"
 
 namespace sluice::model {
-namespace {
+namespace SLUICE_TEST_FILE {
 
 // Runs one parallel_for and returns the ranges fn was called with, sorted.
 std::vector<std::pair<int64_t, int64_t>> ranges_of(ThreadPool& pool, int64_t n, int64_t min_chunk) {

@@ -13,7 +13,7 @@
 #include "tokenizer/tokenizer.h"
 
 namespace sluice::tokenizer {
-namespace {
+namespace SLUICE_TEST_FILE {
 
 using gguf::Metadata;
 using gguf::Value;

@@ -22,7 +22,7 @@
 #include "util/error.h"
 #include "test_support.h"
 
-namespace {
+namespace SLUICE_TEST_FILE {
 
 using sluice::gguf::Metadata;
 using sluice::gguf::Value;
@@ -151,7 +151,7 @@ INSTANTIATE_TEST_SUITE_P(
 
 }  // namespace
 
-namespace {
+namespace SLUICE_TEST_FILE {
 
 // ---- llama2.c tok512 SPM vocab inside the stories MoE -----------------------
 
@@ -333,7 +333,7 @@ TEST(TokenizerGpt2, MultiBytePiecesConcatenateToUtf8) {
 
 }  // namespace
 
-namespace {
+namespace SLUICE_TEST_FILE {
 
 // ---- `sluice tokenize` CLI ---------------------------------------------------
 

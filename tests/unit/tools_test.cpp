@@ -28,7 +28,7 @@
 #include "util/error.h"
 
 namespace sluice::tools {
-namespace {
+namespace SLUICE_TEST_FILE {
 
 namespace fs = std::filesystem;
 const std::string kShared = SLUICE_SHARED_DIR;

@@ -20,7 +20,7 @@
 #include "util/error.h"
 
 namespace sluice::moe {
-namespace {
+namespace SLUICE_TEST_FILE {
 
 using Rows = std::vector<std::vector<ExpertWeight>>;
 

@@ -13,7 +13,7 @@
 #include "util/decimal.h"
 
 namespace sluice {
-namespace {
+namespace SLUICE_TEST_FILE {
 
 TEST(UtilCsv, QuotesOnlyWhatNeedsIt) {
   EXPECT_EQ(csv_field("plain.gguf"), "plain.gguf");

@@ -35,7 +35,7 @@
 #include "test_support.h"
 
 namespace sluice::moe {
-namespace {
+namespace SLUICE_TEST_FILE {
 
 namespace fs = std::filesystem;
 using ::testing::AllOf;
