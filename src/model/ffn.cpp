@@ -9,10 +9,6 @@
 namespace sluice::model {
 namespace {
 
-// Splitting positions over threads needs enough of them per thread to keep
-// the multi-column dot busy and the imbalance small.
-constexpr int64_t kMinPositionsPerThread = 8;
-
 // llama.cpp's swiglu_oai constants (gpt-oss).
 constexpr float kOaiAlpha = 1.702f;
 constexpr float kOaiLimit = 7.0f;
@@ -62,29 +58,26 @@ void SwiGlu::run(const FfnMatrices& m, Activation act, const FfnBiases& bias, st
   const int64_t n_ff = m.gate.n_out;
   g_.resize(static_cast<size_t>(n * n_ff));
   u_.resize(static_cast<size_t>(n * n_ff));
-  // gate, up, the activation and the conversion of the hidden rows for down
-  // in as few pool round trips as possible. Many positions: split positions
-  // (each thread produces whole hidden rows, so it can also convert them);
-  // few positions: split hidden units, then convert. Either way each element
-  // is computed exactly as by separate matmuls + an element-wise pass, so the
-  // split changes no value.
-  hidden_q_.prepare(m.down.kern->vec_dot_type, n, n_ff);
-  auto by_positions = [&](int64_t p0, int64_t p1) {
-    const auto g_rows = act_gate.subspan(static_cast<size_t>(p0), static_cast<size_t>(p1 - p0));
-    const auto u_rows = act_up.subspan(static_cast<size_t>(p0), static_cast<size_t>(p1 - p0));
-    matmul_rows(m.gate, g_rows, &g_[p0 * n_ff], n_ff, 0, n_ff);
-    matmul_rows(m.up, u_rows, &u_[p0 * n_ff], n_ff, 0, n_ff);
-    for (int64_t i = p0; i < p1; ++i) {
-      if (bias.gate) add_bias(&g_[i * n_ff], bias.gate, n_ff);
-      if (bias.up) add_bias(&u_[i * n_ff], bias.up, n_ff);
-    }
-    apply_activation(act, &g_[p0 * n_ff], &u_[p0 * n_ff], (p1 - p0) * n_ff, clamp);
-    hidden_q_.convert_rows(g_.data(), n_ff, p0, p1);
-  };
+  // gate, up and the activation split over hidden units (each thread reads
+  // its share of the weight rows once, for every position), then the hidden
+  // rows converted for down. Splitting positions instead made every thread
+  // stream the whole of gate and up: an expert's 39 positions at pp64 of a
+  // 30B-A3B cost 0.96-1.05 s of expert matmul against 0.77-0.88 s by units
+  // (docs/benchmarks.md). Each element is computed exactly as by separate
+  // matmuls + an element-wise pass, so the split changes no value.
   // Tile-GEMM weights (AMX) re-lay the positions once for all row ranges.
   const TiledActivations* tiled_gate = nullptr;
   const TiledActivations* tiled_up = nullptr;
-  const bool tiles = m.gate.kern->gemm_tile && m.up.kern == m.gate.kern && n > 1;
+  if (m.gate.kern->gemm_tile && m.up.kern == m.gate.kern && n > 1) {
+    tiled_gate_.prepare(*m.gate.kern, m.gate.n_in, act_gate, &pool);
+    tiled_gate = &tiled_gate_;
+    if (std::ranges::equal(act_up, act_gate)) {  // the same rows (e.g. one norm feeds both)
+      tiled_up = tiled_gate;
+    } else {
+      tiled_up_.prepare(*m.up.kern, m.up.n_in, act_up, &pool);
+      tiled_up = &tiled_up_;
+    }
+  }
   auto by_units = [&](int64_t r0, int64_t r1) {
     matmul_rows(m.gate, act_gate, g_.data(), n_ff, r0, r1, tiled_gate);
     matmul_rows(m.up, act_up, u_.data(), n_ff, r0, r1, tiled_up);
@@ -94,30 +87,13 @@ void SwiGlu::run(const FfnMatrices& m, Activation act, const FfnBiases& bias, st
       apply_activation(act, &g_[i * n_ff + r0], &u_[i * n_ff + r0], r1 - r0, clamp);
     }
   };
-  const int64_t work = 2 * n * n_ff * m.gate.n_in;
-  // Split positions in whole multi-column dots (or whole tiles).
-  const int64_t grain = tiles ? kernels::kTileCols : kernels::kMaxDotCols;
-  if (n >= std::max(kMinPositionsPerThread, grain) * pool.size() && worth_parallel(pool, n, work)) {
-    pool.parallel_for(n, by_positions, grain);
+  if (worth_parallel(pool, n_ff, 2 * n * n_ff * m.gate.n_in)) {
+    // Packed gate/up: ranges start at group boundaries (speed only).
+    pool.parallel_for(n_ff, by_units, std::max(row_grain(m.gate), row_grain(m.up)));
   } else {
-    if (tiles) {
-      tiled_gate_.prepare(*m.gate.kern, m.gate.n_in, act_gate, &pool);
-      tiled_gate = &tiled_gate_;
-      if (std::ranges::equal(act_up, act_gate)) {  // the same rows (e.g. one norm feeds both)
-        tiled_up = tiled_gate;
-      } else {
-        tiled_up_.prepare(*m.up.kern, m.up.n_in, act_up, &pool);
-        tiled_up = &tiled_up_;
-      }
-    }
-    if (worth_parallel(pool, n_ff, work)) {
-      // Packed gate/up: ranges start at group boundaries (speed only).
-      pool.parallel_for(n_ff, by_units, std::max(row_grain(m.gate), row_grain(m.up)));
-    } else {
-      by_units(0, n_ff);
-    }
-    hidden_q_.convert_rows(g_.data(), n_ff, 0, n);
+    by_units(0, n_ff);
   }
+  hidden_q_.quantize(m.down.kern->vec_dot_type, g_.data(), n, n_ff, n_ff, &pool);
   hidden_rows_.resize(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) hidden_rows_[i] = hidden_q_.row(i);
   matmul(m.down, hidden_rows_, out, out_stride, pool);
