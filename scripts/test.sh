@@ -54,7 +54,7 @@ run_emulated() {
 if [[ "${1:-}" == "--asan" ]]; then
   # Debug (-O0, assert() on), except the kernels, model and moe layers at -O1 (CMakeLists.txt:
   # the math every golden case runs; -O1 everywhere had run the suite in 260 s instead of 509 s
-  # but cost ~520 s more build), linked non-PIE (the CLI tests start sluice hundreds of times;
+  # but cost ~520 s more build), linked non-PIE (the CLI tests start sluice many times;
   # 2026-12-05, 2 cores, one process per test as ctest ran it then: 647 s instead of 1297 s).
   scripts/build.sh build-asan -DSLUICE_SANITIZE=ON -DSLUICE_BENCH=OFF -DCMAKE_BUILD_TYPE=Debug
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
