@@ -69,9 +69,10 @@ elif [[ "${1:-}" == "--aarch64" ]]; then
   scripts/build.sh --aarch64 build-aarch64 -DCMAKE_BUILD_TYPE=Release
   log_dir=$PWD/build-aarch64/test-logs
   rm -rf "$log_dir" && mkdir -p "$log_dir"
-  # -cpu max: every test but the suites that only drive forward passes the other tests
-  # already check on this CPU (n-gram drafting, prefetch timing, perplexity chunking, the synth
-  # generators, CLI output formats): over half the emulated time, no instruction-set coverage.
+  # -cpu max: every test but the slow suites whose code does not depend on the CPU (n-gram
+  # drafting, prefetch timing, perplexity chunking, the synth generators, CLI output formats,
+  # chat templates; the forward passes they drive are checked here by the other suites): about
+  # half the emulated time, no instruction-set coverage.
   native_only='Cases/NgramGolden.*:Models/PrefetchInvariance.*:EvalLlama.*:Synth*:ToolsSynth.*:CliOutput*:ChatTemplate.*:PolicyEval.*:Golden/PolicyNoOp.*'
   run_emulated max "*-$native_only"
   run_emulated cortex-a53 'Kernels*:Kquant*:Cases/GoldenTest.*:GoldenSelfCheck.*:ModelStories.*:Cases/InvarianceTest.*:MtpGolden.*'

@@ -61,10 +61,10 @@ void SwiGlu::run(const FfnMatrices& m, Activation act, const FfnBiases& bias, st
   // gate, up and the activation split over hidden units (each thread reads
   // its share of the weight rows once, for every position), then the hidden
   // rows converted for down. Splitting positions instead made every thread
-  // stream the whole of gate and up: an expert's 39 positions at pp64 of a
-  // 30B-A3B cost 0.96-1.05 s of expert matmul against 0.77-0.88 s by units
-  // (docs/benchmarks.md). Each element is computed exactly as by separate
-  // matmuls + an element-wise pass, so the split changes no value.
+  // stream the whole of gate and up (pp64 of a 30B-A3B in RAM: 39.5 against
+  // 45.7 tok/s by units, docs/benchmarks.md "Prefill"; pp512 unchanged).
+  // Each element is computed exactly as by separate matmuls + an
+  // element-wise pass, so the split changes no value.
   // Tile-GEMM weights (AMX) re-lay the positions once for all row ranges.
   const TiledActivations* tiled_gate = nullptr;
   const TiledActivations* tiled_up = nullptr;
