@@ -33,8 +33,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr int kMaxLanes = 1024;
-
 uint64_t splitmix64(uint64_t& state) {
   uint64_t z = (state += 0x9E3779B97F4A7C15ull);
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
@@ -61,9 +59,9 @@ void validate(const IoBenchConfig& cfg) {
     if (s == 0) throw Error("io bench: read size 0 is not allowed");
   if (cfg.lanes.empty()) throw Error("io bench: no lane counts given");
   for (int l : cfg.lanes)
-    if (l < 1 || l > kMaxLanes)
+    if (l < 1 || l > kMaxIoBenchLanes)
       throw Error("io bench: lane count " + std::to_string(l) + " is out of range (1.." +
-                  std::to_string(kMaxLanes) + ")");
+                  std::to_string(kMaxIoBenchLanes) + ")");
   if (cfg.modes.empty()) throw Error("io bench: no mode (direct/buffered) selected");
   if (!(cfg.seconds_per_point > 0) || !std::isfinite(cfg.seconds_per_point))
     throw Error("io bench: seconds per point must be a positive number");

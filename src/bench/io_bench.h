@@ -55,6 +55,9 @@ struct IoBenchRow {
   double lat_us_p99 = 0;
 };
 
+// The most concurrent readers one point may have (--lanes, --io-depth).
+inline constexpr int kMaxIoBenchLanes = 1024;
+
 struct IoBenchConfig {
   std::string path;                 // file to read (must be at least as large as the largest read)
   std::vector<uint64_t> sizes;      // bytes per read, each > 0

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "bench/flag_list.h"
 #include "bench/io_bench.h"
 #include "util/csv.h"
 #include "util/decimal.h"
@@ -20,7 +21,6 @@ namespace sluice::bench {
 namespace {
 
 constexpr uint64_t kMaxSize = 1ull << 40;  // 1 TiB: far past any sane read, far below overflow
-constexpr int kMaxLanes = 1024;
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
@@ -32,21 +32,6 @@ std::string upper(std::string_view s) {
   std::string out(s);
   for (char& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   return out;
-}
-
-// Splits "a,b,c" into trimmed parts; an empty part is an error.
-std::vector<std::string_view> split_list(std::string_view csv, const std::string& flag) {
-  std::vector<std::string_view> parts;
-  size_t pos = 0;
-  while (true) {
-    const size_t comma = csv.find(',', pos);
-    const std::string_view part = trim(csv.substr(pos, comma == std::string_view::npos ? csv.npos : comma - pos));
-    if (part.empty()) fail(flag, "empty entry in list '" + std::string(csv) + "'");
-    parts.push_back(part);
-    if (comma == std::string_view::npos) break;
-    pos = comma + 1;
-  }
-  return parts;
 }
 
 }  // namespace
@@ -88,22 +73,22 @@ uint64_t parse_size(std::string_view text, const std::string& flag) {
 
 std::vector<uint64_t> parse_size_list(std::string_view csv, const std::string& flag) {
   std::vector<uint64_t> out;
-  for (std::string_view part : split_list(csv, flag)) out.push_back(parse_size(part, flag));
+  for (const std::string& part : split_flag_list(csv, flag)) out.push_back(parse_size(part, flag));
   return out;
 }
 
 std::vector<int> parse_lane_list(std::string_view csv, const std::string& flag) {
   std::vector<int> out;
-  for (std::string_view part : split_list(csv, flag)) {
+  for (const std::string& part : split_flag_list(csv, flag)) {
     const bool digits = std::all_of(part.begin(), part.end(),
                                     [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
     if (!digits || part.size() > 9) {
       fail(flag, "'" + std::string(part) + "' is not a lane count (a whole number 1.." +
-                     std::to_string(kMaxLanes) + ")");
+                     std::to_string(kMaxIoBenchLanes) + ")");
     }
     const int n = std::stoi(std::string(part));
-    if (n < 1 || n > kMaxLanes) {
-      fail(flag, "lane count " + std::to_string(n) + " is out of range (1.." + std::to_string(kMaxLanes) + ")");
+    if (n < 1 || n > kMaxIoBenchLanes) {
+      fail(flag, "lane count " + std::to_string(n) + " is out of range (1.." + std::to_string(kMaxIoBenchLanes) + ")");
     }
     out.push_back(n);
   }

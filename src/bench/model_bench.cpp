@@ -13,6 +13,7 @@
 #include <random>
 #include <sstream>
 
+#include "bench/flag_list.h"
 #include "gguf/gguf.h"
 #include "io/residency.h"
 #include "model/arch.h"
@@ -315,24 +316,6 @@ void sweep(std::vector<BenchPoint>& points, const std::vector<T>& values, T Benc
   points = std::move(out);
 }
 
-// Splits a comma list, trimming spaces around each entry; an empty entry is
-// an error naming `flag`.
-std::vector<std::string> split_list(std::string_view csv, const std::string& flag) {
-  std::vector<std::string> out;
-  size_t pos = 0;
-  while (true) {
-    const size_t comma = csv.find(',', pos);
-    std::string part(csv.substr(pos, comma == std::string_view::npos ? std::string_view::npos : comma - pos));
-    while (!part.empty() && part.front() == ' ') part.erase(part.begin());
-    while (!part.empty() && part.back() == ' ') part.pop_back();
-    if (part.empty()) fail(flag, "empty entry in list '" + std::string(csv) + "'");
-    out.push_back(std::move(part));
-    if (comma == std::string_view::npos) break;
-    pos = comma + 1;
-  }
-  return out;
-}
-
 IoMode mode_of(const std::string& s, const std::string& where) {
   if (s == "direct") return IoMode::Direct;
   if (s == "buffered") return IoMode::Buffered;
@@ -474,7 +457,7 @@ std::vector<IoBenchRow> measure_ceiling(const std::string& model_path, const std
 
 std::vector<int> parse_int_list(std::string_view csv, const std::string& flag, int lo, int hi) {
   std::vector<int> out;
-  for (const std::string& part : split_list(csv, flag)) {
+  for (const std::string& part : split_flag_list(csv, flag)) {
     size_t used = 0;
     long v = 0;
     try {
@@ -492,7 +475,7 @@ std::vector<int> parse_int_list(std::string_view csv, const std::string& flag, i
 }
 
 std::vector<std::string> parse_dense_list(std::string_view csv, const std::string& flag) {
-  std::vector<std::string> out = split_list(csv, flag);
+  std::vector<std::string> out = split_flag_list(csv, flag);
   for (const std::string& part : out) {
     if (part != "mmap" && part != "warm" && part != "anon") {
       fail(flag, "'" + part + "' is not a dense-weight mode (expected mmap, warm or anon)");
@@ -502,14 +485,14 @@ std::vector<std::string> parse_dense_list(std::string_view csv, const std::strin
 }
 
 std::vector<std::string> parse_layout_list(std::string_view csv) {
-  std::vector<std::string> out = split_list(csv, "--resident-layout");
+  std::vector<std::string> out = split_flag_list(csv, "--resident-layout");
   for (const std::string& part : out) model::parse_resident_layout(part);  // Error names the flag
   return out;
 }
 
 std::vector<std::string> parse_cache_mb_list(std::string_view csv) {
   std::vector<std::string> out;
-  for (const std::string& part : split_list(csv, "--cache-mb")) {
+  for (const std::string& part : split_flag_list(csv, "--cache-mb")) {
     const moe::CacheMbSetting c = moe::parse_cache_mb(part);
     out.push_back(c.automatic ? "auto" : c.mib == 0 ? "off" : std::to_string(c.mib));
   }
@@ -518,7 +501,7 @@ std::vector<std::string> parse_cache_mb_list(std::string_view csv) {
 
 std::vector<std::string> parse_prefetch_list(std::string_view csv) {
   std::vector<std::string> out;
-  for (const std::string& part : split_list(csv, "--prefetch")) {
+  for (const std::string& part : split_flag_list(csv, "--prefetch")) {
     const int depth = runtime::parse_prefetch(part);
     out.push_back(depth == model::kPrefetchPrefill ? "prefill"
                   : depth == model::kPrefetchAuto  ? "auto"

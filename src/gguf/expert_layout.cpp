@@ -9,8 +9,6 @@
 namespace sluice::gguf {
 namespace {
 
-std::string num(uint64_t v) { return std::to_string(v); }
-
 // Bounds that keep a hostile name from sizing a huge table.
 constexpr uint64_t kMaxLayer = 1u << 16;
 constexpr uint64_t kMaxExpert = 1u << 20;
@@ -19,7 +17,7 @@ const std::string& path_of(const GgufModel& m, const TensorInfo& t) { return m.s
 
 std::string shape_str(const std::vector<uint64_t>& ne) {
   std::string s = "{";
-  for (size_t i = 0; i < ne.size(); ++i) s += (i ? ", " : "") + num(ne[i]);
+  for (size_t i = 0; i < ne.size(); ++i) s += (i ? ", " : "") + std::to_string(ne[i]);
   return s + "}";
 }
 
@@ -52,8 +50,8 @@ LayerExpertParts expert_major_layer_parts(const GgufModel& m, uint32_t layer, co
     const auto& ts = lt.major[p];
     for (uint64_t e = 0; e < n_expert; ++e) {
       if (e >= ts.size() || ts[e] == nullptr)
-        fail(file, "expert-major layer " + num(layer) + " lacks tensor " + expert_major_name(layer, p, e) +
-                       " (every part needs experts 0.." + num(n_expert - 1) + ")");
+        fail(file, "expert-major layer " + std::to_string(layer) + " lacks tensor " + expert_major_name(layer, p, e) +
+                       " (every part needs experts 0.." + std::to_string(n_expert - 1) + ")");
     }
     const TensorInfo& first = *ts[0];
     if (first.ne.size() != 2)
@@ -81,9 +79,9 @@ LayerExpertParts expert_major_layer_parts(const GgufModel& m, uint32_t layer, co
 LayerExpertParts fused_layer_parts(const GgufModel& m, uint32_t layer, const LayerTensors& lt) {
   const TensorInfo& gu = *lt.gate_up;
   if (lt.stacked[kGate] || lt.stacked[kUp])
-    fail(path_of(m, gu), "layer " + num(layer) + " has both " + gu.name + " and separate gate/up expert tensors");
+    fail(path_of(m, gu), "layer " + std::to_string(layer) + " has both " + gu.name + " and separate gate/up expert tensors");
   if (!lt.stacked[kDown])
-    fail(path_of(m, gu), "layer " + num(layer) + " has " + gu.name + " but no " + stacked_expert_name(layer, kDown));
+    fail(path_of(m, gu), "layer " + std::to_string(layer) + " has " + gu.name + " but no " + stacked_expert_name(layer, kDown));
   const TensorInfo& down = *lt.stacked[kDown];
   const uint64_t n_expert = gu.ne.size() == 3 ? gu.ne[2] : 0;
   if (gu.ne.size() != 3 || n_expert == 0 || gu.ne[1] == 0 || gu.ne[1] % 2 != 0 || gu.bytes % (2 * n_expert) != 0)
@@ -91,7 +89,7 @@ LayerExpertParts fused_layer_parts(const GgufModel& m, uint32_t layer, const Lay
                              ") is not a 3-D stack {n_in, 2 n_ff, n_expert} of fused gate/up experts");
   if (down.ne.size() != 3 || down.ne[2] != n_expert || down.bytes % n_expert != 0)
     fail(path_of(m, down), "expert tensor " + down.name + " (shape " + shape_str(down.ne) + ") is not a 3-D stack of " +
-                               num(n_expert) + " experts like " + gu.name);
+                               std::to_string(n_expert) + " experts like " + gu.name);
   LayerExpertParts out;
   out.layout = ExpertLayout::Stacked;
   const uint64_t half = gu.bytes / n_expert / 2;
@@ -123,11 +121,11 @@ bool is_expert_tensor_name(std::string_view name) { return parse_expert_tensor_n
 bool is_expert_weight(const TensorInfo& t) { return is_expert_tensor_name(t.name); }
 
 std::string stacked_expert_name(uint32_t layer, size_t part) {
-  return "blk." + num(layer) + "." + kExpertPartStems.at(part) + ".weight";
+  return "blk." + std::to_string(layer) + "." + kExpertPartStems.at(part) + ".weight";
 }
 
 std::string expert_major_name(uint32_t layer, size_t part, uint64_t expert) {
-  return "blk." + num(layer) + "." + kExpertPartStems.at(part) + "." + num(expert) + ".weight";
+  return "blk." + std::to_string(layer) + "." + kExpertPartStems.at(part) + "." + std::to_string(expert) + ".weight";
 }
 
 std::optional<ExpertTensorName> parse_expert_tensor_name(std::string_view name) {
@@ -185,7 +183,7 @@ LayerExpertParts stacked_layer_parts(const GgufModel& m, uint32_t layer, const T
     const TensorInfo& t = *ts[p];
     if (t.ne.size() != 3 || t.ne[2] != n_expert || n_expert == 0 || t.bytes % n_expert != 0)
       fail(path_of(m, t), "expert tensor " + t.name + " (shape " + shape_str(t.ne) + ") is not a 3-D stack of " +
-                              num(n_expert) + " experts like the other expert tensors of layer " + num(layer));
+                              std::to_string(n_expert) + " experts like the other expert tensors of layer " + std::to_string(layer));
     out.part[p] = ExpertPartInfo{t.type, {t.ne[0], t.ne[1]}, t.bytes / n_expert, t.name};
   }
   out.experts.resize(n_expert);
@@ -240,7 +238,7 @@ std::vector<LayerExpertParts> layer_expert_parts(const GgufModel& m) {
     }
     for (size_t p = 0; p < 3; ++p) {
       if (!lt.stacked[p])
-        fail(file, "layer " + num(layer) + " has some but not all of gate/up/down expert tensors (missing " +
+        fail(file, "layer " + std::to_string(layer) + " has some but not all of gate/up/down expert tensors (missing " +
                        stacked_expert_name(layer, p) + ")");
     }
     out[layer] = stacked_layer_parts(m, layer, *lt.stacked[kGate], *lt.stacked[kUp], *lt.stacked[kDown]);

@@ -8,8 +8,6 @@
 namespace sluice::gguf {
 namespace {
 
-std::string num(uint64_t v) { return std::to_string(v); }
-
 // Split naming: PREFIX-NNNNN-of-MMMMM.gguf (llama.cpp's gguf-split convention).
 struct SplitName {
   std::string prefix;  // path up to, not including, "-NNNNN-of-MMMMM.gguf"
@@ -84,7 +82,7 @@ GgufModel GgufModel::open(const std::string& path, const io::WrapFile& wrap) {
 
   uint64_t count = md_count.value_or(name ? name->count : 1);
   if (md_count && name && *md_count != name->count)
-    fail(path, "split.count is " + num(*md_count) + " but the file name says " + num(name->count) + " splits");
+    fail(path, "split.count is " + std::to_string(*md_count) + " but the file name says " + std::to_string(name->count) + " splits");
   if (count == 0) fail(path, "split.count is 0");
   if (count == 1) {
     std::vector<ParsedFile> one;
@@ -92,10 +90,10 @@ GgufModel GgufModel::open(const std::string& path, const io::WrapFile& wrap) {
     return from_parsed(std::move(one));
   }
   if (!name)
-    fail(path, "metadata says the model has " + num(count) +
-                   " splits, but the file name does not follow NAME-00001-of-" + num(count) +
+    fail(path, "metadata says the model has " + std::to_string(count) +
+                   " splits, but the file name does not follow NAME-00001-of-" + std::to_string(count) +
                    ".gguf so the other splits cannot be found");
-  if (count > 99999) fail(path, "split.count " + num(count) + " is too large");
+  if (count > 99999) fail(path, "split.count " + std::to_string(count) + " is too large");
 
   std::vector<ParsedFile> splits;
   splits.reserve(count);
@@ -107,7 +105,7 @@ GgufModel GgufModel::open(const std::string& path, const io::WrapFile& wrap) {
     }
     std::error_code ec;
     if (!std::filesystem::exists(p, ec))
-      fail(p, "missing split " + num(no) + " of " + num(count) + " (opened " + path + ")");
+      fail(p, "missing split " + std::to_string(no) + " of " + std::to_string(count) + " (opened " + path + ")");
     splits.push_back(parse_path(p, wrap));
   }
   return from_parsed(std::move(splits));
@@ -123,9 +121,9 @@ GgufModel GgufModel::from_parsed(std::vector<ParsedFile> splits) {
     // split.no is 0-based in llama.cpp's gguf-split output.
     if (n > 1) {
       if (auto no = s.metadata.get_uint("split.no"); no && *no != k)
-        fail(s.path, "split.no is " + num(*no) + " but this is split " + num(k) + " (0-based) of " + num(n));
+        fail(s.path, "split.no is " + std::to_string(*no) + " but this is split " + std::to_string(k) + " (0-based) of " + std::to_string(n));
       if (auto c = s.metadata.get_uint("split.count"); c && *c != n)
-        fail(s.path, "split.count is " + num(*c) + " but the model has " + num(n) + " split files");
+        fail(s.path, "split.count is " + std::to_string(*c) + " but the model has " + std::to_string(n) + " split files");
     }
     total += s.tensors.size();
   }
@@ -142,7 +140,7 @@ GgufModel GgufModel::from_parsed(std::vector<ParsedFile> splits) {
     }
   }
   if (auto expected = splits.front().metadata.get_uint("split.tensors.count"); expected && *expected != total)
-    fail(splits.front().path, "split.tensors.count is " + num(*expected) + " but the splits hold " + num(total) +
+    fail(splits.front().path, "split.tensors.count is " + std::to_string(*expected) + " but the splits hold " + std::to_string(total) +
                                   " tensors");
   m.splits_ = std::move(splits);
   return m;
@@ -162,8 +160,8 @@ ByteRange GgufModel::expert_range(const TensorInfo& t, uint64_t e) const {
   if (t.ne.size() != 3)
     fail(splits_.at(t.split).path, "tensor '" + t.name + "' is not a 3-D expert tensor {n_in, n_out, n_expert}");
   if (e >= t.ne[2])
-    fail(splits_.at(t.split).path, "expert " + num(e) + " out of range for tensor '" + t.name + "' with " +
-                                       num(t.ne[2]) + " experts");
+    fail(splits_.at(t.split).path, "expert " + std::to_string(e) + " out of range for tensor '" + t.name + "' with " +
+                                       std::to_string(t.ne[2]) + " experts");
   const uint64_t per_expert = t.bytes / t.ne[2];
   return ByteRange{t.split, t.offset + e * per_expert, per_expert};
 }

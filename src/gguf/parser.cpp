@@ -20,13 +20,11 @@ namespace {
 constexpr uint32_t kMagic = 0x46554747;  // "GGUF" read as a little-endian u32
 constexpr int kMaxArrayDepth = 8;        // nested arrays deeper than this are refused
 constexpr uint32_t kMaxDims = 4;
-constexpr size_t kBufferBytes = 1 << 20;
+constexpr size_t kReadBufferBytes = 1 << 20;
 
 // Smallest encoded sizes, used to bound counts before allocating.
 constexpr uint64_t kMinKvBytes = 8 + 4 + 1;              // key length, type, 1-byte value
 constexpr uint64_t kMinTensorInfoBytes = 8 + 4 + 8 + 4 + 8;  // name length, n_dims, one ne, type, offset
-
-std::string num(uint64_t v) { return std::to_string(v); }
 
 // Sequential reader over a File, refilled in large chunks. Every read is
 // bounds-checked against the file size and reports the offset on failure.
@@ -34,7 +32,7 @@ class Cursor {
  public:
   // The buffer never exceeds the file, so small files cost a small allocation.
   explicit Cursor(const io::File& file)
-      : file_(file), size_(file.size()), buffer_(std::min<uint64_t>(kBufferBytes, size_)) {}
+      : file_(file), size_(file.size()), buffer_(std::min<uint64_t>(kReadBufferBytes, size_)) {}
 
   uint64_t pos() const { return pos_; }
   uint64_t remaining() const { return size_ - pos_; }
@@ -44,8 +42,8 @@ class Cursor {
 
   void read(void* dst, uint64_t n) {
     if (n > remaining())
-      fail(path(), "truncated: " + context_ + " needs " + num(n) + " bytes at offset " + num(pos_) +
-                       " but the file is " + num(size_) + " bytes");
+      fail(path(), "truncated: " + context_ + " needs " + std::to_string(n) + " bytes at offset " + std::to_string(pos_) +
+                       " but the file is " + std::to_string(size_) + " bytes");
     auto* out = static_cast<uint8_t*>(dst);
     while (n > 0) {
       if (pos_ == buf_start_ + buf_len_) refill();
@@ -68,8 +66,8 @@ class Cursor {
     const uint64_t start = pos_;
     const uint64_t len = get<uint64_t>();
     if (len > remaining())
-      fail(path(), context_ + ": string length " + num(len) + " at offset " + num(start) +
-                       " runs past the end of the file (" + num(remaining()) + " bytes left)");
+      fail(path(), context_ + ": string length " + std::to_string(len) + " at offset " + std::to_string(start) +
+                       " runs past the end of the file (" + std::to_string(remaining()) + " bytes left)");
     std::string s(len, '\0');
     read(s.data(), len);
     return s;
@@ -114,14 +112,14 @@ Value read_array(Cursor& c, int depth) {
   const uint64_t at = c.pos();
   const uint32_t elem = c.get<uint32_t>();
   if (!valid_value_type(elem))
-    fail(c.path(), c.context() + ": array at offset " + num(at) + " has unknown element type " + num(elem));
+    fail(c.path(), c.context() + ": array at offset " + std::to_string(at) + " has unknown element type " + std::to_string(elem));
   v.elem_type = static_cast<ValueType>(elem);
   if (v.elem_type == ValueType::ARRAY && depth + 1 >= kMaxArrayDepth)
-    fail(c.path(), c.context() + ": arrays nested deeper than " + num(kMaxArrayDepth) + " levels");
+    fail(c.path(), c.context() + ": arrays nested deeper than " + std::to_string(kMaxArrayDepth) + " levels");
   const uint64_t count = c.get<uint64_t>();
   if (count > c.remaining() / min_value_bytes(v.elem_type))
-    fail(c.path(), c.context() + ": array of " + num(count) + " " + std::string(value_type_name(v.elem_type)) +
-                       " elements at offset " + num(at) + " cannot fit in the " + num(c.remaining()) +
+    fail(c.path(), c.context() + ": array of " + std::to_string(count) + " " + std::string(value_type_name(v.elem_type)) +
+                       " elements at offset " + std::to_string(at) + " cannot fit in the " + std::to_string(c.remaining()) +
                        " bytes left in the file");
   v.array.reserve(count);
   for (uint64_t k = 0; k < count; ++k) v.array.push_back(read_value(c, v.elem_type, depth + 1));
@@ -145,7 +143,7 @@ Value read_value(Cursor& c, ValueType type, int depth) {
     case ValueType::BOOL: {
       const uint64_t at = c.pos();
       const uint8_t b = c.get<uint8_t>();
-      if (b > 1) fail(c.path(), c.context() + ": bool at offset " + num(at) + " has value " + num(b) + " (not 0 or 1)");
+      if (b > 1) fail(c.path(), c.context() + ": bool at offset " + std::to_string(at) + " has value " + std::to_string(b) + " (not 0 or 1)");
       v.u = b;
       break;
     }
@@ -168,7 +166,7 @@ bool checked_product(const std::vector<uint64_t>& ne, size_t from, uint64_t& out
 
 std::string shape_text(const std::vector<uint64_t>& ne) {
   std::string s = "[";
-  for (size_t k = 0; k < ne.size(); ++k) s += (k ? ", " : "") + num(ne[k]);
+  for (size_t k = 0; k < ne.size(); ++k) s += (k ? ", " : "") + std::to_string(ne[k]);
   return s + "]";
 }
 
@@ -180,7 +178,7 @@ TensorInfo read_tensor_info(Cursor& c) {
   const std::string what = "tensor '" + t.name + "'";
   const uint32_t n_dims = c.get<uint32_t>();
   if (n_dims == 0 || n_dims > kMaxDims)
-    fail(where, what + " has " + num(n_dims) + " dimensions (must be 1.." + num(kMaxDims) + ")");
+    fail(where, what + " has " + std::to_string(n_dims) + " dimensions (must be 1.." + std::to_string(kMaxDims) + ")");
   t.ne.resize(n_dims);
   for (uint32_t d = 0; d < n_dims; ++d) t.ne[d] = c.get<uint64_t>();
   const uint32_t type_id = c.get<uint32_t>();
@@ -194,11 +192,11 @@ TensorInfo read_tensor_info(Cursor& c) {
     fail(where, what + " has dimensions " + shape_text(t.ne) + " whose product overflows");
 
   const GgmlTypeInfo* info = ggml_type_info(type_id);
-  if (!info) fail(where, what + " has unknown type " + num(type_id) + " (" + ggml_type_id_name(type_id) + ")");
+  if (!info) fail(where, what + " has unknown type " + std::to_string(type_id) + " (" + ggml_type_id_name(type_id) + ")");
   t.type = info->type;
   if (t.ne[0] % info->block_elems != 0)
-    fail(where, what + " of type " + std::string(info->name) + " has row length " + num(t.ne[0]) +
-                    ", not a multiple of the block size " + num(info->block_elems));
+    fail(where, what + " of type " + std::string(info->name) + " has row length " + std::to_string(t.ne[0]) +
+                    ", not a multiple of the block size " + std::to_string(info->block_elems));
   const uint64_t n_blocks = n_elements / info->block_elems;
   if (__builtin_mul_overflow(n_blocks, static_cast<uint64_t>(info->block_bytes), &t.bytes))
     fail(where, what + " byte size overflows for dimensions " + shape_text(t.ne));
@@ -215,7 +213,7 @@ ParsedFile parse(const io::File& file) {
   const std::string& where = pf.path;
   Cursor c(file);
 
-  if (pf.file_size < 4) fail(where, "not a GGUF file: only " + num(pf.file_size) + " bytes");
+  if (pf.file_size < 4) fail(where, "not a GGUF file: only " + std::to_string(pf.file_size) + " bytes");
   c.set_context("GGUF header");
   const uint32_t magic = c.get<uint32_t>();
   if (magic != kMagic) fail(where, "not a GGUF file (bad magic; expected \"GGUF\")");
@@ -223,24 +221,24 @@ ParsedFile parse(const io::File& file) {
   if (pf.version == 1)
     fail(where, "GGUF version 1 is not supported (it predates 64-bit counts); re-convert the model to GGUF v3");
   if (pf.version != 2 && pf.version != 3)
-    fail(where, "unsupported GGUF version " + num(pf.version) + " (supported: 2 and 3)");
+    fail(where, "unsupported GGUF version " + std::to_string(pf.version) + " (supported: 2 and 3)");
   const uint64_t n_tensors = c.get<uint64_t>();
   const uint64_t n_kv = c.get<uint64_t>();
   if (n_kv > c.remaining() / kMinKvBytes)
-    fail(where, "corrupt header: " + num(n_kv) + " metadata entries cannot fit in a " + num(pf.file_size) +
+    fail(where, "corrupt header: " + std::to_string(n_kv) + " metadata entries cannot fit in a " + std::to_string(pf.file_size) +
                     "-byte file");
   if (n_tensors > c.remaining() / kMinTensorInfoBytes)
-    fail(where, "corrupt header: " + num(n_tensors) + " tensors cannot fit in a " + num(pf.file_size) +
+    fail(where, "corrupt header: " + std::to_string(n_tensors) + " tensors cannot fit in a " + std::to_string(pf.file_size) +
                     "-byte file");
 
   for (uint64_t k = 0; k < n_kv; ++k) {
-    c.set_context("metadata entry #" + num(k));
+    c.set_context("metadata entry #" + std::to_string(k));
     std::string key = c.string();
     c.set_context("metadata key '" + key + "'");
     const uint64_t at = c.pos();
     const uint32_t type = c.get<uint32_t>();
     if (!valid_value_type(type))
-      fail(where, "metadata key '" + key + "' has unknown value type " + num(type) + " at offset " + num(at));
+      fail(where, "metadata key '" + key + "' has unknown value type " + std::to_string(type) + " at offset " + std::to_string(at));
     Value v = read_value(c, static_cast<ValueType>(type), 0);
     pf.metadata.add(std::move(key), std::move(v));
   }
@@ -248,19 +246,19 @@ ParsedFile parse(const io::File& file) {
   if (pf.metadata.has("general.alignment")) {
     const uint64_t a = pf.metadata.require_uint("general.alignment");
     if (a == 0 || !std::has_single_bit(a))
-      fail(where, "general.alignment is " + num(a) + ", which is not a power of two");
+      fail(where, "general.alignment is " + std::to_string(a) + ", which is not a power of two");
     pf.alignment = a;
   }
 
   // Tensor infos: re-check the count against what is left now that metadata is read.
   if (n_tensors > c.remaining() / kMinTensorInfoBytes)
-    fail(where, "corrupt header: " + num(n_tensors) + " tensor infos cannot fit in the " + num(c.remaining()) +
+    fail(where, "corrupt header: " + std::to_string(n_tensors) + " tensor infos cannot fit in the " + std::to_string(c.remaining()) +
                     " bytes after the metadata");
   pf.tensors.reserve(n_tensors);
   std::unordered_set<std::string_view> names;
   names.reserve(n_tensors);
   for (uint64_t k = 0; k < n_tensors; ++k) {
-    c.set_context("tensor info #" + num(k));
+    c.set_context("tensor info #" + std::to_string(k));
     pf.tensors.push_back(read_tensor_info(c));
   }
   for (const TensorInfo& t : pf.tensors)
@@ -273,19 +271,19 @@ ParsedFile parse(const io::File& file) {
   if (pf.data_offset < header_end)
     fail(where, "data section offset overflows");
   if (!pf.tensors.empty() && pf.data_offset > pf.file_size)
-    fail(where, "truncated: the tensor data section would start at offset " + num(pf.data_offset) +
-                    " but the file is " + num(pf.file_size) + " bytes");
+    fail(where, "truncated: the tensor data section would start at offset " + std::to_string(pf.data_offset) +
+                    " but the file is " + std::to_string(pf.file_size) + " bytes");
 
   for (TensorInfo& t : pf.tensors) {
     const std::string what = "tensor '" + t.name + "'";
     if (t.offset % pf.alignment != 0)
-      fail(where, what + " data offset " + num(t.offset) + " is not a multiple of the alignment " +
-                      num(pf.alignment));
+      fail(where, what + " data offset " + std::to_string(t.offset) + " is not a multiple of the alignment " +
+                      std::to_string(pf.alignment));
     uint64_t abs = 0, end = 0;
     if (__builtin_add_overflow(pf.data_offset, t.offset, &abs) || __builtin_add_overflow(abs, t.bytes, &end) ||
         end > pf.file_size)
-      fail(where, what + " data (" + num(t.bytes) + " bytes at data offset " + num(t.offset) +
-                      ") extends beyond the end of the file (" + num(pf.file_size) + " bytes)");
+      fail(where, what + " data (" + std::to_string(t.bytes) + " bytes at data offset " + std::to_string(t.offset) +
+                      ") extends beyond the end of the file (" + std::to_string(pf.file_size) + " bytes)");
     t.offset = abs;
   }
 
@@ -299,9 +297,9 @@ ParsedFile parse(const io::File& file) {
     const TensorInfo& prev = *by_offset[k - 1];
     const TensorInfo& cur = *by_offset[k];
     if (prev.offset + prev.bytes > cur.offset)
-      fail(where, "tensors '" + prev.name + "' and '" + cur.name + "' overlap (bytes " + num(prev.offset) + ".." +
-                      num(prev.offset + prev.bytes) + " and " + num(cur.offset) + ".." +
-                      num(cur.offset + cur.bytes) + ")");
+      fail(where, "tensors '" + prev.name + "' and '" + cur.name + "' overlap (bytes " + std::to_string(prev.offset) + ".." +
+                      std::to_string(prev.offset + prev.bytes) + " and " + std::to_string(cur.offset) + ".." +
+                      std::to_string(cur.offset + cur.bytes) + ")");
   }
   return pf;
 }

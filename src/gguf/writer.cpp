@@ -15,11 +15,9 @@
 namespace sluice::gguf {
 namespace {
 
-constexpr size_t kBufferBytes = 8u << 20;
+constexpr size_t kWriteBufferBytes = 8u << 20;
 constexpr uint32_t kVersion = 3;
 constexpr uint64_t kDefaultAlignment = 32;
-
-std::string num(uint64_t v) { return std::to_string(v); }
 
 }  // namespace
 
@@ -37,11 +35,11 @@ Writer::Writer(io::OutputFile& out, uint64_t alignment) : path_(out.path()), ali
 
 void Writer::check_alignment() {
   if (alignment_ == 0 || !std::has_single_bit(alignment_))
-    fail(path_, "GGUF alignment " + num(alignment_) + " is not a power of two");
+    fail(path_, "GGUF alignment " + std::to_string(alignment_) + " is not a power of two");
   if (alignment_ > kMaxAlignment)
-    fail(path_, "GGUF alignment " + num(alignment_) + " is over the limit of " +
-                    num(kMaxAlignment) + " bytes");
-  buffer_.reserve(kBufferBytes);
+    fail(path_, "GGUF alignment " + std::to_string(alignment_) + " is over the limit of " +
+                    std::to_string(kMaxAlignment) + " bytes");
+  buffer_.reserve(kWriteBufferBytes);
 }
 
 // Not finished: an owned output's temporary file goes with owned_, so nobody
@@ -54,7 +52,7 @@ void Writer::add_metadata(std::string key, Value v) {
     if (k == key) fail(path_, "duplicate metadata key '" + key + "'");
   if (key == "general.alignment") {
     if (v.type == ValueType::ARRAY || v.type == ValueType::STRING || v.u != alignment_)
-      fail(path_, "general.alignment metadata does not match the writer alignment " + num(alignment_));
+      fail(path_, "general.alignment metadata does not match the writer alignment " + std::to_string(alignment_));
   }
   if (v.type == ValueType::ARRAY) {
     // Every element must have the declared element type (recursively), because
@@ -75,13 +73,13 @@ void Writer::add_metadata(std::string key, Value v) {
 void Writer::add_tensor(std::string name, GgmlType type, std::vector<uint64_t> ne) {
   if (header_written_) fail(path_, "tensor '" + name + "' added after the header was written");
   const GgmlTypeInfo* info = ggml_type_info(static_cast<uint32_t>(type));
-  if (!info) fail(path_, "tensor '" + name + "' has invalid type id " + num(static_cast<uint32_t>(type)));
+  if (!info) fail(path_, "tensor '" + name + "' has invalid type id " + std::to_string(static_cast<uint32_t>(type)));
   if (ne.empty() || ne.size() > 4) fail(path_, "tensor '" + name + "' must have 1..4 dimensions");
   for (uint64_t d : ne)
     if (d == 0) fail(path_, "tensor '" + name + "' has a zero dimension");
   if (ne[0] % info->block_elems != 0)
-    fail(path_, "tensor '" + name + "' of type " + std::string(info->name) + " has row length " + num(ne[0]) +
-                    ", not a multiple of the block size " + num(info->block_elems));
+    fail(path_, "tensor '" + name + "' of type " + std::string(info->name) + " has row length " + std::to_string(ne[0]) +
+                    ", not a multiple of the block size " + std::to_string(info->block_elems));
   for (const auto& t : tensors_)
     if (t.name == name) fail(path_, "duplicate tensor name '" + name + "'");
   uint64_t blocks = ne[0] / info->block_elems;
@@ -100,11 +98,11 @@ void Writer::add_tensor(std::string name, GgmlType type, std::vector<uint64_t> n
 
 void Writer::put(const void* p, size_t n) {
   if (finished_) fail(path_, "write after finish()");
-  if (buffer_.size() + n > kBufferBytes && !buffer_.empty()) {
+  if (buffer_.size() + n > kWriteBufferBytes && !buffer_.empty()) {
     out_->write(buffer_.data(), buffer_.size());
     buffer_.clear();
   }
-  if (n >= kBufferBytes) {
+  if (n >= kWriteBufferBytes) {
     out_->write(p, n);
   } else {
     const auto* c = static_cast<const char*>(p);
@@ -185,13 +183,13 @@ void Writer::write_tensor_data(const void* data, size_t n) {
   const auto* p = static_cast<const char*>(data);
   while (n > 0) {
     if (current_ >= tensors_.size())
-      fail(path_, "more tensor bytes written than the " + num(tensors_.size()) + " declared tensors hold");
+      fail(path_, "more tensor bytes written than the " + std::to_string(tensors_.size()) + " declared tensors hold");
     const Pending& t = tensors_[current_];
     if (current_written_ == 0) {
       pad_to(alignment_);
       if (written_ - data_start_ != t.offset)
-        fail(path_, "internal: tensor '" + t.name + "' lands at data offset " + num(written_ - data_start_) +
-                        ", header says " + num(t.offset));
+        fail(path_, "internal: tensor '" + t.name + "' lands at data offset " + std::to_string(written_ - data_start_) +
+                        ", header says " + std::to_string(t.offset));
     }
     const size_t take = static_cast<size_t>(std::min<uint64_t>(n, t.bytes - current_written_));
     put(p, take);
@@ -223,8 +221,8 @@ void Writer::finish() {
   if (finished_) fail(path_, "finish called twice");
   if (!header_written_) fail(path_, "finish called before write_header");
   if (current_ < tensors_.size())
-    fail(path_, "tensor '" + tensors_[current_].name + "' incomplete: " + num(current_written_) + " of " +
-                    num(tensors_[current_].bytes) + " bytes written");
+    fail(path_, "tensor '" + tensors_[current_].name + "' incomplete: " + std::to_string(current_written_) + " of " +
+                    std::to_string(tensors_[current_].bytes) + " bytes written");
   if (!tensors_.empty()) pad_to(alignment_);
   if (!buffer_.empty()) out_->write(buffer_.data(), buffer_.size());
   buffer_.clear();

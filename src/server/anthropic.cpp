@@ -7,28 +7,26 @@ namespace {
 
 using nlohmann::json;
 
-[[noreturn]] void bad(const std::string& msg) { throw RequestError(msg); }
-
 // A content field (string or blocks) as text; tool_use / tool_result blocks
 // are collected by the caller.
 std::string block_text(const json& content, const std::string& where, json* tool_calls,
                        json* tool_results) {
   if (content.is_string()) return content.get<std::string>();
-  if (!content.is_array()) bad("'" + where + "' must be a string or an array of content blocks");
+  if (!content.is_array()) bad_request("'" + where + "' must be a string or an array of content blocks");
   std::string text;
   for (const json& b : content) {
     if (!b.is_object() || !b.contains("type") || !b["type"].is_string())
-      bad("'" + where + "' blocks must be objects with a string 'type'");
+      bad_request("'" + where + "' blocks must be objects with a string 'type'");
     const std::string type = b["type"];
     if (type == "text") {
       if (!b.contains("text") || !b["text"].is_string())
-        bad("'" + where + "': a text block needs a string 'text'");
+        bad_request("'" + where + "': a text block needs a string 'text'");
       text += b["text"].get<std::string>();
     } else if (type == "thinking" || type == "redacted_thinking") {
       // Earlier reasoning: templates drop it from history anyway.
     } else if (type == "tool_use" && tool_calls) {
       if (!b.contains("name") || !b["name"].is_string())
-        bad("'" + where + "': a tool_use block needs a string 'name'");
+        bad_request("'" + where + "': a tool_use block needs a string 'name'");
       tool_calls->push_back(
           {{"id", b.value("id", "")},
            {"type", "function"},
@@ -41,7 +39,7 @@ std::string block_text(const json& content, const std::string& where, json* tool
            {"tool_call_id", b.value("tool_use_id", "")},
            {"content", block_text(c, where + ".tool_result.content", nullptr, nullptr)}});
     } else {
-      bad("'" + where + "': content blocks of type \"" + type +
+      bad_request("'" + where + "': content blocks of type \"" + type +
           "\" are not supported (text, tool_use, tool_result, thinking are)");
     }
   }
@@ -86,23 +84,23 @@ chat_output::ParsedOutput split(const std::string& text, const MessagesInfo& inf
 }  // namespace
 
 GenerationRequest parse_messages_request(const json& body, const GenerationDefaults& d) {
-  if (!body.is_object()) bad("the request body must be a JSON object");
-  if (!body.contains("max_tokens") || body["max_tokens"].is_null()) bad("'max_tokens' is required");
+  if (!body.is_object()) bad_request("the request body must be a JSON object");
+  if (!body.contains("max_tokens") || body["max_tokens"].is_null()) bad_request("'max_tokens' is required");
   json chat = json::object();
   json messages = json::array();
   if (auto s = body.find("system"); s != body.end() && !s->is_null())
     messages.push_back(
         {{"role", "system"}, {"content", block_text(*s, "system", nullptr, nullptr)}});
   auto m = body.find("messages");
-  if (m == body.end() || !m->is_array() || m->empty()) bad("'messages' must be a non-empty array");
+  if (m == body.end() || !m->is_array() || m->empty()) bad_request("'messages' must be a non-empty array");
   for (size_t i = 0; i < m->size(); ++i) {
     const json& msg = (*m)[i];
     const std::string where = "messages[" + std::to_string(i) + "].content";
     if (!msg.is_object() || !msg.contains("role") || !msg["role"].is_string())
-      bad("each message needs a string 'role'");
+      bad_request("each message needs a string 'role'");
     const std::string role = msg["role"];
     if (role != "user" && role != "assistant")
-      bad("'messages[" + std::to_string(i) + "].role' must be \"user\" or \"assistant\"");
+      bad_request("'messages[" + std::to_string(i) + "].role' must be \"user\" or \"assistant\"");
     json calls = json::array(), results = json::array();
     const std::string text = block_text(msg.value("content", json("")), where, &calls, &results);
     for (json& r : results) messages.push_back(std::move(r));
@@ -114,11 +112,11 @@ GenerationRequest parse_messages_request(const json& body, const GenerationDefau
   }
   chat["messages"] = std::move(messages);
   if (auto t = body.find("tools"); t != body.end() && !t->is_null()) {
-    if (!t->is_array()) bad("'tools' must be an array");
+    if (!t->is_array()) bad_request("'tools' must be an array");
     json tools = json::array();
     for (const json& tool : *t) {
       if (!tool.is_object() || !tool.contains("name") || !tool["name"].is_string())
-        bad("each of 'tools' needs a string 'name'");
+        bad_request("each of 'tools' needs a string 'name'");
       tools.push_back({{"type", "function"},
                        {"function",
                         {{"name", tool["name"]},
@@ -138,13 +136,13 @@ GenerationRequest parse_messages_request(const json& body, const GenerationDefau
     else if (type == "tool" && c->contains("name"))
       chat["tool_choice"] = {{"type", "function"}, {"function", {{"name", (*c)["name"]}}}};
     else
-      bad("'tool_choice' must be {\"type\": \"auto\" | \"any\" | \"none\"} or {\"type\": \"tool\", "
+      bad_request("'tool_choice' must be {\"type\": \"auto\" | \"any\" | \"none\"} or {\"type\": \"tool\", "
           "\"name\": ...}");
   }
   for (const char* key : {"max_tokens", "temperature", "top_p", "top_k", "stream"})
     if (body.contains(key)) chat[key] = body[key];
   if (auto s = body.find("stop_sequences"); s != body.end() && !s->is_null()) {
-    if (!s->is_array()) bad("'stop_sequences' must be an array of strings");
+    if (!s->is_array()) bad_request("'stop_sequences' must be an array of strings");
     chat["stop"] = *s;
   }
   return parse_chat_request(chat, d);

@@ -30,6 +30,9 @@ class RequestError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Throws RequestError(msg): the one way the request parsers refuse a body.
+[[noreturn]] inline void bad_request(const std::string& msg) { throw RequestError(msg); }
+
 struct GenerationDefaults {
   runtime::SamplerConfig sampler;  // temperature, top_k, top_p, min_p, seed, penalties
   bool random_seed = false;        // no seed given (-s -1): a random one per request

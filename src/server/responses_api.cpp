@@ -7,19 +7,17 @@ namespace {
 
 using nlohmann::json;
 
-[[noreturn]] void bad(const std::string& msg) { throw RequestError(msg); }
-
 std::string content_text(const json& c, const std::string& where) {
   if (c.is_string()) return c.get<std::string>();
-  if (!c.is_array()) bad("'" + where + "' must be a string or an array of content parts");
+  if (!c.is_array()) bad_request("'" + where + "' must be a string or an array of content parts");
   std::string text;
   for (const json& p : c) {
     const std::string type = p.is_object() ? p.value("type", "") : "";
     if (type != "input_text" && type != "output_text" && type != "text")
-      bad("'" + where + "': content parts of type \"" + type +
+      bad_request("'" + where + "': content parts of type \"" + type +
           "\" are not supported (input_text, output_text are)");
     if (!p.contains("text") || !p["text"].is_string())
-      bad("'" + where + "': a text part needs a string 'text'");
+      bad_request("'" + where + "': a text part needs a string 'text'");
     text += p["text"].get<std::string>();
   }
   return text;
@@ -31,21 +29,21 @@ void add_items(const json& input, json& out) {
     out.push_back({{"role", "user"}, {"content", input}});
     return;
   }
-  if (!input.is_array()) bad("'input' must be a string or an array of items");
+  if (!input.is_array()) bad_request("'input' must be a string or an array of items");
   for (size_t i = 0; i < input.size(); ++i) {
     const json& it = input[i];
     const std::string where = "input[" + std::to_string(i) + "]";
-    if (!it.is_object()) bad("'" + where + "' must be an object");
+    if (!it.is_object()) bad_request("'" + where + "' must be an object");
     const std::string type = it.value("type", it.contains("role") ? "message" : "");
     if (type == "message") {
       const std::string role = it.value("role", "");
       if (role != "user" && role != "assistant" && role != "system" && role != "developer")
-        bad("'" + where + ".role' must be user, assistant, system or developer");
+        bad_request("'" + where + ".role' must be user, assistant, system or developer");
       out.push_back({{"role", role == "developer" ? "system" : role},
                      {"content", content_text(it.value("content", json("")), where + ".content")}});
     } else if (type == "function_call") {
       if (!it.contains("name") || !it["name"].is_string())
-        bad("'" + where + "': a function_call needs a string 'name'");
+        bad_request("'" + where + "': a function_call needs a string 'name'");
       json call = {
           {"id", it.value("call_id", "")},
           {"type", "function"},
@@ -66,7 +64,7 @@ void add_items(const json& input, json& out) {
     } else if (type == "reasoning") {
       // Earlier reasoning: templates drop it from history anyway.
     } else {
-      bad("'" + where + "': items of type \"" + type +
+      bad_request("'" + where + "': items of type \"" + type +
           "\" are not supported (message, function_call, function_call_output, reasoning are)");
     }
   }
@@ -94,36 +92,36 @@ json ResponseStore::get(const std::string& id) {
 
 ParsedResponsesRequest parse_responses_request(const json& body, const GenerationDefaults& d,
                                                ResponseStore& store) {
-  if (!body.is_object()) bad("the request body must be a JSON object");
+  if (!body.is_object()) bad_request("the request body must be a JSON object");
   ParsedResponsesRequest out;
   json conv = json::array();
   if (auto p = body.find("previous_response_id"); p != body.end() && !p->is_null()) {
-    if (!p->is_string()) bad("'previous_response_id' must be a string");
+    if (!p->is_string()) bad_request("'previous_response_id' must be a string");
     conv = store.get(p->get<std::string>());
     if (conv.is_null())
-      bad("'previous_response_id': no stored response \"" + p->get<std::string>() +
+      bad_request("'previous_response_id': no stored response \"" + p->get<std::string>() +
           "\" (unknown, or dropped: the last " + std::to_string(ResponseStore::kCapacity) +
           " are kept, in memory)");
   }
   auto in = body.find("input");
-  if (in == body.end() || in->is_null()) bad("'input' is required");
+  if (in == body.end() || in->is_null()) bad_request("'input' is required");
   add_items(*in, conv);
   out.conversation = conv;
   json chat = json::object();
   json messages = json::array();
   if (auto s = body.find("instructions"); s != body.end() && !s->is_null()) {
-    if (!s->is_string()) bad("'instructions' must be a string");
+    if (!s->is_string()) bad_request("'instructions' must be a string");
     messages.push_back({{"role", "system"}, {"content", *s}});
   }
   for (const json& m : conv) messages.push_back(m);
   chat["messages"] = std::move(messages);
   if (auto t = body.find("tools"); t != body.end() && !t->is_null()) {
-    if (!t->is_array()) bad("'tools' must be an array");
+    if (!t->is_array()) bad_request("'tools' must be an array");
     json tools = json::array();
     for (const json& tool : *t) {
       if (!tool.is_object() || tool.value("type", "") != "function" || !tool.contains("name") ||
           !tool["name"].is_string())
-        bad("'tools': only function tools ({\"type\": \"function\", \"name\", ...}) are supported");
+        bad_request("'tools': only function tools ({\"type\": \"function\", \"name\", ...}) are supported");
       tools.push_back({{"type", "function"},
                        {"function",
                         {{"name", tool["name"]},
@@ -141,7 +139,7 @@ ParsedResponsesRequest parse_responses_request(const json& body, const Generatio
   if (auto f = body.find("text"); f != body.end() && f->is_object() && f->contains("format")) {
     const json& fmt = (*f)["format"];
     if (!fmt.is_object() || !fmt.contains("type"))
-      bad("'text.format' must be an object with a 'type'");
+      bad_request("'text.format' must be an object with a 'type'");
     json rf = {{"type", fmt["type"]}};
     if (fmt["type"] == "json_schema")
       rf["json_schema"] = {{"name", fmt.value("name", "")},

@@ -14,14 +14,14 @@
 namespace sluice::tokenizer {
 namespace {
 
-struct Symbol {
+struct SpmSymbol {
   size_t offset = 0;  // into the text
   size_t len = 0;     // 0 once merged into its left neighbour
   int prev = -1;
   int next = -1;
 };
 
-struct Bigram {
+struct SpmBigram {
   int left = 0;
   int right = 0;
   float score = 0;
@@ -29,8 +29,8 @@ struct Bigram {
 };
 
 // Priority: higher score first, then the leftmost pair.
-struct BigramOrder {
-  bool operator()(const Bigram& a, const Bigram& b) const {
+struct SpmBigramOrder {
+  bool operator()(const SpmBigram& a, const SpmBigram& b) const {
     return a.score < b.score || (a.score == b.score && a.left > b.left);
   }
 };
@@ -41,7 +41,7 @@ class SpmSession {
 
   void run(std::vector<int32_t>& out) {
     for (size_t off = 0; off < text_.size();) {
-      Symbol s;
+      SpmSymbol s;
       s.offset = off;
       s.len = std::min(utf8_seq_len(text_[off]), text_.size() - off);
       off += s.len;
@@ -52,10 +52,10 @@ class SpmSession {
     for (size_t i = 1; i < symbols_.size(); ++i) try_add(static_cast<int>(i) - 1, static_cast<int>(i));
 
     while (!queue_.empty()) {
-      const Bigram b = queue_.top();
+      const SpmBigram b = queue_.top();
       queue_.pop();
-      Symbol& l = symbols_[b.left];
-      Symbol& r = symbols_[b.right];
+      SpmSymbol& l = symbols_[b.left];
+      SpmSymbol& r = symbols_[b.right];
       if (l.len == 0 || r.len == 0 || l.len + r.len != b.len) continue;  // outdated
       l.len += r.len;
       r.len = 0;
@@ -69,18 +69,18 @@ class SpmSession {
   }
 
  private:
-  std::string_view text_of(const Symbol& s) const { return text_.substr(s.offset, s.len); }
+  std::string_view text_of(const SpmSymbol& s) const { return text_.substr(s.offset, s.len); }
 
   void try_add(int left, int right) {
     if (left < 0 || right < 0) return;
     const std::string_view merged = text_.substr(symbols_[left].offset, symbols_[left].len + symbols_[right].len);
     const int32_t id = vocab_.find(merged);
     if (id == kNoToken) return;
-    queue_.push(Bigram{left, right, vocab_.scores[id], merged.size()});
+    queue_.push(SpmBigram{left, right, vocab_.scores[id], merged.size()});
     rev_merge_[std::string(merged)] = {left, right};
   }
 
-  void resegment(const Symbol& s, std::vector<int32_t>& out) const {
+  void resegment(const SpmSymbol& s, std::vector<int32_t>& out) const {
     const std::string_view text = text_of(s);
     if (int32_t id = vocab_.find(text); id != kNoToken) {
       out.push_back(id);
@@ -106,8 +106,8 @@ class SpmSession {
 
   const Vocab& vocab_;
   std::string_view text_;
-  std::vector<Symbol> symbols_;
-  std::priority_queue<Bigram, std::vector<Bigram>, BigramOrder> queue_;
+  std::vector<SpmSymbol> symbols_;
+  std::priority_queue<SpmBigram, std::vector<SpmBigram>, SpmBigramOrder> queue_;
   // Merged text -> the two symbols it was built from (last writer wins, as llama.cpp).
   std::unordered_map<std::string, std::pair<int, int>> rev_merge_;
 };
