@@ -14,7 +14,7 @@
 namespace sluice::test {
 namespace SLUICE_TEST_FILE {
 
-std::string stories() { return std::string(SLUICE_SOURCE_DIR) + "/models/stories-moe-8x-q8_0.gguf"; }
+std::string stories() { return source_path("models/stories-moe-8x-q8_0.gguf"); }
 
 // The chat's answer: stdout without the banner lines.
 TEST(ChatState, SaveThenLoadRestoresTheConversationState) {

@@ -26,7 +26,7 @@
 namespace sluice::test {
 namespace SLUICE_TEST_FILE {
 
-std::string stories() { return std::string(SLUICE_SOURCE_DIR) + "/models/stories-moe-8x-q8_0.gguf"; }
+std::string stories() { return source_path("models/stories-moe-8x-q8_0.gguf"); }
 
 TEST(Chat, PlainFormatForModelsWithoutATemplate) {
   const nlohmann::json m = nlohmann::json::parse(

@@ -80,7 +80,7 @@ TEST(Escapes, AsLlamaCppProcessesThem) {
 
 // ---- through the binary ----
 
-std::string model() { return std::string(SLUICE_SOURCE_DIR) + "/models/stories-moe-8x-q8_0.gguf"; }
+std::string model() { return source_path("models/stories-moe-8x-q8_0.gguf"); }
 
 int count(const std::string& text, const std::string& what) {
   int n = 0;

@@ -23,7 +23,7 @@ extern char** environ;
 namespace sluice::test {
 namespace SLUICE_TEST_FILE {
 
-std::string model() { return std::string(SLUICE_SOURCE_DIR) + "/models/stories-moe-8x-q8_0.gguf"; }
+std::string model() { return source_path("models/stories-moe-8x-q8_0.gguf"); }
 const std::string kPrompt = "Once upon a time";
 
 std::vector<std::string> lines(const std::string& text) {

@@ -133,7 +133,7 @@ TEST(EvalLlama, BaseFileWrittenThenReadBack) {
 TEST(EvalLlama, ReadsABaseFileLlamaPerplexityWrote) {
   REQUIRE_STORIES();
   const std::string llama_kld =
-      std::string(SLUICE_SOURCE_DIR) + "/tests/reference/llama-perplexity/stories-moe-8x-f32.c64x4.kld";
+      source_path("tests/reference/llama-perplexity/stories-moe-8x-f32.c64x4.kld");
   const nlohmann::json j = json_of(
       sluice("eval -m " + shared_path(kStories) + " --kl-divergence-base " + llama_kld + " --kl-divergence --json"));
   const nlohmann::json& k = j["kl_divergence_base"];

@@ -10,7 +10,7 @@
 namespace sluice::test {
 namespace SLUICE_TEST_FILE {
 
-std::string model() { return std::string(SLUICE_SOURCE_DIR) + "/models/stories-moe-8x-q8_0.gguf"; }
+std::string model() { return source_path("models/stories-moe-8x-q8_0.gguf"); }
 
 TEST(GenerationCli, UnlimitedGenerationStopsCleanlyAtAFullContext) {
   const CliResult r = run_sluice("run -m " + model() + " -p 'Once upon a time' -n -1 -c 40");

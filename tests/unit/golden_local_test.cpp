@@ -38,7 +38,7 @@ namespace fs = std::filesystem;
 
 std::string golden_dir() {
   const char* d = std::getenv("SLUICE_GOLDEN_DIR");
-  return d && *d ? d : std::string(SLUICE_SOURCE_DIR) + "/tests/golden";
+  return d && *d ? d : source_path("tests/golden");
 }
 
 std::vector<std::string> case_names() {

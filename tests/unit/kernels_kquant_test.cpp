@@ -549,7 +549,7 @@ TEST(KquantQuantize, QuantizedDotTracksFloatDot) {
 
 #ifdef SLUICE_SHARED_DIR
 TEST(KquantQuantize, MatchesLlamaQuantizeByteForByte) {
-  const std::string dir = std::string(SLUICE_SHARED_DIR) + "/golden/";
+  const std::string dir = test::shared_path("golden/");
   const std::string master_path = dir + "qwen3moe-f32.gguf";
   if (!std::ifstream(master_path) || !std::ifstream(dir + "qwen3moe-kquants.gguf") ||
       !std::ifstream(dir + "qwen3moe-mixed.gguf"))

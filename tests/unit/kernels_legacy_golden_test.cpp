@@ -65,7 +65,7 @@ Mismatch compare_tensor(const gguf::GgufModel& mm, const gguf::TensorInfo& maste
 }
 
 void check_case(const std::string& master_name, const std::string& quantized_name) {
-  const std::string dir = std::string(SLUICE_SHARED_DIR) + "/golden/";
+  const std::string dir = test::shared_path("golden/");
   if (!std::ifstream(dir + master_name) || !std::ifstream(dir + quantized_name)) {
     GTEST_SKIP() << "golden GGUFs not found in " << dir;
   }

@@ -826,9 +826,11 @@ float x86_order_offset_dot(GgmlType t, int64_t n, const uint8_t* w, const void* 
 // Q4_1 and Q5_1 give the same bits on every SIMD ISA that has them (AVX2 and
 // AVX-VNNI on x86; NEON, plain or sdot, on AArch64): x86_order_offset_dot.
 TEST(KernelsLegacy, OffsetDotsFollowTheX86OrderOnEverySimdIsa) {
-  if (cpu_features().neon)
-    for (GgmlType t : {GgmlType::Q4_1, GgmlType::Q5_1})
+  if (cpu_features().neon) {
+    for (GgmlType t : {GgmlType::Q4_1, GgmlType::Q5_1}) {
       ASSERT_NE(kernels_for(t, Isa::Neon), nullptr) << ggml_type_name(t);
+    }
+  }
   std::mt19937 rng(16);
   int checked = 0;
   for (GgmlType t : {GgmlType::Q4_1, GgmlType::Q5_1}) {

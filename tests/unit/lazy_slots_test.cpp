@@ -17,7 +17,7 @@ namespace sluice::test {
 namespace SLUICE_TEST_FILE {
 
 std::string stories() {
-  return std::string(SLUICE_SOURCE_DIR) + "/models/stories-moe-8x-q8_0.gguf";
+  return source_path("models/stories-moe-8x-q8_0.gguf");
 }
 
 model::ModelConfig config(int slots, bool lazy) {

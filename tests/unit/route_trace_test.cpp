@@ -306,7 +306,7 @@ TEST(CacheSim, CliReadsTheExpertSizeFromTheModel) {
     std::fputs(kTiny, f);
     std::fclose(f);
   }
-  const std::string model = std::string(SLUICE_SOURCE_DIR) + "/models/stories-moe-8x-q8_0.gguf";
+  const std::string model = test::source_path("models/stories-moe-8x-q8_0.gguf");
   const std::string sim = "cache-sim --trace " + path.string() + " ";
   const test::CliResult per_layer = test::run_sluice(sim + "--per-layer 2 --json", "2>&1");
   const test::CliResult from_model = test::run_sluice(sim + "-m " + model + " --cache-mb 1 --per-layer 2 --json");

@@ -264,7 +264,7 @@ TEST_F(ApisLive, LlamaServerCompletionPropsAndEmbeddings) {
 // tests/serve/apis_clients.mjs with the latest `openai` and
 // `@anthropic-ai/sdk` npm packages, when node and both are installed.
 TEST_F(ApisLive, OfficialNodeClientsDriveEveryEndpoint) {
-  const std::string dir = std::string(SLUICE_SOURCE_DIR) + "/tests/serve";
+  const std::string dir = test::source_path("tests/serve");
   int rc = 0;
   test::run_cmd("cd '" + dir +
                     "' && node -e \"Promise.all([import('openai'), import('@anthropic-ai/sdk')])"

@@ -20,7 +20,7 @@
 namespace sluice::test {
 namespace SLUICE_TEST_FILE {
 
-std::string load_script() { return std::string(SLUICE_SOURCE_DIR) + "/bench/serve_load.sh"; }
+std::string load_script() { return SLUICE_SOURCE_DIR "/bench/serve_load.sh"; }
 
 bool have_python() {
   int rc = 0;

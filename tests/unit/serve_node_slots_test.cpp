@@ -35,14 +35,14 @@ std::string run_phase(const std::string& phase, const std::string& dir, int* rc)
     return s;
   };
   LiveServer ls(c, 2);
-  const std::string scripts = std::string(SLUICE_SOURCE_DIR) + "/tests/serve";
+  const std::string scripts = source_path("tests/serve");
   return run_cmd("cd '" + scripts + "' && timeout 120 node slots_choices.mjs http://127.0.0.1:" +
                      std::to_string(ls.port) + " " + phase + " '" + dir + "' 2>&1",
                  rc);
 }
 
 TEST(ServeNodeSlots, OpenAiClientSavesRestoresAndAsksForSeveralChoices) {
-  const std::string scripts = std::string(SLUICE_SOURCE_DIR) + "/tests/serve";
+  const std::string scripts = source_path("tests/serve");
   int rc = 0;
   run_cmd("cd '" + scripts + "' && node -e \"import('openai').then(()=>process.exit(0),()=>process.exit(1))\" 2>/dev/null",
           &rc);

@@ -219,7 +219,7 @@ TEST_F(ServeToolCall, AStopStringCutsBeforeTheParserSeesTheText) {
 
 // tests/serve/openai_client.mjs's tool-call checks with the official client.
 TEST_F(ServeToolCall, OpenAiNodeClient) {
-  const std::string dir = std::string(SLUICE_SOURCE_DIR) + "/tests/serve";
+  const std::string dir = test::source_path("tests/serve");
   int rc = 0;
   test::run_cmd("cd '" + dir + "' && node -e \"import('openai').then(()=>process.exit(0),()=>process.exit(1))\" 2>/dev/null", &rc);
   if (rc != 0) GTEST_SKIP() << "node or the openai npm package is missing (cd tests/serve && npm install openai)";

@@ -75,8 +75,9 @@ TEST(SynthQwen35, MatchesGoldenLayoutsAndMetadata) {
       EXPECT_FLOAT_EQ(static_cast<float>(mine->f), static_cast<float>(v.f)) << k;
     }
     for (const auto& [k, v] : m.metadata().entries()) {
-      if (k.rfind("qwen35moe.", 0) == 0)
+      if (k.rfind("qwen35moe.", 0) == 0) {
         EXPECT_NE(golden.metadata().find(k), nullptr) << "extra key " << k;
+      }
     }
     const auto sections = m.metadata().get_int_array("qwen35moe.rope.dimension_sections");
     ASSERT_TRUE(sections.has_value());
@@ -180,7 +181,9 @@ TEST(SynthQwen35, Qwen36PresetStateFits24GiBAt262k) {
   std::string v_types;
   for (const auto& t : j["tensors"]) {
     const std::string name = t["name"];
-    if (name.ends_with(".attn_qkv.weight")) EXPECT_EQ(t["type"], "Q5_K") << name;
+    if (name.ends_with(".attn_qkv.weight")) {
+      EXPECT_EQ(t["type"], "Q5_K") << name;
+    }
     if (name.ends_with(".attn_v.weight")) v_types += t["type"].get<std::string>() + " ";
   }
   EXPECT_EQ(v_types, "Q6_K Q6_K Q6_K Q6_K Q6_K Q4_K Q4_K Q6_K Q4_K Q4_K ");

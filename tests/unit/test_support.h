@@ -40,15 +40,19 @@ struct TempDir {
   std::filesystem::path path;
 };
 
-// A file name in the system temp dir private to this test process: ctest runs
-// each test as its own process, two at a time, so a fixed name would be
-// written by two tests at once.
+// A file name private to this test process (ctest runs tests two at a time, each
+// its own process, so a fixed name would be written by two tests at once), in a
+// directory removed with everything in it when the process exits, so a run
+// leaves nothing behind in the system temp dir.
 inline std::string process_temp_path(const std::string& name) {
-  return (std::filesystem::temp_directory_path() / ("sluice_" + std::to_string(::getpid()) + "_" + name)).string();
+  static const TempDir dir;
+  return dir.file(name);
 }
 
 // Absolute path of a file under the shared reference data folder.
-inline std::string shared_path(const std::string& rel) { return std::string(SLUICE_SHARED_DIR) + "/" + rel; }
+inline std::string shared_path(const std::string& rel) { return SLUICE_SHARED_DIR "/" + rel; }
+// Absolute path of a file in this repository (the bundled models, tests/golden, bench/).
+inline std::string source_path(const std::string& rel) { return SLUICE_SOURCE_DIR "/" + rel; }
 inline bool shared_has(const std::string& rel) { return std::filesystem::exists(shared_path(rel)); }
 
 // The message of the sluice::Error that f throws, or "(no error)".
