@@ -5,8 +5,9 @@
 #        scripts/test.sh --asan     ASan+UBSan build in build-asan/, the suite in one process per core
 #        scripts/test.sh --aarch64  cross build in build-aarch64/ (scripts/build.sh --aarch64), the
 #                                   unit tests under qemu-aarch64-static, on three CPU models:
-#          -cpu max         (armv8.x with the dot product and i8mm): the whole suite but the slow
-#                           suites whose code does not depend on the CPU (native_only below);
+#          -cpu max         (armv8.x with the dot product and i8mm, so Q4_K runs the i8mm tier):
+#                           the whole suite but the slow suites whose code does not depend on
+#                           the CPU (native_only below);
 #          -cpu cortex-a53  (armv8.0, no dot product): the tests whose results depend on the kernel
 #                           path (kernels, golden logits, stories greedy, invariance, MTP golden).
 #          -cpu cortex-a76  (armv8.2 with the dot product, no i8mm, like most phones of 2019-2021):
@@ -83,6 +84,9 @@ elif [[ "${1:-}" == "--aarch64" ]]; then
   grep -qh '^\[neon\] kernels: sdot' "$log_dir"/cortex-a76.*.log
   # The K-quant dots: both builds checked under -cpu max (kernels_kquant_order_test.cpp).
   grep -qh '^\[neon\] kquant builds checked: plain, sdot' "$log_dir"/max.*.log
+  # The Q4_K i8mm tier (tile GEMM and vec_dot in its run-sum rounding) under -cpu max
+  # (kernels_runsum_test.cpp).
+  grep -qh '^\[neon\] q4_k i8mm tile checked' "$log_dir"/max.*.log
 else
   scripts/build.sh build
   ctest --test-dir build --output-on-failure -j"$(nproc)" --timeout 900

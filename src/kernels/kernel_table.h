@@ -35,6 +35,13 @@ void fill_isa_avx_vnni(IsaKernels& k);     // x86/isa_x86.cpp
 void fill_isa_avx512_vnni(IsaKernels& k);  // x86/isa_x86.cpp
 void fill_isa_amx(IsaKernels& k);          // x86/isa_x86.cpp
 void fill_isa_neon(IsaKernels& k);         // arm/isa_neon.cpp
+void fill_isa_neon_i8mm(IsaKernels& k);    // arm/isa_neon.cpp
+
+// Bytes of one super-block of prepared activations (prepare_tile), the same
+// for every tile GEMM so that tile_prepared_lines() serves them all: AMX's
+// layout (x86/q4k_amx.cpp) takes exactly this, NEON i8mm's (arm/q4k_i8mm.cpp)
+// no more.
+inline constexpr size_t kTilePreparedBlockBytes = 4416;
 
 // ---- Family registration, called by the fill functions above ----
 // Legacy formats: F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q8_1, IQ4_NL,
@@ -68,6 +75,8 @@ void fill_deltanet_avx2(OpsKernels& k);  // x86/deltanet_avx2.cpp
 #endif
 #if defined(__aarch64__)
 void fill_deltanet_neon(OpsKernels& k);  // arm/deltanet_neon.cpp
+// Q4_K's vec_dot and tile GEMM in the AMX rounding (quant.h, arm/q4k_i8mm.cpp).
+void fill_i8mm_q4k(KernelTable& table);
 #endif
 
 }  // namespace sluice::kernels

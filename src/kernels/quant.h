@@ -33,8 +33,11 @@ namespace sluice::kernels {
 // follows (acc = fma(y.d * d, T, acc), the same for the mins). That is the
 // rounding the tile kernel can keep; all of this set's Q4_K functions agree
 // with it bit for bit, and it differs from Avx2's only in float rounding.
-enum class Isa { Scalar = 0, Avx2 = 1, Neon = 2, AvxVnni = 3, Avx512Vnni = 4, Amx = 5 };
-inline constexpr int kIsaCount = 6;
+// NeonI8mm = Neon plus the armv8.6 int8 matrix multiply (smmla) and the dot
+// product, for Q4_K only, in Amx's rounding (smmla, like a tile op, sums eight
+// products into one int32): on such a CPU Q4_K gives the Amx tier's bits.
+enum class Isa { Scalar = 0, Avx2 = 1, Neon = 2, AvxVnni = 3, Avx512Vnni = 4, Amx = 5, NeonI8mm = 6 };
+inline constexpr int kIsaCount = 7;
 const char* isa_name(Isa isa);
 
 using DequantizeFn = void (*)(const void* src, float* dst, int64_t n);
@@ -49,7 +52,7 @@ using VecDotFn = float (*)(int64_t n, const void* w, const void* act);
 using VecDotColsFn = void (*)(int64_t n, const void* w, const void* const* act, int n_act, float* out);
 inline constexpr int kMaxDotCols = 8;
 
-// Tile GEMM (AMX): up to kTileRows weight rows against up to kTileCols
+// Tile GEMM (AMX, NEON i8mm): up to kTileRows weight rows against up to kTileCols
 // positions per call, the positions' activations re-laid once by
 // prepare_tile into `prepared` (tile_prepared_lines(n) TileLines).
 // Contract: out[j * out_stride + r] is BIT-IDENTICAL to

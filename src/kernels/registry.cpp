@@ -27,6 +27,7 @@ IsaEntry isa_entry(Isa isa) {
     case Isa::AvxVnni: return {avx2 && f.avxvnni, fill_isa_avx_vnni};
     case Isa::Avx512Vnni: return {avx2 && f.avx512vnni, fill_isa_avx512_vnni};
     case Isa::Amx: return {avx2 && f.avx512vnni && f.amx_int8, fill_isa_amx};
+    case Isa::NeonI8mm: return {f.neon && f.neon_dotprod && f.neon_i8mm, fill_isa_neon_i8mm};
   }
   return {};
 }
@@ -107,6 +108,7 @@ const char* isa_name(Isa isa) {
     case Isa::AvxVnni: return "avxvnni";
     case Isa::Avx512Vnni: return "avx512vnni";
     case Isa::Amx: return "amx";
+    case Isa::NeonI8mm: return "neon-i8mm";
   }
   return "?";
 }

@@ -346,7 +346,8 @@ TEST(KquantX86Order, WrittenOutOrderIsTheDotProduct) {
 TEST(KquantX86Order, EverySimdIsaFollowsIt) {
   int checked = 0;
   for (Isa isa : simd_isas()) {
-    if (isa == Isa::Amx) continue;  // AMX's Q4_K has its own rounding (quant.h)
+    // AMX's and NEON i8mm's Q4_K have their own rounding (quant.h, kernels_runsum_test.cpp).
+    if (isa == Isa::Amx || isa == Isa::NeonI8mm) continue;
     for (GgmlType t : kTypes) {
       const TypeKernels* k = kernels_for(t, isa);
       if (!k || !k->vec_dot) continue;
@@ -386,6 +387,8 @@ TEST(KquantNeonTiers, RegistryUsesTheHwcapBuild) {
     ASSERT_NE(neon, nullptr) << ggml_type_name(t);
     EXPECT_EQ(neon->vec_dot, want[static_cast<uint32_t>(t)].vec_dot) << ggml_type_name(t);
     EXPECT_EQ(neon->vec_dot_cols, want[static_cast<uint32_t>(t)].vec_dot_cols) << ggml_type_name(t);
+    // With i8mm, Q4_K is served by that tier (kernels_runsum_test.cpp).
+    if (t == GgmlType::Q4_K && kernels_for(t, Isa::NeonI8mm)) continue;
     EXPECT_EQ(kernels_for(t).vec_dot, neon->vec_dot) << ggml_type_name(t);
     EXPECT_EQ(kernels_for(t).vec_dot_cols, neon->vec_dot_cols) << ggml_type_name(t);
     EXPECT_EQ(kernels_for(t).vec_dot_type, GgmlType::Q8_K) << ggml_type_name(t);

@@ -324,7 +324,7 @@ TEST(KernelsVnni, Avx512RegisteredOnlyWhenTheCpuHasItAndChosenByDefault) {
     ASSERT_NE(k->vec_dot, nullptr) << ggml_type_name(t);
     ASSERT_NE(k->vec_dot_cols, nullptr) << ggml_type_name(t);
     EXPECT_EQ(k->vec_dot_type, is_kquant(t) ? GgmlType::Q8_K : GgmlType::Q8_0) << ggml_type_name(t);
-    if (default_isa_of(t) == Isa::Amx) continue;  // AMX serves it (kernels_amx_test.cpp)
+    if (default_isa_of(t) == Isa::Amx) continue;  // AMX serves it (kernels_runsum_test.cpp)
     EXPECT_EQ(kernels_for(t).vec_dot, k->vec_dot) << ggml_type_name(t);
     EXPECT_EQ(kernels_for(t).vec_dot_cols, k->vec_dot_cols) << ggml_type_name(t);
   }
@@ -346,7 +346,7 @@ TEST(KernelsVnni, Avx512DotColsIsBitIdenticalToAvx2VecDot) {
 // Quantized real-looking rows through the public quantizers (the path the
 // engine takes): default kernels (VNNI here) equal the AVX2 ones bit for bit.
 // Q4_K is left out where AMX serves it: that set rounds differently on
-// purpose (quant.h; kernels_amx_test.cpp checks it).
+// purpose (quant.h; kernels_runsum_test.cpp checks it).
 TEST(KernelsVnni, QuantizedGaussianRowsGiveTheAvx2Bits) {
   SKIP_WITHOUT_VNNI();
   std::mt19937 rng(5);

@@ -12,6 +12,7 @@
 
 #include <cstring>
 
+#include "kernels/arm/k4_neon.h"
 #include "kernels/arm/neon_half.h"
 #include "kernels/blocks_kquant.h"
 #include "kernels/tables.h"

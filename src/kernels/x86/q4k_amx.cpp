@@ -11,7 +11,7 @@
 // and the result is acc - accm. vec_dot computes T and M with AVX-512 lanes
 // (integer sums are exact, so any grouping gives the same T and M) and does the
 // same float steps, so every output of the tile kernel equals vec_dot bit for
-// bit (tests/unit/kernels_amx_test.cpp).
+// bit (tests/unit/kernels_runsum_test.cpp).
 //
 // Tile use: tmm0-3 hold four runs' 16x16 int32 dots, tmm4-5 the weight runs
 // (16 rows x 32 bytes), tmm6-7 the activation runs (8 rows x 64 bytes: 4 bytes
@@ -39,10 +39,11 @@ constexpr size_t kPreparedTileBytes = 8 * 512;
 constexpr size_t kPreparedBlockBytes = kPreparedTileBytes + 16 * sizeof(float) + 4 * 16 * sizeof(int32_t);
 }  // namespace
 
-static_assert(kPreparedBlockBytes % sizeof(TileLine) == 0, "blocks start on a line: aligned tile loads");
+static_assert(kPreparedBlockBytes == kTilePreparedBlockBytes, "the shared size is AMX's layout");
+static_assert(kTilePreparedBlockBytes % sizeof(TileLine) == 0, "blocks start on a line: aligned tile loads");
 
 size_t tile_prepared_lines(int64_t n) {
-  return static_cast<size_t>(n / kQK_K) * (kPreparedBlockBytes / sizeof(TileLine));
+  return static_cast<size_t>(n / kQK_K) * (kTilePreparedBlockBytes / sizeof(TileLine));
 }
 
 }  // namespace sluice::kernels

@@ -1,13 +1,16 @@
-// AMX Q4_K (Isa::Amx): the tile GEMM and the one-position vec_dot share one
-// rounding (quant.h), which a scalar implementation here defines
+// The run-sum Q4_K tiers, AMX (Isa::Amx) and the int8 matrix multiply of
+// AArch64 (Isa::NeonI8mm): in each the tile GEMM and the one-position vec_dot
+// share one rounding (quant.h), which a scalar implementation here defines
 // independently; both must give its bits exactly, and stay within the usual
-// tolerance of the scalar Q4_K reference. Skips where the CPU or the OS offers
-// no AMX tiles.
+// tolerance of the scalar Q4_K reference. Each skips where the CPU (or the OS,
+// for AMX's tiles) does not offer it; under qemu -cpu max the i8mm one runs.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "kernels/blocks_kquant.h"
@@ -18,11 +21,23 @@
 namespace sluice::kernels {
 namespace SLUICE_TEST_FILE {
 
-#define SKIP_WITHOUT_AMX()                                                                       \
-  do {                                                                                           \
-    if (!kernels_for(GgmlType::Q4_K, Isa::Amx))                                                  \
-      GTEST_SKIP() << "no AMX-INT8 tiles here (CPU, XCR0 or the kernel's arch_prctl grant)";    \
-  } while (0)
+// Whether this CPU offers `isa`, by its features rather than the registry.
+bool offered(Isa isa) {
+  const CpuFeatures& f = cpu_features();
+  return isa == Isa::Amx ? f.amx_int8 : f.neon && f.neon_dotprod && f.neon_i8mm;
+}
+
+class KernelsRunsum : public ::testing::TestWithParam<Isa> {
+ protected:
+  void SetUp() override {
+    if (!kernels_for(GgmlType::Q4_K, GetParam()))
+      GTEST_SKIP() << isa_name(GetParam()) << " is not offered here (CPU features, or for AMX XCR0 or the kernel's "
+                   << "arch_prctl grant)";
+    // scripts/test.sh --aarch64 reads this line to check that the i8mm tier ran under -cpu max.
+    if (GetParam() == Isa::NeonI8mm) std::printf("[neon] q4_k i8mm tile checked\n");
+  }
+  const TypeKernels& k() const { return *kernels_for(GgmlType::Q4_K, GetParam()); }
+};
 
 // Sub-block j's 6-bit scale and min from the 12 packed bytes (ggml's layout).
 void scale_min(const uint8_t* s, int j, int& sc, int& m) {
@@ -88,30 +103,33 @@ Rows make_rows(int64_t n, int n_rows, int n_act, uint32_t seed) {
 
 bool same_bits(float a, float b) { return std::memcmp(&a, &b, sizeof(float)) == 0; }
 
-TEST(KernelsAmx, RegisteredOnlyWithTilesAndChosenForQ4K) {
-  if (!cpu_features().amx_int8) {
-    EXPECT_EQ(kernels_for(GgmlType::Q4_K, Isa::Amx), nullptr);
-    EXPECT_EQ(kernels_for(GgmlType::Q4_K).gemm_tile, nullptr);
-    GTEST_SKIP() << "no AMX-INT8 tiles here: checked only that nothing is registered";
+// Not a fixture test: it checks the registry also where the tier is absent.
+TEST(KernelsRunsumRegistry, RegisteredOnlyWhereOfferedAndChosenForQ4K) {
+  for (Isa isa : {Isa::Amx, Isa::NeonI8mm}) {
+    if (!offered(isa)) {
+      EXPECT_EQ(kernels_for(GgmlType::Q4_K, isa), nullptr) << isa_name(isa);
+      continue;
+    }
+    const TypeKernels* k = kernels_for(GgmlType::Q4_K, isa);
+    ASSERT_NE(k, nullptr) << isa_name(isa);
+    EXPECT_NE(k->prepare_tile, nullptr);
+    EXPECT_NE(k->gemm_tile, nullptr);
+    EXPECT_EQ(k->vec_dot_type, GgmlType::Q8_K);
+    EXPECT_EQ(kernels_for(GgmlType::Q4_K).vec_dot, k->vec_dot);
+    EXPECT_EQ(kernels_for(GgmlType::Q4_K).gemm_tile, k->gemm_tile);
+    EXPECT_EQ(kernels_for(GgmlType::Q4_K).vec_dot_cols, nullptr);  // dot_cols loops over vec_dot
+    EXPECT_EQ(best_isa(), isa);
+    // Only Q4_K: the other formats keep their AVX-512 / AVX-VNNI / NEON entries.
+    for (GgmlType t : {GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q8_0, GgmlType::F32})
+      EXPECT_EQ(kernels_for(t, isa), nullptr) << ggml_type_name(t);
   }
-  const TypeKernels* k = kernels_for(GgmlType::Q4_K, Isa::Amx);
-  ASSERT_NE(k, nullptr);
-  EXPECT_NE(k->prepare_tile, nullptr);
-  EXPECT_NE(k->gemm_tile, nullptr);
-  EXPECT_EQ(k->vec_dot_type, GgmlType::Q8_K);
-  EXPECT_EQ(kernels_for(GgmlType::Q4_K).vec_dot, k->vec_dot);
-  EXPECT_EQ(kernels_for(GgmlType::Q4_K).gemm_tile, k->gemm_tile);
-  EXPECT_EQ(kernels_for(GgmlType::Q4_K).vec_dot_cols, nullptr);  // dot_cols loops over vec_dot
+  if (!offered(Isa::Amx) && !offered(Isa::NeonI8mm)) EXPECT_EQ(kernels_for(GgmlType::Q4_K).gemm_tile, nullptr);
   EXPECT_STREQ(isa_name(Isa::Amx), "amx");
-  EXPECT_EQ(best_isa(), Isa::Amx);
-  // Only Q4_K: the other formats keep their AVX-512 / AVX-VNNI entries.
-  for (GgmlType t : {GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q8_0, GgmlType::F32})
-    EXPECT_EQ(kernels_for(t, Isa::Amx), nullptr) << ggml_type_name(t);
+  EXPECT_STREQ(isa_name(Isa::NeonI8mm), "neon-i8mm");
 }
 
-TEST(KernelsAmx, VecDotGivesTheRoundingReferenceBits) {
-  SKIP_WITHOUT_AMX();
-  const TypeKernels& k = *kernels_for(GgmlType::Q4_K, Isa::Amx);
+TEST_P(KernelsRunsum, VecDotGivesTheRoundingReferenceBits) {
+  const TypeKernels& k = this->k();
   const TypeKernels& scalar = *kernels_for(GgmlType::Q4_K, Isa::Scalar);
   for (int64_t n : {256, 768, 2048, 4096}) {
     const Rows o = make_rows(n, 3, 4, 11 + static_cast<uint32_t>(n));
@@ -131,9 +149,8 @@ TEST(KernelsAmx, VecDotGivesTheRoundingReferenceBits) {
 
 // Extreme blocks: every quant 15, every activation -128 or 127, all scales
 // and mins 63: the integer sums at their largest must stay exact.
-TEST(KernelsAmx, ExtremeBlocksStayExact) {
-  SKIP_WITHOUT_AMX();
-  const TypeKernels& k = *kernels_for(GgmlType::Q4_K, Isa::Amx);
+TEST_P(KernelsRunsum, ExtremeBlocksStayExact) {
+  const TypeKernels& k = this->k();
   constexpr int64_t n = 512;
   std::vector<BlockQ4K> w(2);
   for (BlockQ4K& b : w) {
@@ -169,9 +186,8 @@ TEST(KernelsAmx, ExtremeBlocksStayExact) {
 
 // Every row count and position count of one tile call, written only where
 // asked, each output equal to vec_dot bit for bit.
-TEST(KernelsAmx, TileGemmEqualsVecDotForEveryShape) {
-  SKIP_WITHOUT_AMX();
-  const TypeKernels& k = *kernels_for(GgmlType::Q4_K, Isa::Amx);
+TEST_P(KernelsRunsum, TileGemmEqualsVecDotForEveryShape) {
+  const TypeKernels& k = this->k();
   for (int64_t n : {256, 1024}) {
     const Rows o = make_rows(n, kTileRows, kTileCols, 29 + static_cast<uint32_t>(n));
     std::vector<TileLine> prepared(tile_prepared_lines(n));
@@ -204,8 +220,10 @@ TEST(KernelsAmx, TileGemmEqualsVecDotForEveryShape) {
   }
 }
 
+INSTANTIATE_TEST_SUITE_P(Kernels, KernelsRunsum, ::testing::Values(Isa::Amx, Isa::NeonI8mm),
+                         [](const ::testing::TestParamInfo<Isa>& i) {
+                           return i.param == Isa::Amx ? std::string("amx") : std::string("neon_i8mm");
+                         });
+
 }  // namespace
 }  // namespace sluice::kernels
-
-// This file's macros end with it (tests/CMakeLists.txt: unity build).
-#undef SKIP_WITHOUT_AMX
