@@ -1,8 +1,12 @@
 // Driver of bench/neon_icount.sh (not part of the CMake build): calls sluice's
-// NEON K-quant and MXFP4 dots (one build, argv[2]: plain | sdot) and ggml's
+// NEON K-quant and MXFP4 dots (one build, argv[2]: plain | sdot | i8mm, the
+// last the sdot build) and ggml's
 // (whatever build of ggml's arch/arm/quants.c it was linked with) once each
 // on a row of argv[1] 256-value blocks, each call after a call of
-// icount_mark(), then sluice's Q4_K and Q6_K vec_dot_cols on four rows, so that an instruction trace of the run (qemu -singlestep
+// icount_mark(), then sluice's Q4_K and Q6_K vec_dot_cols on four rows, and
+// for i8mm sluice's Q4_K i8mm vec_dot, prepare_tile of 16 positions and tile GEMM
+// of 16 rows by them, then ggml's two-row-two-column (nrc 2) Q4_K and Q6_K dots,
+// so that an instruction trace of the run (qemu -singlestep
 // -d exec) can be cut into one count per call. Prints the results, so the
 // calls cannot be dropped and sluice's and ggml's values can be eyeballed.
 #include <cstdio>
@@ -15,6 +19,7 @@
 #include "kernels/arm/legacy_neon.h"
 #include "kernels/blocks_legacy.h"
 #include "kernels/blocks_kquant.h"
+#include "kernels/kernel_table.h"
 #include "util/fp16.h"
 
 extern "C" {
@@ -71,7 +76,7 @@ std::vector<uint8_t> weights(int blocks, size_t bytes, std::initializer_list<siz
 
 int main(int argc, char** argv) {
   if (argc != 3) {
-    std::fprintf(stderr, "usage: %s BLOCKS plain|sdot\n", argv[0]);
+    std::fprintf(stderr, "usage: %s BLOCKS plain|sdot|i8mm\n", argv[0]);
     return 2;
   }
   const int blocks = std::atoi(argv[1]);
@@ -115,7 +120,7 @@ int main(int argc, char** argv) {
   formats.push_back({"MXFP4", GgmlType::MXFP4, mx, ggml_vec_dot_mxfp4_q8_0});
 
   KernelTable table{};
-  const NeonTier t = tier == "sdot" ? NeonTier::Dotprod : NeonTier::Plain;
+  const NeonTier t = tier == "plain" ? NeonTier::Plain : NeonTier::Dotprod;
   fill_kquant_neon_tier(table, t);
   fill_legacy_neon_tier(table, t);
   // Marks: before each format's sluice call, before its ggml call, then two
@@ -140,5 +145,34 @@ int main(int argc, char** argv) {
   icount_mark(mark++);
   for (size_t i = 0; i < formats.size(); ++i) std::printf("%s %g %g\n", formats[i].name, ours[i], theirs[i]);
   std::printf("cols q4_k %g q6_k %g\n", c4[3], c6[3]);
+  if (tier != "i8mm") return 0;
+  // i8mm: one Q4_K vec_dot in the run-sum rounding; prepare_tile of kTileCols
+  // positions; the tile GEMM of kTileRows rows by them; ggml's 2x2 Q4_K and
+  // Q6_K calls (two rows, two activation columns: four outputs).
+  KernelTable mm{};
+  fill_i8mm_q4k(mm);
+  const TypeKernels& k = mm[static_cast<uint32_t>(GgmlType::Q4_K)];
+  const size_t row4 = sizeof(BlockQ4K) * blocks, row6 = sizeof(BlockQ6K) * blocks;
+  const std::vector<uint8_t> w4 = weights(blocks * kTileRows, sizeof(BlockQ4K), {0, 2}, rng);
+  const std::vector<uint8_t> w6 = weights(blocks * 2, sizeof(BlockQ6K), {208}, rng);
+  std::vector<const void*> tile_act(kTileCols, act.data());
+  std::vector<TileLine> prepared(static_cast<size_t>(blocks) * (kTilePreparedBlockBytes / sizeof(TileLine)));
+  std::vector<float> tile_out(kTileRows * kTileCols);
+  std::vector<BlockQ8K> act2(act);
+  act2.insert(act2.end(), act.begin(), act.end());  // two activation rows back to back
+  float one = 0, g4[4] = {}, g6[4] = {};
+  icount_mark(mark++);
+  one = k.vec_dot(n, w4.data(), act.data());
+  icount_mark(mark++);
+  k.prepare_tile(n, tile_act.data(), kTileCols, prepared.data());
+  icount_mark(mark++);
+  k.gemm_tile({.n = n, .w = w4.data(), .row_bytes = row4, .n_rows = kTileRows, .prepared = prepared.data(),
+               .n_act = kTileCols, .out = tile_out.data(), .out_stride = kTileRows});
+  icount_mark(mark++);
+  ggml_vec_dot_q4_K_q8_K(n, g4, 2, w4.data(), row4, act2.data(), sizeof(BlockQ8K) * blocks, 2);
+  icount_mark(mark++);
+  ggml_vec_dot_q6_K_q8_K(n, g6, 2, w6.data(), row6, act2.data(), sizeof(BlockQ8K) * blocks, 2);
+  icount_mark(mark++);
+  std::printf("i8mm q4_k %g tile %g ggml 2x2 q4_k %g q6_k %g\n", one, tile_out[0], g4[0], g6[0]);
   return 0;
 }
