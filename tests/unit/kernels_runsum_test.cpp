@@ -120,10 +120,13 @@ TEST(KernelsRunsumRegistry, RegisteredOnlyWhereOfferedAndChosenForQ4K) {
     EXPECT_EQ(kernels_for(GgmlType::Q4_K).vec_dot_cols, nullptr);  // dot_cols loops over vec_dot
     EXPECT_EQ(best_isa(), isa);
     // Only Q4_K: the other formats keep their AVX-512 / AVX-VNNI / NEON entries.
-    for (GgmlType t : {GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q8_0, GgmlType::F32})
+    for (GgmlType t : {GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q8_0, GgmlType::F32}) {
       EXPECT_EQ(kernels_for(t, isa), nullptr) << ggml_type_name(t);
+    }
   }
-  if (!offered(Isa::Amx) && !offered(Isa::NeonI8mm)) EXPECT_EQ(kernels_for(GgmlType::Q4_K).gemm_tile, nullptr);
+  if (!offered(Isa::Amx) && !offered(Isa::NeonI8mm)) {
+    EXPECT_EQ(kernels_for(GgmlType::Q4_K).gemm_tile, nullptr);
+  }
   EXPECT_STREQ(isa_name(Isa::Amx), "amx");
   EXPECT_STREQ(isa_name(Isa::NeonI8mm), "neon-i8mm");
 }
