@@ -87,8 +87,9 @@ SLUICE_I8MM_TARGET float vec_dot_q4_k_i8mm(int64_t n, const void* w, const void*
     t = chunk_t<3>(t, x[i].qs, y[i].qs, sc_lo, sc_hi);
     const int16x8_t sums = vpaddq_s16(vld1q_s16(y[i].bsums), vld1q_s16(y[i].bsums + 8));
     const int32x4_t m = mins_m(vreinterpretq_s16_u16(vmovl_high_u8(sm)), sums);
-    // Both totals in one reduction: lanes (T, M).
-    const int32x2_t tm = vpadd_s32(vget_low_s32(vpaddq_s32(t, m)), vget_high_s32(vpaddq_s32(t, m)));
+    // Both totals in one reduction: (t0+t1, t2+t3, m0+m1, m2+m3), then lanes (T, M).
+    const int32x4_t halves = vpaddq_s32(t, m);
+    const int32x2_t tm = vpadd_s32(vget_low_s32(halves), vget_high_s32(halves));
     const float32x2_t tmf = vcvt_f32_s32(tm);
     const float32x2_t dd = vmul_n_f32(block_d_dmin(blk), y[i].d);  // y.d * d, y.d * dmin
     acc = std::fma(vget_lane_f32(dd, 0), vget_lane_f32(tmf, 0), acc);
@@ -131,7 +132,7 @@ SLUICE_I8MM_TARGET void prepare_tile_q4_k_i8mm(int64_t n, const void* const* act
 constexpr int kPairsPerPass = 4;
 
 // Rows r0 and r1 (r1 == r0 for a lone last row) against position pairs
-// [p0, p0 + np); writes only rows < n_rows and positions < n_act.
+// [p0, p0 + NP); writes only rows < n_rows and positions < n_act.
 template <int NP>
 SLUICE_I8MM_TARGET void row_pair(const TileGemmCall& c, int r0, int p0) {
   const int r1 = r0 + 1 < c.n_rows ? r0 + 1 : r0;
