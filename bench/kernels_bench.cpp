@@ -150,7 +150,8 @@ void BM_gemm_tile(benchmark::State& state, GgmlType t, Isa isa, uint64_t bytes) 
   report_rates(state, rows * f.row_bytes, rows * kRow * kTileCols);
 }
 
-// The packed layout (pack_rows / packed_dot): the matrix's rows re-laid in
+// The packed layout (pack_rows / packed_dot, or prepare_packed once per pass
+// and packed_dot_prepared where the kernel has them): the matrix's rows re-laid in
 // groups of kPackRows once (not timed, as the engine packs resident weights
 // once), then every group against `cols` activation rows per call. cols = 1 is
 // decode's GEMV (compare dot/), 4 and 8 prefill's (compare cols4/, cols8/).
@@ -176,9 +177,18 @@ void BM_packed(benchmark::State& state, GgmlType t, Isa isa, uint64_t bytes, int
   const void* act[kMaxDotCols];
   for (int j = 0; j < kMaxDotCols; ++j) act[j] = f.act.data() + j * f.act_row_bytes;
   float out[kMaxDotCols * kPackRows];
+  // As the engine's matmul: where the kernel prepares the activations, once
+  // per pass over the matrix (timed), then every group with them.
+  std::vector<int32_t> prepared(static_cast<size_t>(cols * packed_prepared_ints(kRow)));
+  const bool prepare = k->prepare_packed && k->packed_dot_prepared;
   for (auto _ : state) {
+    if (prepare) k->prepare_packed(kRow, act, cols, prepared.data());
     for (int64_t g = 0; g < groups; ++g) {
-      k->packed_dot(kRow, packed + g * group_bytes, act, cols, out, kPackRows);
+      if (prepare) {
+        k->packed_dot_prepared(kRow, packed + g * group_bytes, act, prepared.data(), cols, out, kPackRows);
+      } else {
+        k->packed_dot(kRow, packed + g * group_bytes, act, cols, out, kPackRows);
+      }
       benchmark::DoNotOptimize(out);
     }
   }

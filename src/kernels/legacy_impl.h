@@ -28,9 +28,9 @@ void fill_legacy_avx2_dot(KernelTable& table);
 // bit-identical to the AVX2 one of its type.
 void fill_legacy_vnni_dot(KernelTable& table);
 // Only on x86-64 builds: AVX-512 VNNI kernels of the symmetric formats (Q4_0,
-// Q5_0, Q8_0, IQ4_NL, MXFP4): vec_dot and vec_dot_cols bit-identical to AVX2
-// (legacy_avx512_dot.cpp), and the packed layout of the same formats,
-// bit-identical to those (legacy_packed_avx512.cpp).
+// Q5_0, Q8_0, IQ4_NL, MXFP4) in this set's block-sum rounding (quant.h):
+// vec_dot and vec_dot_cols (legacy_avx512_dot.cpp), and the packed layout of
+// the same formats, bit-identical to those (legacy_packed_avx512.cpp).
 void fill_legacy_avx512_dot(KernelTable& table);
 void fill_legacy_packed_avx512(KernelTable& table);
 

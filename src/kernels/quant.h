@@ -24,9 +24,18 @@ namespace sluice::kernels {
 // Avx512Vnni = Avx2 plus AVX-512 F/BW/VL/VNNI (512-bit integer multiply-adds,
 // 32 registers; used for the K-quant prefill dots, and for Q4_0, Q5_0, Q8_0,
 // IQ4_NL and MXFP4 with the packed layout below). Their entries are partial
-// (only the integer dot products and the packed layout) and each is
-// BIT-IDENTICAL to the Avx2 entry of the same type, so every x86 machine
-// without AMX computes the same logits.
+// (only the integer dot products and the packed layout). AvxVnni's entries
+// are BIT-IDENTICAL to the Avx2 entry of the same type, and so are
+// Avx512Vnni's K-quant ones. Avx512Vnni's symmetric legacy formats (Q4_0,
+// Q5_0, Q8_0, IQ4_NL, MXFP4) have a rounding of their own, the block-sum
+// rounding: per block b the exact integer S_b of its 32 level products, then
+// acc[b % 2] = fma(scale(w_b) * fp16(a_b.d), float(S_b), acc[b % 2]) in block
+// order from +0, and acc[0] + acc[1]; Avx2 keeps eight int32 lanes per block,
+// each converted and accumulated in float. The block sum is what the packed
+// layout's 16-row kernel can keep at one vector FMA per block (per lane it
+// cost two more vector ops per multiply-add, and half the prefill speed). So
+// on these formats an AVX-512 VNNI machine's logits differ from an AVX2
+// one's in float rounding only, as an AMX machine's do on Q4_K.
 // Amx = Avx512Vnni plus AMX-INT8 tiles, for Q4_K only, with its own rounding:
 // per super-block the dot of each 32-element run is one exact integer, the
 // scaled runs and the mins term are summed exactly, and one float step
@@ -106,6 +115,17 @@ using PackRowsFn = void (*)(int64_t n, const void* src, void* dst);
 // holding no -128, which the quantizers never write: legacy_impl.h.)
 using PackedDotFn = void (*)(int64_t n, const void* packed, const void* const* act, int n_act, float* out,
                              int64_t out_stride);
+// Optional, with packed_dot (both or neither): the part of packed_dot's work
+// that depends only on the activation rows (the legacy formats' per-block
+// activation sums), done once per matrix instead of once per group.
+// prepare_packed writes packed_prepared_ints(n) int32 per row for n_act >= 1
+// rows (row j at prepared + j * packed_prepared_ints(n));
+// packed_dot_prepared is packed_dot given the prepared ints of exactly its
+// act rows, with the same results bit for bit.
+using PreparePackedFn = void (*)(int64_t n, const void* const* act, int n_act, int32_t* prepared);
+using PackedDotPreparedFn = void (*)(int64_t n, const void* packed, const void* const* act, const int32_t* prepared,
+                                     int n_act, float* out, int64_t out_stride);
+inline int64_t packed_prepared_ints(int64_t n) { return n / 32; }  // one per 32-element block
 
 struct TypeKernels {
   DequantizeFn dequantize = nullptr;  // every supported weight type
@@ -123,6 +143,8 @@ struct TypeKernels {
   // Optional packed layout (both or neither; same ISA as vec_dot).
   PackRowsFn pack_rows = nullptr;
   PackedDotFn packed_dot = nullptr;
+  PreparePackedFn prepare_packed = nullptr;  // optional, with packed_dot_prepared
+  PackedDotPreparedFn packed_dot_prepared = nullptr;
 };
 
 // out[j] = k.vec_dot(n, w, act[j]) for j < n_act (any n_act >= 0), through

@@ -89,6 +89,8 @@ const Tables& tables() {
           t.best[ty].gemm_tile = k.gemm_tile;
           t.best[ty].pack_rows = k.pack_rows;
           t.best[ty].packed_dot = k.packed_dot;
+          t.best[ty].prepare_packed = k.prepare_packed;
+          t.best[ty].packed_dot_prepared = k.packed_dot_prepared;
           t.best_isa = static_cast<Isa>(i);
         }
       }

@@ -218,17 +218,25 @@ void plain_rows(const WeightMatrix& w, std::span<const void* const> act, float* 
 // written to the rows of [r0, r1) it holds. A group wholly inside the range
 // is written in place; one the range cuts is computed whole into scratch and
 // only the requested rows copied out (each value is the same either way).
-inline void packed_group(const WeightMatrix& w, int64_t g, const void* const* acts, int m, float* out,
-                         int64_t out_stride, int64_t r0, int64_t r1) {
+// prepared: the kernel's prepare_packed ints of acts[0..m), or null.
+inline void packed_group(const WeightMatrix& w, int64_t g, const void* const* acts, const int32_t* prepared, int m,
+                         float* out, int64_t out_stride, int64_t r0, int64_t r1) {
   constexpr int64_t G = kernels::kPackRows;
   const int64_t first = g * G;
   const uint8_t* src = w.data + static_cast<size_t>(g) * w.group_bytes();
+  auto dot = [&](float* dst, int64_t stride) {
+    if (prepared) {
+      w.kern->packed_dot_prepared(w.n_in, src, acts, prepared, m, dst, stride);
+    } else {
+      w.kern->packed_dot(w.n_in, src, acts, m, dst, stride);
+    }
+  };
   if (first >= r0 && first + G <= r1) {
-    w.kern->packed_dot(w.n_in, src, acts, m, out + first, out_stride);
+    dot(out + first, out_stride);
     return;
   }
   float scratch[kernels::kMaxDotCols * G];
-  w.kern->packed_dot(w.n_in, src, acts, m, scratch, G);
+  dot(scratch, G);
   const int64_t lo = std::max(r0, first), hi = std::min(r1, first + G);
   for (int j = 0; j < m; ++j)
     for (int64_t r = lo; r < hi; ++r) out[j * out_stride + r] = scratch[j * G + (r - first)];
@@ -247,9 +255,20 @@ void packed_rows(const WeightMatrix& w, std::span<const void* const> act, float*
   const int64_t n_act = static_cast<int64_t>(act.size());
   const void* const* acts = act.data();
   const size_t gb = w.group_bytes();
+  // What the kernel needs of the activations alone, once for all groups
+  // (this thread's; another thread of the same matmul prepares its own copy).
+  thread_local std::vector<int32_t> prepared_store;
+  const int32_t* prepared = nullptr;
+  const int64_t per_act = kernels::packed_prepared_ints(w.n_in);
+  if (w.kern->prepare_packed && w.kern->packed_dot_prepared) {
+    prepared_store.resize(static_cast<size_t>(n_act * per_act));
+    w.kern->prepare_packed(w.n_in, acts, static_cast<int>(n_act), prepared_store.data());
+    prepared = prepared_store.data();
+  }
+  auto prepared_of = [&](int64_t i) { return prepared ? prepared + i * per_act : nullptr; };
   if (n_act == 1) {  // decode: the packed kernels prefetch their own stream, across groups too
     for (int64_t g = g0; g < g1; ++g) {
-      packed_group(w, g, acts, 1, out, out_stride, r0, r1);
+      packed_group(w, g, acts, prepared, 1, out, out_stride, r0, r1);
     }
     return;
   }
@@ -263,7 +282,7 @@ void packed_rows(const WeightMatrix& w, std::span<const void* const> act, float*
       for (int64_t g = b0; g < b1; ++g) {
         for (int64_t i = p0; i < p1; i += kernels::kMaxDotCols) {
           const int m = static_cast<int>(std::min<int64_t>(kernels::kMaxDotCols, p1 - i));
-          packed_group(w, g, acts + i, m, out + i * out_stride, out_stride, r0, r1);
+          packed_group(w, g, acts + i, prepared_of(i), m, out + i * out_stride, out_stride, r0, r1);
         }
       }
     }

@@ -679,6 +679,34 @@ TEST(KernelsLegacy, VecDotQ4_0HandBuilt) {
   }
 }
 
+// The 32 integer levels q and the scale d of one block of a symmetric format.
+void symmetric_levels(GgmlType t, const uint8_t* b, int q[32], float& d) {
+  if (t == GgmlType::Q8_0) {
+    const auto& blk = *reinterpret_cast<const BlockQ8_0*>(b);
+    for (int j = 0; j < 32; ++j) q[j] = blk.qs[j];
+    d = fp16_to_fp32(blk.d);
+  } else if (t == GgmlType::Q5_0) {
+    const auto& blk = *reinterpret_cast<const BlockQ5_0*>(b);
+    uint32_t qh = 0;
+    std::memcpy(&qh, blk.qh, 4);
+    for (int j = 0; j < 16; ++j) {
+      q[j] = ((blk.qs[j] & 0x0f) | ((qh >> j & 1) << 4)) - 16;
+      q[j + 16] = ((blk.qs[j] >> 4) | ((qh >> (j + 16) & 1) << 4)) - 16;
+    }
+    d = fp16_to_fp32(blk.d);
+  } else {
+    const uint8_t* qs = t == GgmlType::MXFP4 ? b + 1 : b + 2;
+    for (int j = 0; j < 16; ++j) {
+      const int lo = qs[j] & 0x0f, hi = qs[j] >> 4;
+      q[j] = t == GgmlType::Q4_0 ? lo - 8 : t == GgmlType::IQ4_NL ? kIq4nlValues[lo] : kMxfp4Values[lo];
+      q[j + 16] = t == GgmlType::Q4_0 ? hi - 8 : t == GgmlType::IQ4_NL ? kIq4nlValues[hi] : kMxfp4Values[hi];
+    }
+    uint16_t d16 = 0;
+    std::memcpy(&d16, b, 2);
+    d = t == GgmlType::MXFP4 ? e8m0_to_fp32_half(b[0]) : fp16_to_fp32(d16);
+  }
+}
+
 // The float order of the x86 symmetric dots (x86/legacy_x86_dot_body.h),
 // written out: per block, eight lane sums of four consecutive products,
 // fused-multiply-added with d_w * d_a into the even-block or odd-block 8-lane
@@ -688,33 +716,9 @@ float x86_order_dot(GgmlType t, int64_t n, const uint8_t* w, const void* act) {
   const size_t bytes = ggml_type_info(t).block_bytes;
   float acc[2][8] = {};
   for (int64_t i = 0; i < n / kLegacyBlock; ++i) {
-    const uint8_t* b = w + static_cast<size_t>(i) * bytes;
     int q[32];
     float d = 0;
-    if (t == GgmlType::Q8_0) {
-      const auto& blk = *reinterpret_cast<const BlockQ8_0*>(b);
-      for (int j = 0; j < 32; ++j) q[j] = blk.qs[j];
-      d = fp16_to_fp32(blk.d);
-    } else if (t == GgmlType::Q5_0) {
-      const auto& blk = *reinterpret_cast<const BlockQ5_0*>(b);
-      uint32_t qh = 0;
-      std::memcpy(&qh, blk.qh, 4);
-      for (int j = 0; j < 16; ++j) {
-        q[j] = ((blk.qs[j] & 0x0f) | ((qh >> j & 1) << 4)) - 16;
-        q[j + 16] = ((blk.qs[j] >> 4) | ((qh >> (j + 16) & 1) << 4)) - 16;
-      }
-      d = fp16_to_fp32(blk.d);
-    } else {
-      const uint8_t* qs = t == GgmlType::MXFP4 ? b + 1 : b + 2;
-      for (int j = 0; j < 16; ++j) {
-        const int lo = qs[j] & 0x0f, hi = qs[j] >> 4;
-        q[j] = t == GgmlType::Q4_0 ? lo - 8 : t == GgmlType::IQ4_NL ? kIq4nlValues[lo] : kMxfp4Values[lo];
-        q[j + 16] = t == GgmlType::Q4_0 ? hi - 8 : t == GgmlType::IQ4_NL ? kIq4nlValues[hi] : kMxfp4Values[hi];
-      }
-      uint16_t d16 = 0;
-      std::memcpy(&d16, b, 2);
-      d = t == GgmlType::MXFP4 ? e8m0_to_fp32_half(b[0]) : fp16_to_fp32(d16);
-    }
+    symmetric_levels(t, w + static_cast<size_t>(i) * bytes, q, d);
     const float s = d * fp16_to_fp32(a[i].d);
     for (int k = 0; k < 8; ++k) {
       int lane = 0;
@@ -728,12 +732,32 @@ float x86_order_dot(GgmlType t, int64_t n, const uint8_t* w, const void* act) {
   return (s0 + s2) + (s1 + s3);
 }
 
+// The block-sum rounding of the AVX-512 VNNI set's symmetric dots (quant.h),
+// written out: per block the exact integer sum of its 32 products (the levels
+// of x86_order_dot), fused-multiply-added with d_w * d_a into the even-block
+// or odd-block accumulator; then the two added.
+float blocksum_order_dot(GgmlType t, int64_t n, const uint8_t* w, const void* act) {
+  const auto* a = static_cast<const BlockQ8_0*>(act);
+  const size_t bytes = ggml_type_info(t).block_bytes;
+  float acc[2] = {};
+  for (int64_t i = 0; i < n / kLegacyBlock; ++i) {
+    float d = 0;
+    int q[32];
+    symmetric_levels(t, w + static_cast<size_t>(i) * bytes, q, d);
+    int sum = 0;
+    for (int e = 0; e < 32; ++e) sum += q[e] * a[i].qs[e];
+    acc[i % 2] = std::fma(d * fp16_to_fp32(a[i].d), static_cast<float>(sum), acc[i % 2]);
+  }
+  return acc[0] + acc[1];
+}
+
 // Q4_0, Q5_0, Q8_0, IQ4_NL and MXFP4 give the same bits on every SIMD ISA that has
 // them (AVX2 and AVX-VNNI on x86; NEON, plain or sdot, on AArch64): integer
 // sums are exact and the float steps follow x86_order_dot, so one model has
-// the same logits on x86 and ARM. vec_dot and every column of vec_dot_cols.
+// the same logits on x86 and ARM. AVX-512 VNNI follows its own
+// blocksum_order_dot (quant.h). vec_dot and every column of vec_dot_cols.
 // Weights include extreme bytes (random_row), and -128 in Q8_0 weights.
-TEST(KernelsLegacy, SymmetricDotsFollowTheX86OrderOnEverySimdIsa) {
+TEST(KernelsLegacy, SymmetricDotsFollowTheirSetsOrderOnEverySimdIsa) {
   if (cpu_features().neon) {
     // scripts/test.sh --aarch64 reads this line to check that both builds ran.
     std::printf("[neon] kernels: %s\n", cpu_features().neon_dotprod ? "sdot" : "plain (no dot product)");
@@ -756,16 +780,17 @@ TEST(KernelsLegacy, SymmetricDotsFollowTheX86OrderOnEverySimdIsa) {
           const TypeKernels* k = kernels_for(t, isa);
           if (!k || !k->vec_dot) continue;
           ++checked;
-          const float want = x86_order_dot(t, n, cols[0].w.data(), act[0]);
+          const auto model = isa == Isa::Avx512Vnni ? blocksum_order_dot : x86_order_dot;
+          const float want = model(t, n, cols[0].w.data(), act[0]);
           const float got = k->vec_dot(n, cols[0].w.data(), act[0]);
           EXPECT_EQ(0, std::memcmp(&want, &got, sizeof(float)))
-              << label(t, isa) << " n=" << n << ": " << got << " vs x86 order " << want;
+              << label(t, isa) << " n=" << n << ": " << got << " vs its order " << want;
           if (!k->vec_dot_cols) continue;
           std::vector<float> out(kMaxDotCols);
           for (int m : {1, 3, kMaxDotCols}) {
             k->vec_dot_cols(n, cols[0].w.data(), act.data(), m, out.data());
             for (int j = 0; j < m; ++j) {
-              const float ref = x86_order_dot(t, n, cols[0].w.data(), act[j]);
+              const float ref = model(t, n, cols[0].w.data(), act[j]);
               EXPECT_EQ(0, std::memcmp(&ref, &out[j], sizeof(float)))
                   << label(t, isa) << " n=" << n << " m=" << m << " col " << j;
             }

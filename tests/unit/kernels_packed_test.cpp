@@ -109,18 +109,22 @@ TEST(KernelsPacked, RegisteredWithTheVecDotOfTheirIsa) {
     EXPECT_NE(k->vec_dot_cols, nullptr) << ggml_type_name(t);
     EXPECT_NE(k->pack_rows, nullptr) << ggml_type_name(t);
     EXPECT_NE(k->packed_dot, nullptr) << ggml_type_name(t);
+    EXPECT_NE(k->prepare_packed, nullptr) << ggml_type_name(t);
+    EXPECT_NE(k->packed_dot_prepared, nullptr) << ggml_type_name(t);
     EXPECT_EQ(k->vec_dot_type, GgmlType::Q8_0) << ggml_type_name(t);
-    // The default entry takes all four from this ISA together.
+    // The default entry takes all six from this ISA together.
     const TypeKernels& best = kernels_for(t);
     EXPECT_EQ(best.vec_dot, k->vec_dot) << ggml_type_name(t);
     EXPECT_EQ(best.vec_dot_cols, k->vec_dot_cols) << ggml_type_name(t);
     EXPECT_EQ(best.pack_rows, k->pack_rows) << ggml_type_name(t);
     EXPECT_EQ(best.packed_dot, k->packed_dot) << ggml_type_name(t);
+    EXPECT_EQ(best.prepare_packed, k->prepare_packed) << ggml_type_name(t);
+    EXPECT_EQ(best.packed_dot_prepared, k->packed_dot_prepared) << ggml_type_name(t);
   }
 }
 
 // pack_rows fills exactly the 16 rows' byte count and packed_dot, for every
-// column count, gives each row's vec_dot (this ISA's and AVX2's) bit for bit,
+// column count, gives each row's vec_dot (this ISA's) bit for bit,
 // leaving every other float of `out` as it was.
 TEST(KernelsPacked, PackedDotIsBitIdenticalToVecDotOfThePlainRows) {
   SKIP_WITHOUT_AVX512VNNI();
@@ -129,7 +133,6 @@ TEST(KernelsPacked, PackedDotIsBitIdenticalToVecDotOfThePlainRows) {
   constexpr float kGuard = -7777.25f;
   for (GgmlType t : kPackedTypes) {
     const TypeKernels& k = *kernels_for(t, Isa::Avx512Vnni);
-    const VecDotFn avx2 = kernels_for(t, Isa::Avx2)->vec_dot;
     for (int64_t n : kRowLengths) {
       const std::string what = std::string(ggml_type_name(t)) + " n=" + std::to_string(n);
       const size_t rb = row_bytes(t, n);
@@ -143,28 +146,30 @@ TEST(KernelsPacked, PackedDotIsBitIdenticalToVecDotOfThePlainRows) {
       std::vector<const void*> ptrs;
       for (int j = 0; j < kMaxDotCols; ++j) act.push_back(activation_row(n, rng));
       for (const auto& a : act) ptrs.push_back(a.data());
-      // want[j][r]: this ISA's vec_dot, which must equal AVX2's.
+      // want[j][r]: this ISA's vec_dot (its rounding: kernels_legacy_test.cpp).
       float want[kMaxDotCols][kPackRows];
-      for (int j = 0; j < kMaxDotCols; ++j) {
-        for (int r = 0; r < kPackRows; ++r) {
-          const uint8_t* row = plain.data() + r * rb;
-          want[j][r] = k.vec_dot(n, row, ptrs[j]);
-          const float ref = avx2(n, row, ptrs[j]);
-          ASSERT_TRUE(same_bits(want[j][r], ref))
-              << what << " row " << r << " col " << j << ": avx512 vec_dot " << want[j][r] << " avx2 " << ref;
-        }
-      }
+      for (int j = 0; j < kMaxDotCols; ++j)
+        for (int r = 0; r < kPackRows; ++r) want[j][r] = k.vec_dot(n, plain.data() + r * rb, ptrs[j]);
+      // The activations' prepared ints (once for all columns), for packed_dot_prepared.
+      std::vector<int32_t> prepared(static_cast<size_t>(kMaxDotCols * packed_prepared_ints(n)), -1);
+      k.prepare_packed(n, ptrs.data(), kMaxDotCols, prepared.data());
       for (int m = 1; m <= kMaxDotCols; ++m) {
-        std::vector<float> out(static_cast<size_t>(kStride * (kMaxDotCols + 1)), kGuard);
-        k.packed_dot(n, packed.data(), ptrs.data(), m, out.data(), kStride);
-        for (int64_t i = 0; i < static_cast<int64_t>(out.size()); ++i) {
-          const int64_t j = i / kStride, r = i % kStride;
-          if (j < m && r < kPackRows) {
-            EXPECT_TRUE(same_bits(out[i], want[j][r]))
-                << what << " n_act=" << m << " row " << r << " col " << j << ": packed " << out[i] << " vec_dot "
-                << want[j][r];
+        for (bool with_prepared : {false, true}) {
+          std::vector<float> out(static_cast<size_t>(kStride * (kMaxDotCols + 1)), kGuard);
+          if (with_prepared) {
+            k.packed_dot_prepared(n, packed.data(), ptrs.data(), prepared.data(), m, out.data(), kStride);
           } else {
-            EXPECT_TRUE(same_bits(out[i], kGuard)) << what << " n_act=" << m << ": wrote out[" << i << "]";
+            k.packed_dot(n, packed.data(), ptrs.data(), m, out.data(), kStride);
+          }
+          const char* how = with_prepared ? " packed_dot_prepared" : " packed_dot";
+          for (int64_t i = 0; i < static_cast<int64_t>(out.size()); ++i) {
+            const int64_t j = i / kStride, r = i % kStride;
+            if (j < m && r < kPackRows) {
+              EXPECT_TRUE(same_bits(out[i], want[j][r])) << what << how << " n_act=" << m << " row " << r << " col "
+                                                         << j << ": " << out[i] << " vec_dot " << want[j][r];
+            } else {
+              EXPECT_TRUE(same_bits(out[i], kGuard)) << what << how << " n_act=" << m << ": wrote out[" << i << "]";
+            }
           }
         }
         // The multi-column dot of the same entry agrees too (row 0 and 15).

@@ -33,9 +33,12 @@ const GgmlType kVnniColsTypes[] = {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::Q4_
                                    GgmlType::Q6_K};
 // Weight types with AVX-512 VNNI kernels (vec_dot and 8-column vec_dot_cols):
 // the K-quants and the symmetric legacy formats (whose packed layout
-// kernels_packed_test.cpp checks).
+// kernels_packed_test.cpp checks). The K-quants give the AVX2 bits; the
+// legacy formats round their own way (quant.h; kernels_legacy_test.cpp
+// checks that order).
 const GgmlType kAvx512Types[] = {GgmlType::Q4_K, GgmlType::Q5_K,   GgmlType::Q6_K,  GgmlType::Q4_0,
                                  GgmlType::Q5_0, GgmlType::Q8_0,   GgmlType::IQ4_NL, GgmlType::MXFP4};
+const GgmlType kAvx512Avx2BitsTypes[] = {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
 
 bool has_vnni() { return cpu_features().avxvnni; }
 #define SKIP_WITHOUT_VNNI()                                                                 \
@@ -335,24 +338,25 @@ TEST(KernelsVnni, Avx512RegisteredOnlyWhenTheCpuHasItAndChosenByDefault) {
 
 TEST(KernelsVnni, Avx512VecDotIsBitIdenticalToAvx2) {
   SKIP_WITHOUT_AVX512VNNI();
-  expect_vec_dot_matches_avx2(Isa::Avx512Vnni, kAvx512Types, 4048);
+  expect_vec_dot_matches_avx2(Isa::Avx512Vnni, kAvx512Avx2BitsTypes, 4048);
 }
 
 TEST(KernelsVnni, Avx512DotColsIsBitIdenticalToAvx2VecDot) {
   SKIP_WITHOUT_AVX512VNNI();
-  expect_dot_cols_match_avx2(Isa::Avx512Vnni, kAvx512Types, 154);
+  expect_dot_cols_match_avx2(Isa::Avx512Vnni, kAvx512Avx2BitsTypes, 154);
 }
 
 // Quantized real-looking rows through the public quantizers (the path the
 // engine takes): default kernels (VNNI here) equal the AVX2 ones bit for bit.
-// Q4_K is left out where AMX serves it: that set rounds differently on
-// purpose (quant.h; kernels_runsum_test.cpp checks it).
+// Q4_K is left out where AMX serves it, and the legacy formats where AVX-512
+// VNNI does: those sets round differently on purpose (quant.h;
+// kernels_runsum_test.cpp and kernels_legacy_test.cpp check them).
 TEST(KernelsVnni, QuantizedGaussianRowsGiveTheAvx2Bits) {
   SKIP_WITHOUT_VNNI();
   std::mt19937 rng(5);
   std::normal_distribution<float> gauss(0.0f, 1.0f);
   for (GgmlType t : kVnniColsTypes) {
-    if (default_isa_of(t) == Isa::Amx) continue;
+    if (default_isa_of(t) == Isa::Amx || (!is_kquant(t) && default_isa_of(t) == Isa::Avx512Vnni)) continue;
     const int64_t n = 1024;
     std::vector<float> x(static_cast<size_t>(n)), y(static_cast<size_t>(n));
     for (float& v : x) v = gauss(rng);

@@ -175,6 +175,8 @@ TEST(PackedMatmul, TestLayoutGivesThePlainBitsForAnyRowsThreadsAndPositions) {
     g_row_bytes = static_cast<size_t>(*ggml_row_bytes(c.type, static_cast<uint64_t>(c.n_in)));
     k.pack_rows = test_pack_rows;
     k.packed_dot = test_packed_dot;
+    k.prepare_packed = nullptr;  // the test layout has no prepared form
+    k.packed_dot_prepared = nullptr;
     k.gemm_tile = nullptr;  // packed groups never use tiles; keep the tail's path the plain one
     k.prepare_tile = nullptr;
     const Pair p = make_pair(c, k);
@@ -200,6 +202,8 @@ TEST(PackedMatmul, NotPackableLeavesBytesAndViewPlain) {
   kernels::TypeKernels k = kernels::kernels_for(GgmlType::Q8_0);
   k.pack_rows = nullptr;
   k.packed_dot = nullptr;
+  k.prepare_packed = nullptr;
+  k.packed_dot_prepared = nullptr;
   std::vector<uint8_t> bytes = random_matrix(GgmlType::Q8_0, 64, 32, 3);
   const std::vector<uint8_t> before = bytes;
   WeightMatrix w = make_weight(bytes.data(), GgmlType::Q8_0, 64, 32, "w");
