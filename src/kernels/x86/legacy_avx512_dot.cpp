@@ -51,12 +51,7 @@ SLUICE_AVX512VNNI inline __m128i pair_sums(__m256i l0, __m256i l1) {
 }
 
 // One block's eight partial sums -> S, as a float in lane 0 (exact).
-SLUICE_AVX512VNNI inline __m128 block_sum(__m256i l) {
-  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(l), _mm256_extracti128_si256(l, 1));
-  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
-  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
-  return _mm_cvtepi32_ps(s);
-}
+SLUICE_AVX512VNNI inline __m128 block_sum(__m256i l) { return _mm_set_ss(static_cast<float>(avx2::hsum_i32(l))); }
 
 // acc with lane 0 (the even blocks' accumulator) from `step`, whose other
 // lanes _mm_fmadd_ss took from its first operand.

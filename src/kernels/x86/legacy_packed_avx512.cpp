@@ -280,13 +280,7 @@ SLUICE_AVX512VNNI inline void activation_bias(const BlockQ8_0* y, int64_t b0, in
     const __m256i sum = _mm256_add_epi32(_mm256_permute2x128_si256(g0, g1, 0x20), _mm256_permute2x128_si256(g0, g1, 0x31));
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(neg + k), _mm256_sub_epi32(_mm256_setzero_si256(), sum));
   }
-  for (; k < count; ++k) {
-    const __m256i l = partial(b0 + k);
-    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(l), _mm256_extracti128_si256(l, 1));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
-    neg[k] = -_mm_cvtsi128_si32(s);
-  }
+  for (; k < count; ++k) neg[k] = -avx2::hsum_i32(partial(b0 + k));
 }
 
 // One block (index b) of the group against N columns, into the accumulators
